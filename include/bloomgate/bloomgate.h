@@ -1,0 +1,12 @@
+/* Everything in libbloomgate's core, in one include. */
+#ifndef BLOOMGATE_BLOOMGATE_H
+#define BLOOMGATE_BLOOMGATE_H
+
+#include <bloomgate/alloc.h>
+#include <bloomgate/error.h>
+#include <bloomgate/filter.h>
+#include <bloomgate/hash.h>
+#include <bloomgate/sizing.h>
+#include <bloomgate/version.h>
+
+#endif

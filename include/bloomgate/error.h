@@ -1,0 +1,54 @@
+/* Errors are values.
+ *
+ * Every fallible bloomgate call returns an int: 0 (BG_OK) or a positive
+ * answer on success, a negative bg_status on failure. The library never
+ * prints, never exits and never aborts on bad input; a NULL or out-of-range
+ * argument is a status, not a crash. */
+#ifndef BLOOMGATE_ERROR_H
+#define BLOOMGATE_ERROR_H
+
+#if defined(_WIN32)
+#  define BG_API_EXPORT __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define BG_API_EXPORT __attribute__((visibility("default")))
+#else
+#  define BG_API_EXPORT
+#endif
+
+/* Marks the public API: everything else in the library is built with
+ * -fvisibility=hidden and is not exported. */
+#define BG_API BG_API_EXPORT
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* X(NAME, value, message). Values are stable ABI: append, never renumber. */
+#define BG_STATUS_MAP(X)                                                        \
+    X(OK,         0,  "success")                                                \
+    X(EINVAL,    -1,  "invalid argument")                                       \
+    X(ENOMEM,    -2,  "out of memory")                                          \
+    X(EOVERFLOW, -3,  "size arithmetic overflows 64 bits")                      \
+    X(ETOOBIG,   -4,  "size exceeds the configured cap")                        \
+    X(EINCOMPAT, -5,  "filters are incompatible (variant, bits, hashes or seed differ)") \
+    X(EUNDERDET, -6,  "sizing is underdetermined: give two of n, p, m, k (not only p and k)") \
+    X(EVARIANT,  -7,  "unknown or unsupported filter variant")
+
+typedef enum bg_status {
+#define BG__STATUS_ENUM(name, value, msg) BG_##name = (value),
+    BG_STATUS_MAP(BG__STATUS_ENUM)
+#undef BG__STATUS_ENUM
+} bg_status;
+
+/* A human-readable message for a status: static storage, never NULL
+ * (an unknown code gets "unknown error"). */
+BG_API const char *bg_strerror(int status);
+
+/* The status's name, e.g. "BG_EINVAL"; static storage, never NULL. */
+BG_API const char *bg_err_name(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

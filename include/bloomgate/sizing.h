@@ -1,0 +1,97 @@
+/* Sizing: give any two of (n, p, m, k), get the rest.
+ *
+ *   n  expected items (capacity)          p  false-positive rate, in (0, 1)
+ *   m  bits in the filter                 k  probes (hash functions) per key
+ *
+ * Standard variant (k independent uniform probes over m bits):
+ *   p(m, n, k) = (1 - (1 - 1/m)^(k n))^k  ~=  (1 - e^(-k n / m))^k
+ *   m          = ceil(-n ln p / (ln 2)^2)       (the optimum for n and p)
+ *   k          = round((m / n) ln 2)            (recomputed from the final m)
+ * Blocked variant (all k probes in one 512-bit block chosen per key): block
+ * loads are Poisson(lambda = n * 512 / m) and
+ *   p(m, n, k) = sum_i Pois(i; lambda) * (1 - (1 - 1/512)^(i k))^k
+ * (Putze, Sanders, Singler, "Cache-, Hash- and Space-Efficient Bloom Filters",
+ * 2007), so m and k are found by search over this model, not by the standard
+ * formula, and the rate asked for is the rate delivered.
+ *
+ * All sizes are uint64_t; every result is checked against 2^64 (BG_EOVERFLOW)
+ * and against a cap (BG_ETOOBIG) before it is returned. */
+#ifndef BLOOMGATE_SIZING_H
+#define BLOOMGATE_SIZING_H
+
+#include <stdint.h>
+
+#include <bloomgate/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Filter variants. Values are stable: they are written to files. */
+typedef enum bg_variant {
+    BG_VARIANT_STANDARD = 1, /* k probes over the whole array: least space */
+    BG_VARIANT_BLOCKED  = 2, /* k probes in one 64-byte cache line: one miss per op */
+} bg_variant;
+
+/* The variant chosen when none is given: blocked, measured faster at every
+ * size in docs/PERFORMANCE.md for ~5% more bits (docs/DESIGN.md explains). */
+#define BG_VARIANT_DEFAULT BG_VARIANT_BLOCKED
+
+/* Most probes per key. p = 2^-32 needs k = 32; a smaller p still sizes (m
+ * grows to reach it with k = BG_MAX_K), only less space-efficiently. */
+#define BG_MAX_K 32u
+
+/* Fewest bits in a filter: one 64-bit word (standard), one block (blocked). */
+#define BG_MIN_BITS 64u
+
+/* Bits in a block of the blocked variant: one 64-byte cache line. */
+#define BG_BLOCK_BITS 512u
+
+/* Default cap on a filter's bit array: 64 GiB (2^39 bits), enough for ~5.7e10
+ * keys at p = 0.01. Callers may lower or raise it, up to BG_MAX_BITS. */
+#define BG_DEFAULT_MAX_BYTES (UINT64_C(1) << 36)
+
+/* Hard ceiling on m: 2^63 bits (2^60 bytes), so that the index arithmetic
+ * (a + b < 2m) can never wrap. */
+#define BG_MAX_BITS (UINT64_C(1) << 63)
+
+typedef struct bg_sizing {
+    uint64_t n; /* items; 0 = unknown */
+    double p;   /* false-positive rate in (0, 1); 0 = unknown */
+    uint64_t m; /* bits; 0 = unknown */
+    uint32_t k; /* probes, 1..BG_MAX_K; 0 = unknown */
+} bg_sizing;
+
+/* Completes *s for `variant` from the fields that are known (non-zero):
+ *
+ *   known       computed
+ *   n, p        m (least that reaches p; blocked: multiple of 512), k (best for that m)
+ *   n, m        k (best), p
+ *   m, p        n (most that m holds at p), k (best), p (actual)
+ *   n, k        m = ceil(n k / ln 2), p
+ *   m, k        n = floor(m ln 2 / k) (the n for which k is optimal), p
+ *   n, p, k     m (least that reaches p with this k)
+ *   m, p, k     n (most that m holds at p with this k)
+ *   n, m, k     p
+ *   p, k        nothing: BG_EUNDERDET (they fix only the ratio m / n)
+ *
+ * A given m is rounded up (blocked: to a multiple of 512; both: to at least
+ * BG_MIN_BITS) and k is always recomputed from the final m. On return, p is
+ * the model's rate for the final (n, m, k), which is <= a p that was given.
+ * `max_bits` caps m (0 means BG_DEFAULT_MAX_BYTES * 8).
+ *
+ * Returns BG_OK, BG_EINVAL (NULL s; p outside (0, 1) or NaN; k > BG_MAX_K;
+ * fewer than two knowns; n = 0 where it is needed), BG_EUNDERDET, BG_EVARIANT,
+ * BG_EOVERFLOW (a size beyond 2^64) or BG_ETOOBIG (m above the cap). On error
+ * *s is unchanged. Nothing is allocated. */
+BG_API int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits);
+
+/* The model's false-positive rate after n distinct keys in m bits with k
+ * probes (formulas above). Returns NaN for arguments out of range. */
+BG_API double bg_sizing_fp_rate(bg_variant variant, uint64_t m, uint64_t n, uint32_t k);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,19 @@
+/* The library's own allocation entry points, routed through the hooks of
+ * <bloomgate/alloc.h>. Internal: not exported. */
+#ifndef BG_ALLOC_INTERNAL_H
+#define BG_ALLOC_INTERNAL_H
+
+#include <stddef.h>
+
+void *bg__malloc(size_t size);
+void *bg__calloc(size_t count, size_t size);
+void bg__free(void *ptr);
+
+/* Zeroed memory of `size` bytes whose address is a multiple of `align` (a
+ * power of two <= 4096), from the hooks, which promise no alignment (Redis's
+ * allocator included). NULL on failure or when size + align overflows.
+ * Release with bg__aligned_free only. */
+void *bg__aligned_calloc(size_t size, size_t align);
+void bg__aligned_free(void *ptr);
+
+#endif

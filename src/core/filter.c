@@ -1,0 +1,392 @@
+/* The variant-independent half of <bloomgate/filter.h>: argument checks,
+ * hashing, batching, counters, union/intersection and statistics. The
+ * variants (standard.c, blocked.c) only place and test bits. */
+#include <math.h>
+#include <string.h>
+
+#include "alloc_internal.h"
+#include "filter_internal.h"
+#include "hash_inline.h"
+
+static const bg__filter_ops *ops_for(bg_variant v)
+{
+    switch (v) {
+    case BG_VARIANT_STANDARD:
+        return &bg__standard_ops;
+    case BG_VARIANT_BLOCKED:
+        return &bg__blocked_ops;
+    }
+    return NULL;
+}
+
+const char *bg_variant_name(bg_variant v)
+{
+    const bg__filter_ops *ops = ops_for(v);
+    return ops ? ops->name : NULL;
+}
+
+int bg_variant_parse(const char *name, bg_variant *out)
+{
+    if (name == NULL || out == NULL)
+        return BG_EINVAL;
+    static const bg_variant all[] = {BG_VARIANT_STANDARD, BG_VARIANT_BLOCKED};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        if (strcmp(name, bg_variant_name(all[i])) == 0) {
+            *out = all[i];
+            return BG_OK;
+        }
+    }
+    return BG_EVARIANT;
+}
+
+int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
+{
+    if (out == NULL)
+        return BG_EINVAL;
+    *out = NULL;
+    if (opts == NULL)
+        return BG_EINVAL;
+    if (opts->concurrency != BG_CONCURRENT_WRITERS && opts->concurrency != BG_SINGLE_WRITER)
+        return BG_EINVAL;
+    bg_variant variant = opts->variant ? opts->variant : BG_VARIANT_DEFAULT;
+    const bg__filter_ops *ops = ops_for(variant);
+    if (ops == NULL)
+        return BG_EVARIANT;
+
+    uint64_t max_bytes = opts->max_bytes ? opts->max_bytes : BG_DEFAULT_MAX_BYTES;
+    uint64_t max_bits = max_bytes > BG_MAX_BITS / 8 ? BG_MAX_BITS : max_bytes * 8;
+    bg_sizing s = {.n = opts->capacity, .p = opts->error_rate, .m = opts->bits, .k = opts->hashes};
+    int rc = bg_sizing_solve(variant, &s, max_bits);
+    if (rc != BG_OK)
+        return rc;
+
+    /* m <= BG_MAX_BITS = 2^63, so the word count and byte size below fit in
+     * uint64_t; size_t is checked separately for 32-bit platforms. */
+    uint64_t nwords = (s.m + 63) / 64;
+    if (nwords > SIZE_MAX / 8)
+        return BG_EOVERFLOW;
+
+    bg_filter *f = bg__calloc(1, sizeof *f);
+    if (f == NULL)
+        return BG_ENOMEM;
+    f->words = bg__aligned_calloc((size_t)nwords * 8, 64);
+    if (f->words == NULL) {
+        bg__free(f);
+        return BG_ENOMEM;
+    }
+    f->ops = ops;
+    f->m = s.m;
+    f->k = s.k;
+    f->nwords = nwords;
+    f->nblocks = variant == BG_VARIANT_BLOCKED ? s.m / BG_BLOCK_BITS : 0;
+    f->seed = opts->seed;
+    /* Sized by m and k alone, the solver's n is derived, not asked for. */
+    f->capacity = opts->capacity ? s.n : opts->error_rate != 0 && opts->bits ? s.n : 0;
+    f->single_writer = opts->concurrency == BG_SINGLE_WRITER;
+    atomic_init(&f->items, 0);
+    *out = f;
+    return BG_OK;
+}
+
+void bg_filter_free(bg_filter *f)
+{
+    if (f == NULL)
+        return;
+    bg__aligned_free((void *)f->words);
+    bg__free(f);
+}
+
+static void count_new(bg_filter *f, uint64_t added)
+{
+    if (added == 0)
+        return;
+    if (f->single_writer)
+        atomic_store_explicit(&f->items, bg__load(&f->items) + added, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&f->items, added, memory_order_relaxed);
+}
+
+int bg_filter_hash(const bg_filter *f, const void *key, size_t len, bg_hash *out)
+{
+    if (f == NULL)
+        return BG_EINVAL;
+    return bg_hash_key(key, len, f->seed, out);
+}
+
+int bg_filter_test_and_add_hash(bg_filter *f, bg_hash h)
+{
+    if (f == NULL)
+        return BG_EINVAL;
+    int added = f->ops->add(f, h);
+    count_new(f, (uint64_t)added);
+    return added;
+}
+
+int bg_filter_add_hash(bg_filter *f, bg_hash h)
+{
+    int rc = bg_filter_test_and_add_hash(f, h);
+    return rc < 0 ? rc : BG_OK;
+}
+
+int bg_filter_contains_hash(const bg_filter *f, bg_hash h)
+{
+    if (f == NULL)
+        return BG_EINVAL;
+    return f->ops->contains(f, h);
+}
+
+int bg_filter_test_and_add(bg_filter *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0))
+        return BG_EINVAL;
+    return bg_filter_test_and_add_hash(f, bg__hash(key, len, f->seed));
+}
+
+int bg_filter_add(bg_filter *f, const void *key, size_t len)
+{
+    int rc = bg_filter_test_and_add(f, key, len);
+    return rc < 0 ? rc : BG_OK;
+}
+
+int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0))
+        return BG_EINVAL;
+    return f->ops->contains(f, bg__hash(key, len, f->seed));
+}
+
+/* BATCHES
+ * Keys go in groups of BG__BATCH: hash each and prefetch its line(s), then
+ * probe the group. By the time the first key is probed its line has had
+ * BG__BATCH hashes' time (~50 ns) to arrive, and the group's misses are in
+ * flight together, so a large filter costs about one memory latency per
+ * group instead of per key. */
+
+static int check_keys(const void *const *keys, const size_t *lens, size_t count)
+{
+    if (count == 0)
+        return BG_OK;
+    if (keys == NULL || lens == NULL)
+        return BG_EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (keys[i] == NULL && lens[i] != 0)
+            return BG_EINVAL;
+    return BG_OK;
+}
+
+static int64_t add_group(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results)
+{
+    int64_t added = 0;
+    for (size_t i = 0; i < n; i++)
+        f->ops->prefetch(f, h[i]);
+    for (size_t i = 0; i < n; i++) {
+        int a = f->ops->add(f, h[i]);
+        if (results)
+            results[i] = (uint8_t)a;
+        added += a;
+    }
+    return added;
+}
+
+static int64_t contains_group(const bg_filter *f, const bg_hash *h, size_t n, uint8_t *results)
+{
+    int64_t present = 0;
+    for (size_t i = 0; i < n; i++)
+        f->ops->prefetch(f, h[i]);
+    for (size_t i = 0; i < n; i++) {
+        int c = f->ops->contains(f, h[i]);
+        if (results)
+            results[i] = (uint8_t)c;
+        present += c;
+    }
+    return present;
+}
+
+int64_t bg_filter_add_hashes(bg_filter *f, const bg_hash *hashes, size_t count, uint8_t *results)
+{
+    if (f == NULL || (hashes == NULL && count != 0))
+        return BG_EINVAL;
+    int64_t added = 0;
+    for (size_t at = 0; at < count; at += BG__BATCH) {
+        size_t n = count - at < BG__BATCH ? count - at : BG__BATCH;
+        added += add_group(f, hashes + at, n, results ? results + at : NULL);
+    }
+    count_new(f, (uint64_t)added);
+    return added;
+}
+
+int64_t bg_filter_contains_hashes(const bg_filter *f, const bg_hash *hashes, size_t count,
+                                  uint8_t *results)
+{
+    if (f == NULL || (hashes == NULL && count != 0))
+        return BG_EINVAL;
+    int64_t present = 0;
+    for (size_t at = 0; at < count; at += BG__BATCH) {
+        size_t n = count - at < BG__BATCH ? count - at : BG__BATCH;
+        present += contains_group(f, hashes + at, n, results ? results + at : NULL);
+    }
+    return present;
+}
+
+static size_t hash_group(const bg_filter *f, const void *const *keys, const size_t *lens,
+                         size_t count, size_t at, bg_hash *h)
+{
+    size_t n = count - at < BG__BATCH ? count - at : BG__BATCH;
+    for (size_t i = 0; i < n; i++)
+        h[i] = bg__hash(keys[at + i], lens[at + i], f->seed);
+    return n;
+}
+
+int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
+                           uint8_t *results)
+{
+    if (f == NULL)
+        return BG_EINVAL;
+    int rc = check_keys(keys, lens, count);
+    if (rc != BG_OK)
+        return rc;
+    bg_hash h[BG__BATCH];
+    int64_t added = 0;
+    for (size_t at = 0; at < count; at += BG__BATCH) {
+        size_t n = hash_group(f, keys, lens, count, at, h);
+        added += add_group(f, h, n, results ? results + at : NULL);
+    }
+    count_new(f, (uint64_t)added);
+    return added;
+}
+
+int64_t bg_filter_contains_many(const bg_filter *f, const void *const *keys, const size_t *lens,
+                                size_t count, uint8_t *results)
+{
+    if (f == NULL)
+        return BG_EINVAL;
+    int rc = check_keys(keys, lens, count);
+    if (rc != BG_OK)
+        return rc;
+    bg_hash h[BG__BATCH];
+    int64_t present = 0;
+    for (size_t at = 0; at < count; at += BG__BATCH) {
+        size_t n = hash_group(f, keys, lens, count, at, h);
+        present += contains_group(f, h, n, results ? results + at : NULL);
+    }
+    return present;
+}
+
+int bg_filter_clear(bg_filter *f)
+{
+    if (f == NULL)
+        return BG_EINVAL;
+    for (uint64_t i = 0; i < f->nwords; i++)
+        atomic_store_explicit(&f->words[i], 0, memory_order_relaxed);
+    atomic_store_explicit(&f->items, 0, memory_order_relaxed);
+    return BG_OK;
+}
+
+static int check_compatible(const bg_filter *a, const bg_filter *b)
+{
+    if (a == NULL || b == NULL)
+        return BG_EINVAL;
+    if (a->ops != b->ops || a->m != b->m || a->k != b->k || a->seed != b->seed)
+        return BG_EINCOMPAT;
+    return BG_OK;
+}
+
+/* After a union or intersection the exact count of new adds is unknown; the
+ * fill-based estimate is the best figure (exact in expectation). */
+static void recount(bg_filter *f)
+{
+    bg_filter_stats st;
+    memset(&st, 0, sizeof st);
+    f->ops->estimate(f, &st);
+    double est = st.estimated_items;
+    uint64_t items = !(est < 18446744073709551616.0) ? UINT64_MAX : (uint64_t)llround(est);
+    atomic_store_explicit(&f->items, items, memory_order_relaxed);
+}
+
+int bg_filter_union(bg_filter *dst, const bg_filter *src)
+{
+    int rc = check_compatible(dst, src);
+    if (rc != BG_OK)
+        return rc;
+    if (dst == src)
+        return BG_OK;
+    for (uint64_t i = 0; i < dst->nwords; i++) {
+        uint64_t w = bg__load(&src->words[i]);
+        if (w)
+            bg__set_bits(dst, &dst->words[i], w);
+    }
+    recount(dst);
+    return BG_OK;
+}
+
+int bg_filter_intersect(bg_filter *dst, const bg_filter *src)
+{
+    int rc = check_compatible(dst, src);
+    if (rc != BG_OK)
+        return rc;
+    if (dst == src)
+        return BG_OK;
+    for (uint64_t i = 0; i < dst->nwords; i++)
+        atomic_store_explicit(&dst->words[i], bg__load(&dst->words[i]) & bg__load(&src->words[i]),
+                              memory_order_relaxed);
+    recount(dst);
+    return BG_OK;
+}
+
+uint64_t bg__popcount(const _Atomic uint64_t *words, uint64_t from, uint64_t to)
+{
+    uint64_t n = 0;
+    for (uint64_t i = from; i < to; i++)
+        n += (uint64_t)__builtin_popcountll(bg__load(&words[i]));
+    return n;
+}
+
+int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out)
+{
+    if (f == NULL || out == NULL)
+        return BG_EINVAL;
+    bg_filter_stats st;
+    memset(&st, 0, sizeof st);
+    st.variant = f->ops->variant;
+    st.bits = f->m;
+    st.hashes = f->k;
+    st.seed = f->seed;
+    st.capacity = f->capacity;
+    st.error_rate = f->capacity ? bg_sizing_fp_rate(st.variant, f->m, f->capacity, f->k) : 0;
+    st.bytes = f->nwords * 8;
+    st.items = bg__load(&f->items);
+    f->ops->estimate(f, &st);
+    st.fill_ratio = (double)st.bits_set / (double)f->m;
+    *out = st;
+    return BG_OK;
+}
+
+bg_variant bg_filter_variant(const bg_filter *f)
+{
+    return f ? f->ops->variant : (bg_variant)0;
+}
+
+uint64_t bg_filter_bits(const bg_filter *f)
+{
+    return f ? f->m : 0;
+}
+
+uint32_t bg_filter_hashes(const bg_filter *f)
+{
+    return f ? f->k : 0;
+}
+
+uint64_t bg_filter_seed(const bg_filter *f)
+{
+    return f ? f->seed : 0;
+}
+
+uint64_t bg_filter_items(const bg_filter *f)
+{
+    return f ? bg__load(&f->items) : 0;
+}
+
+uint64_t bg_filter_bytes(const bg_filter *f)
+{
+    return f ? f->nwords * 8 : 0;
+}

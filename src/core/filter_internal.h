@@ -1,0 +1,107 @@
+/* The filter object and the table each variant fills. Internal. */
+#ifndef BG_FILTER_INTERNAL_H
+#define BG_FILTER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <bloomgate/filter.h>
+
+/* Keys per group in the batch calls: all of a group's cache lines are
+ * prefetched before any is probed, so up to this many misses overlap.
+ * 16 keeps the group within the core's line-fill buffers. */
+#define BG__BATCH 16
+
+typedef struct bg__filter_ops {
+    bg_variant variant;
+    const char *name;
+    /* Sets the key's bits; returns 1 if at least one was clear, else 0. */
+    int (*add)(bg_filter *f, bg_hash h);
+    /* 1 if all of the key's bits are set, else 0. */
+    int (*contains)(const bg_filter *f, bg_hash h);
+    /* Asks the CPU to start loading the key's first cache line(s). */
+    void (*prefetch)(const bg_filter *f, bg_hash h);
+    /* Scans the array once: bits_set, estimated_items, estimated_fp_rate. */
+    void (*estimate)(const bg_filter *f, bg_filter_stats *st);
+} bg__filter_ops;
+
+struct bg_filter {
+    const bg__filter_ops *ops;
+    uint64_t m;           /* bits */
+    uint64_t nblocks;     /* blocked: m / 512 */
+    uint64_t nwords;      /* 64-bit words in the array */
+    uint64_t seed;
+    uint64_t capacity;    /* n the filter was sized for, or 0 */
+    uint32_t k;
+    bool single_writer;
+    _Atomic uint64_t items;
+    _Atomic uint64_t *words; /* 64-byte aligned; bit i as in <bloomgate/filter.h> */
+};
+
+extern const bg__filter_ops bg__standard_ops;
+extern const bg__filter_ops bg__blocked_ops;
+
+/* (x * range) >> 64: maps a uniform 64-bit x to a uniform value in
+ * [0, range) with one multiply (Lemire, "Fast random integer generation in
+ * an interval", 2019); unlike x % range it has no division and no bias
+ * beyond range / 2^64, and it uses all 64 bits of x. */
+static inline uint64_t bg__reduce(uint64_t x, uint64_t range)
+{
+#ifdef __SIZEOF_INT128__
+    return (uint64_t)(((unsigned __int128)x * range) >> 64);
+#else
+    uint64_t xl = x & 0xffffffffu, xh = x >> 32, rl = range & 0xffffffffu, rh = range >> 32;
+    uint64_t ll = xl * rl, lh = xl * rh, hl = xh * rl, hh = xh * rh;
+    uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
+    return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+#endif
+}
+
+/* The mask of bit b (0..63, in payload numbering: byte b / 8, mask
+ * 0x80 >> (b % 8)) inside a 64-bit word loaded natively from the payload.
+ * On a little-endian CPU byte j of the word holds bits 8j..8j+7, so payload
+ * bit b is machine bit 8 (b / 8) + 7 - b % 8 = b ^ 7. */
+static inline uint64_t bg__bit(uint64_t b)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return UINT64_C(1) << (63 - b);
+#else
+    return UINT64_C(1) << (b ^ 7);
+#endif
+}
+
+static inline uint64_t bg__load(const _Atomic uint64_t *w)
+{
+    return atomic_load_explicit(w, memory_order_relaxed);
+}
+
+/* Sets `mask` in *w; returns true if some bit of it was clear. The plain
+ * load first skips the locked read-modify-write (several ns each) when the
+ * bits are already set, which is most of the time in a filled filter. */
+static inline bool bg__set_bits(const bg_filter *f, _Atomic uint64_t *w, uint64_t mask)
+{
+    uint64_t old = bg__load(w);
+    if ((old & mask) == mask)
+        return false;
+    if (f->single_writer) {
+        atomic_store_explicit(w, old | mask, memory_order_relaxed);
+        return true;
+    }
+    old = atomic_fetch_or_explicit(w, mask, memory_order_relaxed);
+    return (old & mask) != mask;
+}
+
+static inline void bg__prefetch(const void *p)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(p, 0, 3);
+#else
+    (void)p;
+#endif
+}
+
+/* Popcount of words [from, to). */
+uint64_t bg__popcount(const _Atomic uint64_t *words, uint64_t from, uint64_t to);
+
+#endif

@@ -1,0 +1,242 @@
+/* Sizing math. The formulas, their sources and their units are in
+ * <bloomgate/sizing.h>; this file states how each is evaluated.
+ *
+ * Everything is computed in double (53-bit mantissa: exact for m, n below
+ * 2^53, and within one part in 2^53 beyond, far below any rounding that
+ * matters here) and converted to uint64_t only after a range check, since
+ * converting a double >= 2^64 to uint64_t is undefined behaviour in C. */
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <bloomgate/sizing.h>
+
+#define BG__LN2 0.69314718055994530942
+#define BG__LN2_SQUARED (BG__LN2 * BG__LN2)
+#define BG__TWO_POW_64 18446744073709551616.0
+
+/* Standard filter: p = (1 - (1 - 1/m)^(k n))^k. expm1/log1p keep full
+ * precision when k n / m is small (a nearly empty filter). */
+static double fp_standard(double m, double n, double k)
+{
+    double fill = -expm1(k * n * log1p(-1.0 / m));
+    return pow(fill, k);
+}
+
+/* Blocked filter (Putze et al. 2007, section 3): a key's block is uniform
+ * over m / 512 blocks, so a block's load is Binomial(n, 512 / m), which is
+ * Poisson(lambda = 512 n / m) to within O(1/blocks). A block holding i keys
+ * has i k probe bits set with replacement, so a query's k probes all hit set
+ * bits with probability (1 - (1 - 1/512)^(i k))^k, and
+ *   p = sum_{i >= 0} Pois(i; lambda) (1 - (1 - 1/512)^(i k))^k.
+ * The sum runs outward from the mode until the Poisson mass left is below
+ * 1e-20 (each term is at most the mass), so the truncation error is far
+ * below the 1e-4 relative accuracy that sizing needs. */
+static double fp_blocked(double m, double n, unsigned k)
+{
+    double lambda = n * BG_BLOCK_BITS / m;
+    if (lambda <= 0)
+        return 0;
+    if (lambda > 1e9) /* blocks hold ~1e9 keys each: every bit is set */
+        return 1;
+    double log_keep = (double)k * log1p(-1.0 / BG_BLOCK_BITS);
+    double mode = floor(lambda);
+    double pmf_mode = exp(-lambda + mode * log(lambda) - lgamma(mode + 1));
+    double sum = pmf_mode * pow(-expm1(mode * log_keep), k);
+
+    double pmf = pmf_mode;
+    for (double i = mode + 1; pmf > 1e-20 || i <= lambda; i += 1) {
+        pmf *= lambda / i;
+        sum += pmf * pow(-expm1(i * log_keep), k);
+    }
+    pmf = pmf_mode;
+    for (double i = mode; i > 0 && pmf > 1e-20; i -= 1) {
+        pmf *= i / lambda; /* now Pois(i - 1) */
+        sum += pmf * pow(-expm1((i - 1) * log_keep), k);
+    }
+    return sum < 1 ? sum : 1;
+}
+
+static double fp_model(bg_variant v, double m, double n, unsigned k)
+{
+    return v == BG_VARIANT_BLOCKED ? fp_blocked(m, n, k) : fp_standard(m, n, k);
+}
+
+static bool variant_known(bg_variant v)
+{
+    return v == BG_VARIANT_STANDARD || v == BG_VARIANT_BLOCKED;
+}
+
+double bg_sizing_fp_rate(bg_variant variant, uint64_t m, uint64_t n, uint32_t k)
+{
+    if (!variant_known(variant) || m == 0 || k == 0 || k > BG_MAX_K)
+        return NAN;
+    return fp_model(variant, (double)m, (double)n, k);
+}
+
+/* The k that minimises p for m bits and n keys. Standard: the textbook
+ * k = round((m / n) ln 2) (the derivative's root, rounded). Blocked: the
+ * model's p is unimodal in k, so walk up from 1 while it falls; the optimum
+ * is a little below the standard one because probes share a block. */
+static unsigned best_k(bg_variant v, double m, double n)
+{
+    if (n <= 0)
+        return 1;
+    if (v == BG_VARIANT_STANDARD) {
+        double k = round(m / n * BG__LN2);
+        return k < 1 ? 1u : k > BG_MAX_K ? BG_MAX_K : (unsigned)k;
+    }
+    unsigned k = 1;
+    double best = fp_blocked(m, n, 1);
+    while (k < BG_MAX_K) {
+        double next = fp_blocked(m, n, k + 1);
+        if (next >= best)
+            break;
+        best = next;
+        k++;
+    }
+    return k;
+}
+
+/* Rounds m up to what the variant can hold: at least BG_MIN_BITS, and for
+ * the blocked variant a whole number of 512-bit blocks. */
+static double round_bits(bg_variant v, double m)
+{
+    m = ceil(m);
+    if (m < BG_MIN_BITS)
+        m = BG_MIN_BITS;
+    if (v == BG_VARIANT_BLOCKED)
+        m = ceil(m / BG_BLOCK_BITS) * BG_BLOCK_BITS;
+    return m;
+}
+
+static int check_bits(double m, double max_bits)
+{
+    if (!(m < BG__TWO_POW_64))
+        return BG_EOVERFLOW;
+    if (m > max_bits)
+        return BG_ETOOBIG;
+    return BG_OK;
+}
+
+/* p at (m, n) with k probes, or with the best k when k is 0. */
+static double fp_at(bg_variant v, double m, double n, unsigned k)
+{
+    return fp_model(v, m, n, k ? k : best_k(v, m, n));
+}
+
+/* The least m (rounded for the variant) with fp_at(m, n, k) <= p. The
+ * standard variant has closed forms:
+ *   best k:  m = -n ln p / (ln 2)^2,
+ *   fixed k: p = (1 - e^(-k n / m))^k  <=>  m = -k n / ln(1 - p^(1/k));
+ * after the textbook rounding of k the rate can land a hair above p, so both
+ * variants finish with a search: grow m until p is reached, then bisect on
+ * whole units (bits, or blocks of 512) for the least such m. */
+static int least_bits(bg_variant v, double n, double p, unsigned k, double max_bits, double *m_out)
+{
+    double m0 = k ? -(double)k * n / log1p(-pow(p, 1.0 / k)) : -n * log(p) / BG__LN2_SQUARED;
+    int rc = check_bits(round_bits(v, m0), max_bits);
+    if (rc != BG_OK)
+        return rc;
+    if (v == BG_VARIANT_STANDARD && k == 0 && best_k(v, round_bits(v, m0), n) < BG_MAX_K) {
+        /* The issue's and the literature's definition, kept exact so that
+         * golden values (n = 1000, p = 0.01: m = 9586) hold. */
+        *m_out = round_bits(v, m0);
+        return BG_OK;
+    }
+    double unit = v == BG_VARIANT_BLOCKED ? BG_BLOCK_BITS : 1;
+    double lo = floor(round_bits(v, m0) / unit / 2); /* in units; fp_at(lo) > p assumed */
+    double hi = round_bits(v, m0) / unit;
+    while (fp_at(v, hi * unit, n, k) > p) {
+        lo = hi;
+        hi *= 1.25;
+        hi = ceil(hi);
+        rc = check_bits(hi * unit, max_bits);
+        if (rc != BG_OK)
+            return rc;
+    }
+    while (hi - lo > 1) {
+        double mid = floor((lo + hi) / 2);
+        if (fp_at(v, mid * unit, n, k) <= p)
+            hi = mid;
+        else
+            lo = mid;
+    }
+    *m_out = round_bits(v, hi * unit);
+    return BG_OK;
+}
+
+/* The most keys m bits hold at rate <= p (with k, or with the best k): p is
+ * increasing in n, so bisect n in [0, 2 n0 + 2], where n0 is the standard
+ * closed form n0 = m (ln 2)^2 / -ln p (fixed k: -m ln(1 - p^(1/k)) / k). */
+static double most_items(bg_variant v, double m, double p, unsigned k)
+{
+    double n0 = k ? -m * log1p(-pow(p, 1.0 / k)) / k : m * BG__LN2_SQUARED / -log(p);
+    double lo = 0, hi = ceil(2 * n0 + 2);
+    while (fp_at(v, m, hi, k) <= p)
+        hi *= 2;
+    while (hi - lo > 1) {
+        double mid = floor((lo + hi) / 2);
+        if (fp_at(v, m, mid, k) <= p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits)
+{
+    if (s == NULL)
+        return BG_EINVAL;
+    if (!variant_known(variant))
+        return BG_EVARIANT;
+    double cap = max_bits ? (double)max_bits : (double)BG_DEFAULT_MAX_BYTES * 8;
+    if (cap > (double)BG_MAX_BITS)
+        cap = (double)BG_MAX_BITS;
+
+    bool has_n = s->n != 0, has_m = s->m != 0, has_k = s->k != 0;
+    bool has_p = s->p != 0;
+    if (has_p && !(s->p > 0 && s->p < 1)) /* also rejects NaN */
+        return BG_EINVAL;
+    if (s->k > BG_MAX_K)
+        return BG_EINVAL;
+    int known = has_n + has_m + has_k + has_p;
+    if (known < 2)
+        return BG_EINVAL;
+    if (!has_n && !has_m)
+        return BG_EUNDERDET; /* only p and k */
+
+    double n = (double)s->n, m = (double)s->m, p = s->p;
+    unsigned k = s->k;
+    int rc;
+
+    if (has_m) {
+        m = round_bits(variant, m);
+        if ((rc = check_bits(m, cap)) != BG_OK)
+            return rc;
+        if (!has_n) {
+            if (has_p)
+                n = most_items(variant, m, p, k);
+            else /* m and k: the n for which this k is optimal */
+                n = floor(m * BG__LN2 / k);
+            if (n < 1)
+                return BG_EINVAL; /* m cannot hold even one key at p */
+        }
+    } else if (has_p) {
+        if ((rc = least_bits(variant, n, p, k, cap, &m)) != BG_OK)
+            return rc;
+    } else { /* n and k: the m for which this k is optimal */
+        m = round_bits(variant, (double)k * n / BG__LN2);
+        if ((rc = check_bits(m, cap)) != BG_OK)
+            return rc;
+    }
+    if (!has_k)
+        k = best_k(variant, m, n); /* from the final, rounded m */
+
+    s->n = (uint64_t)n;
+    s->m = (uint64_t)m;
+    s->k = k;
+    s->p = fp_model(variant, m, n, k);
+    return BG_OK;
+}
