@@ -14,8 +14,8 @@
  *   bg_filter_free(f);
  *
  * BIT LAYOUT
- * Bit i of the filter is bit (0x80 >> (i % 8)) of byte i / 8 of the payload
- * (bg_filter_bits), Redis's SETBIT order, so a filter's payload can live in a
+ * Bit i of the filter is bit (0x80 >> (i % 8)) of byte i / 8 of its bit
+ * array (the payload of a filter file), Redis's SETBIT order, so a filter's payload can live in a
  * file or a Redis string unchanged. Probe positions:
  *   standard: a = (h1 * m) >> 64, b = ((h2 * (m - 1)) >> 64) + 1, and probe j
  *     is x_j, where x_0 = a, x_{j+1} = (x_j + y_j) mod m, y_0 = b,
@@ -36,8 +36,12 @@
  * With BG_SINGLE_WRITER, at most one thread adds at a time (the caller
  * serializes adds) while any number of threads query: bits are written with
  * plain atomic stores, which is ~2x faster to insert and still data-race-free
- * for readers. bg_filter_clear, bg_filter_intersect and bg_filter_free must
- * not run concurrently with anything else on the same filter.
+ * for readers; bg_filter_union into such a filter counts as its writer.
+ * bg_filter_stats_get and the accessors may run during adds (they see some
+ * state between the one before and the one after; the item count is exact
+ * only when no union overlaps adds). bg_filter_clear, bg_filter_intersect
+ * and bg_filter_free must not run concurrently with anything else on the
+ * same filter.
  *
  * MEMORY
  * bg_filter_new allocates (through <bloomgate/alloc.h>); bg_filter_free

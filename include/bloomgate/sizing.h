@@ -6,7 +6,9 @@
  * Standard variant (k independent uniform probes over m bits):
  *   p(m, n, k) = (1 - (1 - 1/m)^(k n))^k  ~=  (1 - e^(-k n / m))^k
  *   m          = ceil(-n ln p / (ln 2)^2)       (the optimum for n and p)
- *   k          = round((m / n) ln 2)            (recomputed from the final m)
+ *   k          = round((m / n) ln 2)            (recomputed from the final m;
+ *                                                the better neighbour when the
+ *                                                rounding is not the best integer)
  * Blocked variant (all k probes in one 512-bit block chosen per key): block
  * loads are Poisson(lambda = n * 512 / m) and
  *   p(m, n, k) = sum_i Pois(i; lambda) * (1 - (1 - 1/512)^(i k))^k
@@ -33,8 +35,10 @@ typedef enum bg_variant {
     BG_VARIANT_BLOCKED  = 2, /* k probes in one 64-byte cache line: one miss per op */
 } bg_variant;
 
-/* The variant chosen when none is given: blocked, measured faster at every
- * size in docs/PERFORMANCE.md for ~5% more bits (docs/DESIGN.md explains). */
+/* The variant chosen when none is given: blocked. It is measured faster at
+ * every size (docs/PERFORMANCE.md) for 1% to 8% more bits at p from 0.1 to
+ * 0.001; below p ~ 1e-4 its overhead grows (34% at 1e-6: docs/SIZING.md),
+ * where the standard variant is the better choice. */
 #define BG_VARIANT_DEFAULT BG_VARIANT_BLOCKED
 
 /* Most probes per key. p = 2^-32 needs k = 32; a smaller p still sizes (m
@@ -47,8 +51,8 @@ typedef enum bg_variant {
 /* Bits in a block of the blocked variant: one 64-byte cache line. */
 #define BG_BLOCK_BITS 512u
 
-/* Default cap on a filter's bit array: 64 GiB (2^39 bits), enough for ~5.7e10
- * keys at p = 0.01. Callers may lower or raise it, up to BG_MAX_BITS. */
+/* Default cap on a filter's bit array: 64 GiB (2^39 bits), enough for about
+ * 5.5e10 keys at p = 0.01. Callers may lower or raise it, up to BG_MAX_BITS. */
 #define BG_DEFAULT_MAX_BYTES (UINT64_C(1) << 36)
 
 /* Hard ceiling on m: 2^63 bits (2^60 bytes), so that the index arithmetic
@@ -74,14 +78,18 @@ typedef struct bg_sizing {
  *   m, p, k     n (most that m holds at p with this k)
  *   n, m, k     p
  *   p, k        nothing: BG_EUNDERDET (they fix only the ratio m / n)
+ *   n, m, p     nothing: BG_EINVAL (n and m already fix the best p)
  *
  * A given m is rounded up (blocked: to a multiple of 512; both: to at least
  * BG_MIN_BITS) and k is always recomputed from the final m. On return, p is
- * the model's rate for the final (n, m, k), which is <= a p that was given.
+ * the model's rate for the final (n, m, k). Where m or n is searched for (the
+ * blocked variant, or a given k) that rate is <= the p given. The standard
+ * variant's (n, p) row is the textbook closed form, whose rounded k can land
+ * a hair above p (n = 1e6, p = 0.01 gives 0.010039).
  * `max_bits` caps m (0 means BG_DEFAULT_MAX_BYTES * 8).
  *
  * Returns BG_OK, BG_EINVAL (NULL s; p outside (0, 1) or NaN; k > BG_MAX_K;
- * fewer than two knowns; n = 0 where it is needed), BG_EUNDERDET, BG_EVARIANT,
+ * fewer than two knowns; n, m and p all given), BG_EUNDERDET, BG_EVARIANT,
  * BG_EOVERFLOW (a size beyond 2^64) or BG_ETOOBIG (m above the cap). On error
  * *s is unchanged. Nothing is allocated. */
 BG_API int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits);

@@ -10,10 +10,16 @@ void *bg__calloc(size_t count, size_t size);
 void bg__free(void *ptr);
 
 /* Zeroed memory of `size` bytes whose address is a multiple of `align` (a
- * power of two <= 4096), from the hooks, which promise no alignment (Redis's
+ * power of two), from the hooks, which promise no alignment (Redis's
  * allocator included). NULL on failure or when size + align overflows.
  * Release with bg__aligned_free only. */
 void *bg__aligned_calloc(size_t size, size_t align);
 void bg__aligned_free(void *ptr);
+
+/* Arrays at least this large are aligned to it and get huge pages. */
+#define BG__HUGE_PAGE ((size_t)2 << 20)
+
+/* Asks the OS to back [ptr, ptr + size) with huge pages where it can. */
+void bg__advise_huge_pages(void *ptr, size_t size);
 
 #endif

@@ -14,7 +14,7 @@ static const bg__filter_ops *ops_for(bg_variant v)
     case BG_VARIANT_STANDARD:
         return &bg__standard_ops;
     case BG_VARIANT_BLOCKED:
-        return &bg__blocked_ops;
+        return bg__blocked_ops();
     }
     return NULL;
 }
@@ -69,11 +69,15 @@ int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
     bg_filter *f = bg__calloc(1, sizeof *f);
     if (f == NULL)
         return BG_ENOMEM;
-    f->words = bg__aligned_calloc((size_t)nwords * 8, 64);
+    size_t bytes = (size_t)nwords * 8;
+    size_t align = bytes >= BG__HUGE_PAGE ? BG__HUGE_PAGE : 64;
+    f->words = bg__aligned_calloc(bytes, align);
     if (f->words == NULL) {
         bg__free(f);
         return BG_ENOMEM;
     }
+    if (align == BG__HUGE_PAGE)
+        bg__advise_huge_pages((void *)f->words, bytes);
     f->ops = ops;
     f->m = s.m;
     f->k = s.k;
@@ -156,11 +160,10 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
 }
 
 /* BATCHES
- * Keys go in groups of BG__BATCH: hash each and prefetch its line(s), then
- * probe the group. By the time the first key is probed its line has had
- * BG__BATCH hashes' time (~50 ns) to arrive, and the group's misses are in
- * flight together, so a large filter costs about one memory latency per
- * group instead of per key. */
+ * Keys go in groups of BG__BATCH, software-pipelined: group g + 1 is hashed
+ * and its cache lines prefetched, then group g (whose lines have had a whole
+ * group's hashing time to arrive) is probed. A large filter then costs about
+ * one memory latency per 2 * BG__BATCH keys instead of one per key. */
 
 static int check_keys(const void *const *keys, const size_t *lens, size_t count)
 {
@@ -174,45 +177,57 @@ static int check_keys(const void *const *keys, const size_t *lens, size_t count)
     return BG_OK;
 }
 
-static int64_t add_group(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results)
+/* Where a batch's hashes come from: computed from keys, or given. */
+typedef struct batch_source {
+    const void *const *keys;
+    const size_t *lens;
+    const bg_hash *hashes;
+} batch_source;
+
+/* Group `at` of the batch, hashed into buf (or pointing into the given
+ * hashes) and prefetched; returns its hashes, *n their count. */
+static const bg_hash *stage_group(const bg_filter *f, const batch_source *src, size_t count,
+                                  size_t at, bg_hash *buf, size_t *n)
 {
-    int64_t added = 0;
-    for (size_t i = 0; i < n; i++)
-        f->ops->prefetch(f, h[i]);
-    for (size_t i = 0; i < n; i++) {
-        int a = f->ops->add(f, h[i]);
-        if (results)
-            results[i] = (uint8_t)a;
-        added += a;
-    }
-    return added;
+    *n = count - at < BG__BATCH ? count - at : BG__BATCH;
+    const bg_hash *h = src->hashes ? src->hashes + at : buf;
+    if (!src->hashes)
+        for (size_t i = 0; i < *n; i++)
+            buf[i] = bg__hash(src->keys[at + i], src->lens[at + i], f->seed);
+    f->ops->prefetch_group(f, h, *n);
+    return h;
 }
 
-static int64_t contains_group(const bg_filter *f, const bg_hash *h, size_t n, uint8_t *results)
+/* Runs add_group (adding) or contains_group over the whole batch. */
+static int64_t run_batch(bg_filter *f, const batch_source *src, size_t count, uint8_t *results,
+                         bool adding)
 {
-    int64_t present = 0;
-    for (size_t i = 0; i < n; i++)
-        f->ops->prefetch(f, h[i]);
-    for (size_t i = 0; i < n; i++) {
-        int c = f->ops->contains(f, h[i]);
-        if (results)
-            results[i] = (uint8_t)c;
-        present += c;
+    bg_hash buf[2][BG__BATCH];
+    size_t n, next_n = 0;
+    int64_t hits = 0;
+    if (count == 0)
+        return 0;
+    const bg_hash *h = stage_group(f, src, count, 0, buf[0], &n);
+    for (size_t at = 0; at < count; at += BG__BATCH) {
+        const bg_hash *next = NULL;
+        if (at + BG__BATCH < count)
+            next = stage_group(f, src, count, at + BG__BATCH, buf[(at / BG__BATCH + 1) % 2], &next_n);
+        uint8_t *r = results ? results + at : NULL;
+        hits += adding ? f->ops->add_group(f, h, n, r) : f->ops->contains_group(f, h, n, r);
+        h = next;
+        n = next_n;
     }
-    return present;
+    if (adding)
+        count_new(f, (uint64_t)hits);
+    return hits;
 }
 
 int64_t bg_filter_add_hashes(bg_filter *f, const bg_hash *hashes, size_t count, uint8_t *results)
 {
     if (f == NULL || (hashes == NULL && count != 0))
         return BG_EINVAL;
-    int64_t added = 0;
-    for (size_t at = 0; at < count; at += BG__BATCH) {
-        size_t n = count - at < BG__BATCH ? count - at : BG__BATCH;
-        added += add_group(f, hashes + at, n, results ? results + at : NULL);
-    }
-    count_new(f, (uint64_t)added);
-    return added;
+    batch_source src = {.hashes = hashes};
+    return run_batch(f, &src, count, results, true);
 }
 
 int64_t bg_filter_contains_hashes(const bg_filter *f, const bg_hash *hashes, size_t count,
@@ -220,21 +235,9 @@ int64_t bg_filter_contains_hashes(const bg_filter *f, const bg_hash *hashes, siz
 {
     if (f == NULL || (hashes == NULL && count != 0))
         return BG_EINVAL;
-    int64_t present = 0;
-    for (size_t at = 0; at < count; at += BG__BATCH) {
-        size_t n = count - at < BG__BATCH ? count - at : BG__BATCH;
-        present += contains_group(f, hashes + at, n, results ? results + at : NULL);
-    }
-    return present;
-}
-
-static size_t hash_group(const bg_filter *f, const void *const *keys, const size_t *lens,
-                         size_t count, size_t at, bg_hash *h)
-{
-    size_t n = count - at < BG__BATCH ? count - at : BG__BATCH;
-    for (size_t i = 0; i < n; i++)
-        h[i] = bg__hash(keys[at + i], lens[at + i], f->seed);
-    return n;
+    batch_source src = {.hashes = hashes};
+    /* run_batch writes only when adding. */
+    return run_batch((bg_filter *)f, &src, count, results, false);
 }
 
 int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
@@ -245,14 +248,8 @@ int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *
     int rc = check_keys(keys, lens, count);
     if (rc != BG_OK)
         return rc;
-    bg_hash h[BG__BATCH];
-    int64_t added = 0;
-    for (size_t at = 0; at < count; at += BG__BATCH) {
-        size_t n = hash_group(f, keys, lens, count, at, h);
-        added += add_group(f, h, n, results ? results + at : NULL);
-    }
-    count_new(f, (uint64_t)added);
-    return added;
+    batch_source src = {.keys = keys, .lens = lens};
+    return run_batch(f, &src, count, results, true);
 }
 
 int64_t bg_filter_contains_many(const bg_filter *f, const void *const *keys, const size_t *lens,
@@ -263,13 +260,8 @@ int64_t bg_filter_contains_many(const bg_filter *f, const void *const *keys, con
     int rc = check_keys(keys, lens, count);
     if (rc != BG_OK)
         return rc;
-    bg_hash h[BG__BATCH];
-    int64_t present = 0;
-    for (size_t at = 0; at < count; at += BG__BATCH) {
-        size_t n = hash_group(f, keys, lens, count, at, h);
-        present += contains_group(f, h, n, results ? results + at : NULL);
-    }
-    return present;
+    batch_source src = {.keys = keys, .lens = lens};
+    return run_batch((bg_filter *)f, &src, count, results, false);
 }
 
 int bg_filter_clear(bg_filter *f)
@@ -286,7 +278,7 @@ static int check_compatible(const bg_filter *a, const bg_filter *b)
 {
     if (a == NULL || b == NULL)
         return BG_EINVAL;
-    if (a->ops != b->ops || a->m != b->m || a->k != b->k || a->seed != b->seed)
+    if (a->ops->variant != b->ops->variant || a->m != b->m || a->k != b->k || a->seed != b->seed)
         return BG_EINCOMPAT;
     return BG_OK;
 }

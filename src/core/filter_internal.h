@@ -8,9 +8,9 @@
 
 #include <bloomgate/filter.h>
 
-/* Keys per group in the batch calls: all of a group's cache lines are
- * prefetched before any is probed, so up to this many misses overlap.
- * 16 keeps the group within the core's line-fill buffers. */
+/* Keys per group in the batch calls. Group g + 1 is hashed and its lines
+ * prefetched before group g is probed, so up to 2 * BG__BATCH misses are in
+ * flight: about what one core's line-fill buffers and L2 queue can track. */
 #define BG__BATCH 16
 
 typedef struct bg__filter_ops {
@@ -20,8 +20,13 @@ typedef struct bg__filter_ops {
     int (*add)(bg_filter *f, bg_hash h);
     /* 1 if all of the key's bits are set, else 0. */
     int (*contains)(const bg_filter *f, bg_hash h);
-    /* Asks the CPU to start loading the key's first cache line(s). */
-    void (*prefetch)(const bg_filter *f, bg_hash h);
+    /* Asks the CPU to start loading the lines of a group of keys. */
+    void (*prefetch_group)(const bg_filter *f, const bg_hash *h, size_t n);
+    /* add / contains over a group of keys (prefetched earlier); results[i]
+     * (may be NULL) gets each answer; returns how many were 1. One indirect
+     * call per group, not per key. */
+    int64_t (*add_group)(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results);
+    int64_t (*contains_group)(const bg_filter *f, const bg_hash *h, size_t n, uint8_t *results);
     /* Scans the array once: bits_set, estimated_items, estimated_fp_rate. */
     void (*estimate)(const bg_filter *f, bg_filter_stats *st);
 } bg__filter_ops;
@@ -40,7 +45,22 @@ struct bg_filter {
 };
 
 extern const bg__filter_ops bg__standard_ops;
-extern const bg__filter_ops bg__blocked_ops;
+
+/* The blocked variant has a portable implementation and an AVX-512 one
+ * (blocked_avx512.c, chosen at run time); bg__blocked_ops returns the one
+ * filters use. Setting bg__blocked_simd to false before creating a filter
+ * forces the portable one (tests compare the two). */
+extern const bg__filter_ops bg__blocked_scalar_ops;
+extern bool bg__blocked_simd;
+const bg__filter_ops *bg__blocked_ops(void);
+const bg__filter_ops *bg__blocked_avx512_ops(void); /* NULL when unsupported */
+void bg__blocked_estimate(const bg_filter *f, bg_filter_stats *st);
+
+/* The blocked layout, shared by both implementations (see blocked.c). */
+extern const uint64_t bg__blocked_salt[BG_MAX_K];
+
+static inline _Atomic uint64_t *bg__block_of(const bg_filter *f, uint64_t h1);
+static inline uint64_t bg__probe_bit(uint64_t h2, uint32_t j);
 
 /* (x * range) >> 64: maps a uniform 64-bit x to a uniform value in
  * [0, range) with one multiply (Lemire, "Fast random integer generation in
@@ -100,6 +120,52 @@ static inline void bg__prefetch(const void *p)
     (void)p;
 #endif
 }
+
+static inline _Atomic uint64_t *bg__block_of(const bg_filter *f, uint64_t h1)
+{
+    return f->words + (bg__reduce(h1, f->nblocks) << 3);
+}
+
+/* Probe j's bit (0..511) inside the key's block. */
+static inline uint64_t bg__probe_bit(uint64_t h2, uint32_t j)
+{
+    return (h2 * bg__blocked_salt[j]) >> 55;
+}
+
+/* Defines PREFIX##_prefetch_group, _add_group and _contains_group from the variant's
+ * PREFIX##_add, PREFIX##_contains and PREFIX##_prefetch, which the compiler
+ * inlines into the loops. ATTR is a function attribute (a SIMD target) or
+ * nothing. */
+#define BG__DEFINE_GROUP_OPS(PREFIX, ATTR)                                                   \
+    static void PREFIX##_prefetch_group(const bg_filter *f, const bg_hash *h, size_t n)      \
+    {                                                                                        \
+        for (size_t i = 0; i < n; i++)                                                       \
+            PREFIX##_prefetch(f, h[i]);                                                      \
+    }                                                                                        \
+    ATTR static int64_t PREFIX##_add_group(bg_filter *f, const bg_hash *h, size_t n,         \
+                                           uint8_t *results)                                 \
+    {                                                                                        \
+        int64_t hits = 0;                                                                    \
+        for (size_t i = 0; i < n; i++) {                                                     \
+            int r = PREFIX##_add(f, h[i]);                                                   \
+            if (results)                                                                     \
+                results[i] = (uint8_t)r;                                                     \
+            hits += r;                                                                       \
+        }                                                                                    \
+        return hits;                                                                         \
+    }                                                                                        \
+    ATTR static int64_t PREFIX##_contains_group(const bg_filter *f, const bg_hash *h,        \
+                                                size_t n, uint8_t *results)                  \
+    {                                                                                        \
+        int64_t hits = 0;                                                                    \
+        for (size_t i = 0; i < n; i++) {                                                     \
+            int r = PREFIX##_contains(f, h[i]);                                              \
+            if (results)                                                                     \
+                results[i] = (uint8_t)r;                                                     \
+            hits += r;                                                                       \
+        }                                                                                    \
+        return hits;                                                                         \
+    }
 
 /* Popcount of words [from, to). */
 uint64_t bg__popcount(const _Atomic uint64_t *words, uint64_t from, uint64_t to);

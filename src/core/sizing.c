@@ -74,8 +74,11 @@ double bg_sizing_fp_rate(bg_variant variant, uint64_t m, uint64_t n, uint32_t k)
     return fp_model(variant, (double)m, (double)n, k);
 }
 
-/* The k that minimises p for m bits and n keys. Standard: the textbook
- * k = round((m / n) ln 2) (the derivative's root, rounded). Blocked: the
+/* The k that minimises p for m bits and n keys. Standard: the continuous
+ * optimum is (m / n) ln 2 (the derivative's root); the textbook rounds it,
+ * which is the best integer almost always, but not always (n = 1000,
+ * m = 2080: round gives 1, and 2 is lower by 3e-4 relative), so the better
+ * of its floor and ceiling is taken. Blocked: the
  * model's p is unimodal in k, so walk up from 1 while it falls; the optimum
  * is a little below the standard one because probes share a block. */
 static unsigned best_k(bg_variant v, double m, double n)
@@ -83,8 +86,13 @@ static unsigned best_k(bg_variant v, double m, double n)
     if (n <= 0)
         return 1;
     if (v == BG_VARIANT_STANDARD) {
-        double k = round(m / n * BG__LN2);
-        return k < 1 ? 1u : k > BG_MAX_K ? BG_MAX_K : (unsigned)k;
+        double x = m / n * BG__LN2;
+        if (x >= BG_MAX_K)
+            return BG_MAX_K;
+        if (x < 1)
+            return 1;
+        unsigned lo = (unsigned)floor(x);
+        return fp_standard(m, n, lo + 1) < fp_standard(m, n, lo) ? lo + 1 : lo;
     }
     unsigned k = 1;
     double best = fp_blocked(m, n, 1);
@@ -108,6 +116,38 @@ static double round_bits(bg_variant v, double m)
     if (v == BG_VARIANT_BLOCKED)
         m = ceil(m / BG_BLOCK_BITS) * BG_BLOCK_BITS;
     return m;
+}
+
+/* m as the variant stores it, in integers: at least BG_MIN_BITS and, for the
+ * blocked variant, whole blocks; then checked against 2^64 and the cap.
+ * Integer arithmetic, so that a given m above 2^53 is never shrunk by a
+ * trip through double. */
+static int round_bits_exact(bg_variant v, uint64_t m, uint64_t max_bits, uint64_t *out)
+{
+    if (m < BG_MIN_BITS)
+        m = BG_MIN_BITS;
+    if (v == BG_VARIANT_BLOCKED) {
+        if (m > UINT64_MAX - (BG_BLOCK_BITS - 1))
+            return BG_EOVERFLOW;
+        m = (m + BG_BLOCK_BITS - 1) / BG_BLOCK_BITS * BG_BLOCK_BITS;
+    }
+    if (m > max_bits)
+        return BG_ETOOBIG;
+    *out = m;
+    return BG_OK;
+}
+
+/* A computed (double) m to bits, rounding up: above 2^53 a double is coarser
+ * than one bit, so one ulp is added so that the result is never below the
+ * real value. */
+static int bits_from_double(bg_variant v, double m, uint64_t max_bits, uint64_t *out)
+{
+    m = ceil(m);
+    if (m >= 9007199254740992.0)
+        m = nextafter(m, INFINITY);
+    if (!(m < BG__TWO_POW_64))
+        return BG_EOVERFLOW;
+    return round_bits_exact(v, (uint64_t)m, max_bits, out);
 }
 
 static int check_bits(double m, double max_bits)
@@ -147,13 +187,12 @@ static int least_bits(bg_variant v, double n, double p, unsigned k, double max_b
     double unit = v == BG_VARIANT_BLOCKED ? BG_BLOCK_BITS : 1;
     double lo = floor(round_bits(v, m0) / unit / 2); /* in units; fp_at(lo) > p assumed */
     double hi = round_bits(v, m0) / unit;
+    double top = floor(max_bits / unit); /* the cap, in units */
     while (fp_at(v, hi * unit, n, k) > p) {
+        if (hi >= top)
+            return BG_ETOOBIG; /* even the largest allowed m misses p */
         lo = hi;
-        hi *= 1.25;
-        hi = ceil(hi);
-        rc = check_bits(hi * unit, max_bits);
-        if (rc != BG_OK)
-            return rc;
+        hi = fmin(ceil(hi * 1.25), top);
     }
     while (hi - lo > 1) {
         double mid = floor((lo + hi) / 2);
@@ -191,9 +230,9 @@ int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits)
         return BG_EINVAL;
     if (!variant_known(variant))
         return BG_EVARIANT;
-    double cap = max_bits ? (double)max_bits : (double)BG_DEFAULT_MAX_BYTES * 8;
-    if (cap > (double)BG_MAX_BITS)
-        cap = (double)BG_MAX_BITS;
+    uint64_t cap = max_bits ? max_bits : BG_DEFAULT_MAX_BYTES * 8;
+    if (cap > BG_MAX_BITS)
+        cap = BG_MAX_BITS;
 
     bool has_n = s->n != 0, has_m = s->m != 0, has_k = s->k != 0;
     bool has_p = s->p != 0;
@@ -206,15 +245,18 @@ int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits)
         return BG_EINVAL;
     if (!has_n && !has_m)
         return BG_EUNDERDET; /* only p and k */
+    if (has_n && has_m && has_p)
+        return BG_EINVAL; /* overdetermined: n and m already fix p */
 
-    double n = (double)s->n, m = (double)s->m, p = s->p;
+    double n = (double)s->n, m, p = s->p;
+    uint64_t m_bits;
     unsigned k = s->k;
-    int rc;
+    int rc = BG_OK;
 
     if (has_m) {
-        m = round_bits(variant, m);
-        if ((rc = check_bits(m, cap)) != BG_OK)
+        if ((rc = round_bits_exact(variant, s->m, cap, &m_bits)) != BG_OK)
             return rc;
+        m = (double)m_bits;
         if (!has_n) {
             if (has_p)
                 n = most_items(variant, m, p, k);
@@ -223,19 +265,21 @@ int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits)
             if (n < 1)
                 return BG_EINVAL; /* m cannot hold even one key at p */
         }
-    } else if (has_p) {
-        if ((rc = least_bits(variant, n, p, k, cap, &m)) != BG_OK)
+    } else {
+        if (has_p)
+            rc = least_bits(variant, n, p, k, (double)cap, &m);
+        else /* n and k: the m for which this k is optimal */
+            m = (double)k * n / BG__LN2;
+        if (rc != BG_OK || (rc = bits_from_double(variant, m, cap, &m_bits)) != BG_OK)
             return rc;
-    } else { /* n and k: the m for which this k is optimal */
-        m = round_bits(variant, (double)k * n / BG__LN2);
-        if ((rc = check_bits(m, cap)) != BG_OK)
-            return rc;
+        m = (double)m_bits;
     }
     if (!has_k)
         k = best_k(variant, m, n); /* from the final, rounded m */
 
-    s->n = (uint64_t)n;
-    s->m = (uint64_t)m;
+    if (!has_n) /* a given n stays exact, even above 2^53 */
+        s->n = (uint64_t)n;
+    s->m = m_bits;
     s->k = k;
     s->p = fp_model(variant, m, n, k);
     return BG_OK;

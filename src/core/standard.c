@@ -80,11 +80,15 @@ static void standard_estimate(const bg_filter *f, bg_filter_stats *st)
     st->estimated_items = x >= m ? INFINITY : log1p(-x / m) / ((double)f->k * log1p(-1.0 / m));
 }
 
+BG__DEFINE_GROUP_OPS(standard, )
+
 const bg__filter_ops bg__standard_ops = {
     .variant = BG_VARIANT_STANDARD,
     .name = "standard",
     .add = standard_add,
     .contains = standard_contains,
-    .prefetch = standard_prefetch,
+    .prefetch_group = standard_prefetch_group,
+    .add_group = standard_add_group,
+    .contains_group = standard_contains_group,
     .estimate = standard_estimate,
 };

@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# The packaging test (ctest label `install`): install the build into a scratch
+# prefix and use it only through what an installed package offers, as a user
+# would.
+#
+#   1. cmake --install BUILD --prefix P
+#   2. pkg-config: build examples/api_example.c against P with
+#      `pkg-config --cflags --libs bloomgate` and run it (LD_LIBRARY_PATH=P/lib),
+#      then link it fully static with `pkg-config --static` (libbloomgate.a)
+#   3. CMake: a consumer project (tests/install/consumer) does
+#      find_package(bloomgate MAJOR.MINOR) and links bloomgate::bloomgate and
+#      bloomgate::static
+#   4. the ABI surface: libbloomgate.so exports exactly the BG_API functions
+#      of the installed headers (only bg_*, no bg__ internals, no XXH_*); the
+#      archive defines no global symbol outside bg_/bg__; the soname is
+#      libbloomgate.so.BG_ABI_VERSION
+#   5. every installed header compiles on its own as C99 and as C++11
+#
+# Usage: run.sh BUILD_DIR SOURCE_DIR [C_COMPILER] [CMAKE] [GENERATOR]
+# Scratch files go to BUILD_DIR/install-test (removed at the start of a run,
+# kept afterwards for inspection).
+set -euo pipefail
+
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+cc=${3:-cc}
+cmake=${4:-cmake}
+generator=${5:-}
+
+work=$build/install-test
+prefix=$work/prefix
+example=$src/examples/api_example.c
+expected=$'user:1002: maybe present\nuser:9999: definitely absent'
+failures=0
+
+step() { printf '\n== %s\n' "$*"; }
+fail() { printf 'FAIL: %s\n' "$*"; failures=$((failures + 1)); }
+ok() { printf 'ok: %s\n' "$*"; }
+
+# The example's two answer lines must be there; the stats line is free text.
+check_output() { # name, output
+    if [[ $2 == *"$expected"* ]]; then ok "$1 ran"; else fail "$1 printed:"$'\n'"$2"; fi
+}
+
+rm -rf "$work"
+mkdir -p "$work"
+
+step "cmake --install $build --prefix $prefix"
+"$cmake" --install "$build" --prefix "$prefix"
+
+# GNUInstallDirs picks lib, lib64 or lib/<multiarch>: find what it chose.
+pcfile=$(find "$prefix" -name bloomgate.pc -path '*/pkgconfig/*' | head -n 1)
+[ -n "$pcfile" ] || { echo "FAIL: no bloomgate.pc installed under $prefix"; exit 1; }
+pcdir=$(dirname "$pcfile")
+libdir=$(dirname "$pcdir")
+so=$libdir/libbloomgate.so
+ar=$libdir/libbloomgate.a
+for f in "$so" "$ar" "$prefix/include/bloomgate/filter.h" \
+         "$libdir/cmake/bloomgate/bloomgateConfig.cmake" \
+         "$libdir/cmake/bloomgate/bloomgateConfigVersion.cmake"; do
+    [ -e "$f" ] && ok "installed ${f#"$prefix"/}" || fail "not installed: ${f#"$prefix"/}"
+done
+abi=$(sed -n 's/^#define BG_ABI_VERSION \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")
+major=$(sed -n 's/^#define BG_VERSION_MAJOR \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")
+minor=$(sed -n 's/^#define BG_VERSION_MINOR \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")
+
+step "pkg-config (PKG_CONFIG_PATH=$pcdir)"
+export PKG_CONFIG_PATH=$pcdir
+# Never let a copy installed elsewhere (/usr/local) stand in for this one.
+export PKG_CONFIG_LIBDIR=$pcdir
+cflags=$(pkg-config --cflags bloomgate)
+libs=$(pkg-config --libs bloomgate)
+slibs=$(pkg-config --static --libs bloomgate)
+echo "cflags: $cflags"; echo "libs: $libs"; echo "static libs: $slibs"
+# The .pc must describe the prefix it was installed to, not the one CMake was
+# configured with: `cmake --install --prefix` changes it after configure.
+if [[ " $cflags" == *" -I$prefix/include"* && " $libs" == *" -L$libdir "* ]]; then
+    ok "bloomgate.pc points into the install prefix"
+else
+    fail "bloomgate.pc does not point into $prefix (prefix= line: $(grep '^prefix=' "$pcfile"))"
+fi
+if [ "$(pkg-config --modversion bloomgate)" = "$major.$minor.$(sed -n 's/^#define BG_VERSION_PATCH \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")" ]; then
+    ok "pkg-config --modversion matches version.h"
+else
+    fail "pkg-config --modversion $(pkg-config --modversion bloomgate) differs from version.h"
+fi
+
+# shellcheck disable=SC2086 # the flags are meant to split
+if "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/example_pc" "$example" $cflags $libs; then
+    need=$(readelf -d "$work/example_pc" | sed -n 's/.*(NEEDED).*\[\(libbloomgate[^]]*\)\].*/\1/p')
+    [ "$need" = "libbloomgate.so.$abi" ] && ok "dynamic link: NEEDED $need" \
+        || fail "dynamic link: NEEDED '$need', expected libbloomgate.so.$abi"
+    resolved=$(LD_LIBRARY_PATH=$libdir ldd "$work/example_pc" | sed -n 's/.*libbloomgate[^ ]* => \([^ ]*\).*/\1/p')
+    [ "$resolved" = "$libdir/libbloomgate.so.$abi" ] && ok "loader picks $resolved" \
+        || fail "loader picks '$resolved', expected $libdir/libbloomgate.so.$abi"
+    check_output "pkg-config dynamic build" "$(LD_LIBRARY_PATH=$libdir "$work/example_pc" 2>&1)"
+else
+    fail "pkg-config dynamic build does not compile/link"
+fi
+
+# Fully static: only archives are searched, so this also proves that
+# Libs.private lists everything libbloomgate.a needs.
+# shellcheck disable=SC2086
+if "$cc" -std=c11 -Wall -Wextra -Werror -static -o "$work/example_pc_static" "$example" \
+        $(pkg-config --static --cflags bloomgate) $slibs; then
+    if readelf -d "$work/example_pc_static" 2>/dev/null | grep -q NEEDED; then
+        fail "static build still has NEEDED entries"
+    else
+        ok "static link: no shared libraries at all"
+    fi
+    check_output "pkg-config static build" "$("$work/example_pc_static" 2>&1)"
+else
+    fail "pkg-config --static build does not link"
+fi
+
+step "CMake find_package(bloomgate $major.$minor)"
+consumer_build=$work/consumer
+gen_args=()
+[ -n "$generator" ] && gen_args=(-G "$generator")
+if "$cmake" -S "$src/tests/install/consumer" -B "$consumer_build" "${gen_args[@]}" \
+        -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
+        -DBG_WANT_VERSION="$major.$minor" -DBG_EXAMPLE_SOURCE="$example" \
+   && "$cmake" --build "$consumer_build"; then
+    found=$(sed -n 's/^bloomgate_DIR:PATH=//p' "$consumer_build/CMakeCache.txt")
+    [ "$found" = "$libdir/cmake/bloomgate" ] && ok "found the package at $found" \
+        || fail "found the package at '$found', not in $prefix"
+    # Imported targets carry the installed location in the rpath: no LD_LIBRARY_PATH.
+    check_output "CMake consumer (bloomgate::bloomgate)" "$("$consumer_build/consumer_shared" 2>&1)"
+    check_output "CMake consumer (bloomgate::static)" "$("$consumer_build/consumer_static" 2>&1)"
+    if readelf -d "$consumer_build/consumer_static" | grep -q 'NEEDED.*libbloomgate'; then
+        fail "bloomgate::static consumer depends on libbloomgate.so"
+    fi
+else
+    fail "the CMake consumer does not configure/build"
+fi
+
+step "exported symbols of $(basename "$so")"
+exported=$(nm -D --defined-only "$so" | awk '{print $NF}' | sort)
+declared=$(grep -h '^BG_API ' "$prefix"/include/bloomgate/*.h \
+           | sed -n 's/^BG_API [^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p' | sort)
+echo "$(echo "$exported" | wc -l) exported, $(echo "$declared" | wc -l) declared BG_API"
+bad=$(echo "$exported" | grep -v '^bg_' || true)
+internal=$(echo "$exported" | grep -E '^bg__|XXH' || true)
+[ -z "$bad" ] && ok "only bg_* exported" || fail "exported outside bg_*: $(echo $bad)"
+[ -z "$internal" ] && ok "no bg__/XXH exported" || fail "internal symbols exported: $(echo $internal)"
+extra=$(comm -23 <(echo "$exported") <(echo "$declared"))
+missing=$(comm -13 <(echo "$exported") <(echo "$declared"))
+[ -z "$extra" ] || fail "exported but not declared BG_API in a public header: $(echo $extra)"
+[ -z "$missing" ] || fail "declared BG_API but not exported: $(echo $missing)"
+[ -z "$extra$missing" ] && ok "exports == BG_API declarations"
+
+soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+[ "$soname" = "libbloomgate.so.$abi" ] && ok "soname $soname" \
+    || fail "soname '$soname', expected libbloomgate.so.$abi (BG_ABI_VERSION)"
+
+# The archive's objects may share bg__ internals, but a global XXH_* or any
+# other unprefixed name would clash with the user's own symbols.
+aglob=$(nm -g --defined-only "$ar" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^bg_' | sort -u || true)
+[ -z "$aglob" ] && ok "libbloomgate.a defines only bg_/bg__ globals" \
+    || fail "libbloomgate.a defines globals outside bg_: $(echo $aglob)"
+
+step "every installed header stands alone (C99 and C++11)"
+cxx=${CXX:-}
+[ -z "$cxx" ] && command -v c++ >/dev/null && cxx=c++
+for h in "$prefix"/include/bloomgate/*.h; do
+    name=bloomgate/$(basename "$h")
+    printf '#include <%s>\nint bg__unused;\n' "$name" > "$work/hdr.c"
+    "$cc" -std=c99 -pedantic -Wall -Wextra -Werror -I"$prefix/include" -c "$work/hdr.c" \
+        -o "$work/hdr.o" || fail "$name does not compile alone as C99"
+    if [ -n "$cxx" ]; then
+        cp "$work/hdr.c" "$work/hdr.cc"
+        "$cxx" -std=c++11 -pedantic -Wall -Wextra -Werror -I"$prefix/include" -c "$work/hdr.cc" \
+            -o "$work/hdr.o" || fail "$name does not compile alone as C++11"
+    fi
+done
+ok "headers checked${cxx:+ (C++: $cxx)}"
+
+echo
+if [ "$failures" -ne 0 ]; then
+    echo "install test: $failures failure(s); scratch files in $work"
+    exit 1
+fi
+echo "install test: all checks passed"
