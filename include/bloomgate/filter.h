@@ -15,15 +15,16 @@
  *
  * BIT LAYOUT
  * Bit i of the filter is bit (0x80 >> (i % 8)) of byte i / 8 of its bit
- * array (the payload of a filter file), Redis's SETBIT order, so a filter's payload can live in a
- * file or a Redis string unchanged. Probe positions:
+ * array (the payload of a filter file): Redis's SETBIT order, so the array
+ * can live in a file or a Redis string unchanged. Probe positions:
  *   standard: a = (h1 * m) >> 64, b = ((h2 * (m - 1)) >> 64) + 1, and probe j
  *     is x_j, where x_0 = a, x_{j+1} = (x_j + y_j) mod m, y_0 = b,
  *     y_{j+1} = (y_j + j) mod m (enhanced double hashing, Dillinger &
  *     Manolios 2004), all in uint64_t; b is never 0.
- *   blocked: block = (h1 * nblocks) >> 64, and probe j is bit
- *     (h2 * SALT[j]) >> 55 of that 512-bit block (SALT: 32 fixed odd 64-bit
- *     constants, src/core/blocked.c).
+ *   blocked: block = (h1 * nblocks) >> 64 (nblocks = m / 512), s = h1 & 7,
+ *     and probe j (k <= 8) is bit (h2 * SALT[j]) >> 58 of word (s + j) % 8 of
+ *     that block, i.e. filter bit 512 block + 64 ((s + j) % 8) + that
+ *     (SALT: 8 fixed odd 64-bit constants, src/core/blocked.c).
  *
  * THREADS
  * With BG_CONCURRENT_WRITERS (the default), any number of threads may call
@@ -35,13 +36,14 @@
  * join, a mutex, any release/acquire pair) answers "maybe present".
  * With BG_SINGLE_WRITER, at most one thread adds at a time (the caller
  * serializes adds) while any number of threads query: bits are written with
- * plain atomic stores, which is ~2x faster to insert and still data-race-free
- * for readers; bg_filter_union into such a filter counts as its writer.
+ * plain stores, no locked instruction, which is 2x to 4x faster to insert
+ * (docs/PERFORMANCE.md), and readers still never miss a finished add;
+ * bg_filter_union into such a filter counts as its writer.
  * bg_filter_stats_get and the accessors may run during adds (they see some
  * state between the one before and the one after; the item count is exact
- * only when no union overlaps adds). bg_filter_clear, bg_filter_intersect
- * and bg_filter_free must not run concurrently with anything else on the
- * same filter.
+ * only without unions, which count by estimate). bg_filter_clear,
+ * bg_filter_intersect and bg_filter_free must not run concurrently with
+ * anything else on the same filter.
  *
  * MEMORY
  * bg_filter_new allocates (through <bloomgate/alloc.h>); bg_filter_free
@@ -137,14 +139,17 @@ BG_API int64_t bg_filter_contains_hashes(const bg_filter *f, const bg_hash *hash
 BG_API int bg_filter_clear(bg_filter *f);
 
 /* dst |= src: afterwards dst contains every key of either. dst's item count
- * becomes the estimate from its fill (see bg_filter_stats). Returns BG_OK,
+ * grows by the number of keys src added as the fill tells it (the cardinality
+ * estimate of bg_filter_stats after, minus before), so keys in both count
+ * once, and adds running meanwhile still count. Returns BG_OK,
  * BG_EINVAL, or BG_EINCOMPAT unless both have the same variant, m, k and
  * seed (nothing is changed then). Safe concurrently with adds to dst. */
 BG_API int bg_filter_union(bg_filter *dst, const bg_filter *src);
 
 /* dst &= src: afterwards dst contains every key present in both (and, as
  * with any Bloom intersection, somewhat more false positives than a filter
- * built from the common keys alone). Item count as for union. Same errors as
+ * built from the common keys alone). Its item count becomes the cardinality
+ * estimate from its new fill. Same errors as
  * bg_filter_union. Not concurrent-safe. */
 BG_API int bg_filter_intersect(bg_filter *dst, const bg_filter *src);
 

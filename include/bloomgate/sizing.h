@@ -9,12 +9,16 @@
  *   k          = round((m / n) ln 2)            (recomputed from the final m;
  *                                                the better neighbour when the
  *                                                rounding is not the best integer)
- * Blocked variant (all k probes in one 512-bit block chosen per key): block
- * loads are Poisson(lambda = n * 512 / m) and
- *   p(m, n, k) = sum_i Pois(i; lambda) * (1 - (1 - 1/512)^(i k))^k
- * (Putze, Sanders, Singler, "Cache-, Hash- and Space-Efficient Bloom Filters",
- * 2007), so m and k are found by search over this model, not by the standard
- * formula, and the rate asked for is the rate delivered.
+ * Blocked variant (k <= 8 probes, one per 64-bit word, in one 512-bit block
+ * chosen per key; filter.h): block loads are Poisson(lambda = 512 n / m)
+ * (Putze, Sanders, Singler, "Cache-, Hash- and Space-Efficient Bloom
+ * Filters", 2007), and inclusion-exclusion over the query's probes gives the
+ * exact mixture
+ *   p(m, n, k) = sum_{S subset of {0..k-1}} (-1)^|S| exp(lambda (phi_S - 1)),
+ *   phi_S = (1/8) sum_{s=0..7} (63/64)^|S & {s .. s+k-1 mod 8}|
+ * (derivation in src/core/sizing.c), so m and k are found by search over this
+ * model, not by the standard formula, and the rate asked for is the rate
+ * delivered.
  *
  * All sizes are uint64_t; every result is checked against 2^64 (BG_EOVERFLOW)
  * and against a cap (BG_ETOOBIG) before it is returned. */
@@ -36,14 +40,19 @@ typedef enum bg_variant {
 } bg_variant;
 
 /* The variant chosen when none is given: blocked. It is measured faster at
- * every size (docs/PERFORMANCE.md) for 1% to 8% more bits at p from 0.1 to
- * 0.001; below p ~ 1e-4 its overhead grows (34% at 1e-6: docs/SIZING.md),
- * where the standard variant is the better choice. */
+ * every size (docs/PERFORMANCE.md) for 1% to 10% more bits at p from 0.1 to
+ * 0.001; below that its overhead grows (23% at 1e-4: docs/SIZING.md), and
+ * the standard variant is the better choice. */
 #define BG_VARIANT_DEFAULT BG_VARIANT_BLOCKED
 
 /* Most probes per key. p = 2^-32 needs k = 32; a smaller p still sizes (m
  * grows to reach it with k = BG_MAX_K), only less space-efficiently. */
 #define BG_MAX_K 32u
+
+/* Most probes per key of the blocked variant: one per 64-bit word of its
+ * 512-bit block. The best k exceeds it below p ~ 1e-3, where m grows to
+ * reach p with k = 8 (23% more bits than standard at 1e-4). */
+#define BG_BLOCKED_MAX_K 8u
 
 /* Fewest bits in a filter: one 64-bit word (standard), one block (blocked). */
 #define BG_MIN_BITS 64u
@@ -88,7 +97,8 @@ typedef struct bg_sizing {
  * a hair above p (n = 1e6, p = 0.01 gives 0.010039).
  * `max_bits` caps m (0 means BG_DEFAULT_MAX_BYTES * 8).
  *
- * Returns BG_OK, BG_EINVAL (NULL s; p outside (0, 1) or NaN; k > BG_MAX_K;
+ * Returns BG_OK, BG_EINVAL (NULL s; p outside (0, 1) or NaN; k > BG_MAX_K,
+ * or > BG_BLOCKED_MAX_K for the blocked variant;
  * fewer than two knowns; n, m and p all given), BG_EUNDERDET, BG_EVARIANT,
  * BG_EOVERFLOW (a size beyond 2^64) or BG_ETOOBIG (m above the cap). On error
  * *s is unchanged. Nothing is allocated. */

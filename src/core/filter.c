@@ -283,18 +283,16 @@ static int check_compatible(const bg_filter *a, const bg_filter *b)
     return BG_OK;
 }
 
-/* After a union or intersection the exact count of new adds is unknown; the
- * fill-based estimate is the best figure (exact in expectation). */
-static void recount(bg_filter *f)
+/* A fill-based estimate as an item count (saturating at UINT64_MAX). */
+static uint64_t items_from_estimate(double est)
 {
-    bg_filter_stats st;
-    memset(&st, 0, sizeof st);
-    f->ops->estimate(f, &st);
-    double est = st.estimated_items;
-    uint64_t items = !(est < 18446744073709551616.0) ? UINT64_MAX : (uint64_t)llround(est);
-    atomic_store_explicit(&f->items, items, memory_order_relaxed);
+    return !(est < 18446744073709551616.0) ? UINT64_MAX : (uint64_t)llround(est);
 }
 
+/* dst |= src. The keys src brings are not known one by one, so the item
+ * count grows by what the fill says they added: est(after) - est(before),
+ * both counted in this one pass. Adding the difference, instead of storing
+ * an estimate, keeps the increments of adds that run meanwhile. */
 int bg_filter_union(bg_filter *dst, const bg_filter *src)
 {
     int rc = check_compatible(dst, src);
@@ -302,15 +300,23 @@ int bg_filter_union(bg_filter *dst, const bg_filter *src)
         return rc;
     if (dst == src)
         return BG_OK;
+    uint64_t before = 0, after = 0;
     for (uint64_t i = 0; i < dst->nwords; i++) {
-        uint64_t w = bg__load(&src->words[i]);
-        if (w)
+        uint64_t w = bg__load(&src->words[i]), old = bg__load(&dst->words[i]);
+        before += (uint64_t)__builtin_popcountll(old);
+        after += (uint64_t)__builtin_popcountll(old | w);
+        if (w & ~old)
             bg__set_bits(dst, &dst->words[i], w);
     }
-    recount(dst);
+    double gained = dst->ops->items_for_bits(dst, (double)after) -
+                    dst->ops->items_for_bits(dst, (double)before);
+    count_new(dst, gained > 0 ? items_from_estimate(gained) : 0);
     return BG_OK;
 }
 
+/* dst &= src; the count becomes the estimate from the new fill (exact in
+ * expectation for the keys in both, plus the intersection's extra false
+ * positives). Not concurrent-safe, so a plain store is fine. */
 int bg_filter_intersect(bg_filter *dst, const bg_filter *src)
 {
     int rc = check_compatible(dst, src);
@@ -318,10 +324,14 @@ int bg_filter_intersect(bg_filter *dst, const bg_filter *src)
         return rc;
     if (dst == src)
         return BG_OK;
-    for (uint64_t i = 0; i < dst->nwords; i++)
-        atomic_store_explicit(&dst->words[i], bg__load(&dst->words[i]) & bg__load(&src->words[i]),
-                              memory_order_relaxed);
-    recount(dst);
+    uint64_t set = 0;
+    for (uint64_t i = 0; i < dst->nwords; i++) {
+        uint64_t w = bg__load(&dst->words[i]) & bg__load(&src->words[i]);
+        set += (uint64_t)__builtin_popcountll(w);
+        atomic_store_explicit(&dst->words[i], w, memory_order_relaxed);
+    }
+    atomic_store_explicit(&dst->items, items_from_estimate(dst->ops->items_for_bits(dst, (double)set)),
+                          memory_order_relaxed);
     return BG_OK;
 }
 

@@ -27,6 +27,9 @@ typedef struct bg__filter_ops {
      * call per group, not per key. */
     int64_t (*add_group)(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results);
     int64_t (*contains_group)(const bg_filter *f, const bg_hash *h, size_t n, uint8_t *results);
+    /* The number of distinct keys that set `bits_set` bits on average (the
+     * inverse of the expected fill; +inf when every bit is set). */
+    double (*items_for_bits)(const bg_filter *f, double bits_set);
     /* Scans the array once: bits_set, estimated_items, estimated_fp_rate. */
     void (*estimate)(const bg_filter *f, bg_filter_stats *st);
 } bg__filter_ops;
@@ -55,12 +58,10 @@ extern bool bg__blocked_simd;
 const bg__filter_ops *bg__blocked_ops(void);
 const bg__filter_ops *bg__blocked_avx512_ops(void); /* NULL when unsupported */
 void bg__blocked_estimate(const bg_filter *f, bg_filter_stats *st);
+double bg__blocked_items_for_bits(const bg_filter *f, double bits_set);
 
 /* The blocked layout, shared by both implementations (see blocked.c). */
-extern const uint64_t bg__blocked_salt[BG_MAX_K];
-
-static inline _Atomic uint64_t *bg__block_of(const bg_filter *f, uint64_t h1);
-static inline uint64_t bg__probe_bit(uint64_t h2, uint32_t j);
+extern const uint64_t bg__blocked_salt[BG_BLOCKED_MAX_K];
 
 /* (x * range) >> 64: maps a uniform 64-bit x to a uniform value in
  * [0, range) with one multiply (Lemire, "Fast random integer generation in
@@ -126,10 +127,16 @@ static inline _Atomic uint64_t *bg__block_of(const bg_filter *f, uint64_t h1)
     return f->words + (bg__reduce(h1, f->nblocks) << 3);
 }
 
-/* Probe j's bit (0..511) inside the key's block. */
-static inline uint64_t bg__probe_bit(uint64_t h2, uint32_t j)
+/* The word of the block where the key's probes start. */
+static inline unsigned bg__block_start(uint64_t h1)
 {
-    return (h2 * bg__blocked_salt[j]) >> 55;
+    return (unsigned)(h1 & 7);
+}
+
+/* Probe j's bit (in payload numbering, 0..63) inside its word, as a mask. */
+static inline uint64_t bg__probe_mask(uint64_t h2, uint32_t j)
+{
+    return bg__bit((h2 * bg__blocked_salt[j]) >> 58);
 }
 
 /* Defines PREFIX##_prefetch_group, _add_group and _contains_group from the variant's

@@ -23,38 +23,46 @@ static double fp_standard(double m, double n, double k)
     return pow(fill, k);
 }
 
-/* Blocked filter (Putze et al. 2007, section 3): a key's block is uniform
- * over m / 512 blocks, so a block's load is Binomial(n, 512 / m), which is
- * Poisson(lambda = 512 n / m) to within O(1/blocks). A block holding i keys
- * has i k probe bits set with replacement, so a query's k probes all hit set
- * bits with probability (1 - (1 - 1/512)^(i k))^k, and
- *   p = sum_{i >= 0} Pois(i; lambda) (1 - (1 - 1/512)^(i k))^k.
- * The sum runs outward from the mode until the Poisson mass left is below
- * 1e-20 (each term is at most the mass), so the truncation error is far
- * below the 1e-4 relative accuracy that sizing needs. */
+/* Blocked filter (blocked.c: k <= 8 probes in k consecutive words, mod 8,
+ * of one 512-bit block, starting at a random word, one uniform bit of 64 in
+ * each). Block loads are Binomial(n, 512 / m), which is Poisson(lambda =
+ * 512 n / m) to within O(1/blocks) (Putze, Sanders, Singler 2007). By
+ * symmetry the query's probes are in words R = {0 .. k-1}. It is a false
+ * positive when all k of its bits are set; by inclusion-exclusion over the
+ * set S of its probes that are still clear,
+ *   p = sum_{S subset of R} (-1)^|S| P(every bit of S is clear).
+ * A key starting at word s covers words W_s = {s .. s+k-1 mod 8} and misses
+ * S's bits with probability q^|S & W_s|, q = 63/64; averaged over s that is
+ * phi_S, so i keys miss them with probability phi_S^i, and over Poisson(lambda)
+ * keys with probability exp(lambda (phi_S - 1)). Hence the exact closed form
+ *   p(m, n, k) = sum_{S subset of R} (-1)^|S| exp(lambda (phi_S - 1)),
+ *   phi_S = (1/8) sum_{s=0..7} q^|S & W_s|,
+ * 2^k <= 256 terms. The terms are at most 1 and the sum is >= 1e-6 in any
+ * practical use, so cancellation costs at most ~1e-8 relative accuracy. */
 static double fp_blocked(double m, double n, unsigned k)
 {
     double lambda = n * BG_BLOCK_BITS / m;
     if (lambda <= 0)
         return 0;
-    if (lambda > 1e9) /* blocks hold ~1e9 keys each: every bit is set */
-        return 1;
-    double log_keep = (double)k * log1p(-1.0 / BG_BLOCK_BITS);
-    double mode = floor(lambda);
-    double pmf_mode = exp(-lambda + mode * log(lambda) - lgamma(mode + 1));
-    double sum = pmf_mode * pow(-expm1(mode * log_keep), k);
-
-    double pmf = pmf_mode;
-    for (double i = mode + 1; pmf > 1e-20 || i <= lambda; i += 1) {
-        pmf *= lambda / i;
-        sum += pmf * pow(-expm1(i * log_keep), k);
+    double q_pow[BG_BLOCKED_MAX_K + 1];
+    q_pow[0] = 1;
+    for (unsigned c = 1; c <= BG_BLOCKED_MAX_K; c++)
+        q_pow[c] = q_pow[c - 1] * (63.0 / 64.0);
+    unsigned window[8];
+    for (unsigned s = 0; s < 8; s++) {
+        window[s] = 0;
+        for (unsigned j = 0; j < k; j++)
+            window[s] |= 1u << ((s + j) & 7);
     }
-    pmf = pmf_mode;
-    for (double i = mode; i > 0 && pmf > 1e-20; i -= 1) {
-        pmf *= i / lambda; /* now Pois(i - 1) */
-        sum += pmf * pow(-expm1((i - 1) * log_keep), k);
+    double sum = 0;
+    for (unsigned set = 0; set < (1u << k); set++) {
+        double phi = 0;
+        for (unsigned s = 0; s < 8; s++)
+            phi += q_pow[__builtin_popcount(set & window[s])];
+        double term = exp(lambda * (phi / 8 - 1));
+        sum += __builtin_popcount(set) & 1 ? -term : term;
     }
-    return sum < 1 ? sum : 1;
+    return sum < 0 ? 0 : sum > 1 ? 1 : sum;
 }
 
 static double fp_model(bg_variant v, double m, double n, unsigned k)
@@ -67,9 +75,15 @@ static bool variant_known(bg_variant v)
     return v == BG_VARIANT_STANDARD || v == BG_VARIANT_BLOCKED;
 }
 
+/* The most probes per key the variant supports. */
+static unsigned max_k(bg_variant v)
+{
+    return v == BG_VARIANT_BLOCKED ? BG_BLOCKED_MAX_K : BG_MAX_K;
+}
+
 double bg_sizing_fp_rate(bg_variant variant, uint64_t m, uint64_t n, uint32_t k)
 {
-    if (!variant_known(variant) || m == 0 || k == 0 || k > BG_MAX_K)
+    if (!variant_known(variant) || m == 0 || k == 0 || k > max_k(variant))
         return NAN;
     return fp_model(variant, (double)m, (double)n, k);
 }
@@ -80,7 +94,8 @@ double bg_sizing_fp_rate(bg_variant variant, uint64_t m, uint64_t n, uint32_t k)
  * m = 2080: round gives 1, and 2 is lower by 3e-4 relative), so the better
  * of its floor and ceiling is taken. Blocked: the
  * model's p is unimodal in k, so walk up from 1 while it falls; the optimum
- * is a little below the standard one because probes share a block. */
+ * is a little below the standard one because probes share a block, and at
+ * most BG_BLOCKED_MAX_K. */
 static unsigned best_k(bg_variant v, double m, double n)
 {
     if (n <= 0)
@@ -96,7 +111,7 @@ static unsigned best_k(bg_variant v, double m, double n)
     }
     unsigned k = 1;
     double best = fp_blocked(m, n, 1);
-    while (k < BG_MAX_K) {
+    while (k < BG_BLOCKED_MAX_K) {
         double next = fp_blocked(m, n, k + 1);
         if (next >= best)
             break;
@@ -238,7 +253,7 @@ int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits)
     bool has_p = s->p != 0;
     if (has_p && !(s->p > 0 && s->p < 1)) /* also rejects NaN */
         return BG_EINVAL;
-    if (s->k > BG_MAX_K)
+    if (s->k > max_k(variant))
         return BG_EINVAL;
     int known = has_n + has_m + has_k + has_p;
     if (known < 2)

@@ -67,17 +67,22 @@ static void standard_prefetch(const bg_filter *f, bg_hash h)
     bg__prefetch(&f->words[step_mod(x, y, m) >> 6]);
 }
 
-/* With X of m bits set, each probe hits a set bit with probability X / m,
- * independently, so the current rate is (X / m)^k; and E[X] / m =
- * 1 - (1 - 1/m)^(k n) inverts to the cardinality estimate
+/* E[X] / m = 1 - (1 - 1/m)^(k n) inverts to the cardinality estimate
  *   n = ln(1 - X / m) / (k ln(1 - 1/m))
  * (Swamidass & Baldi, J. Chem. Inf. Model. 2007). */
+static double standard_items_for_bits(const bg_filter *f, double x)
+{
+    double m = (double)f->m;
+    return x >= m ? INFINITY : log1p(-x / m) / ((double)f->k * log1p(-1.0 / m));
+}
+
+/* With X of m bits set, each probe hits a set bit with probability X / m,
+ * independently, so the current rate is (X / m)^k. */
 static void standard_estimate(const bg_filter *f, bg_filter_stats *st)
 {
     st->bits_set = bg__popcount(f->words, 0, f->nwords);
-    double m = (double)f->m, x = (double)st->bits_set;
-    st->estimated_fp_rate = pow(x / m, (double)f->k);
-    st->estimated_items = x >= m ? INFINITY : log1p(-x / m) / ((double)f->k * log1p(-1.0 / m));
+    st->estimated_fp_rate = pow((double)st->bits_set / (double)f->m, (double)f->k);
+    st->estimated_items = standard_items_for_bits(f, (double)st->bits_set);
 }
 
 BG__DEFINE_GROUP_OPS(standard, )
@@ -90,5 +95,6 @@ const bg__filter_ops bg__standard_ops = {
     .prefetch_group = standard_prefetch_group,
     .add_group = standard_add_group,
     .contains_group = standard_contains_group,
+    .items_for_bits = standard_items_for_bits,
     .estimate = standard_estimate,
 };
