@@ -167,9 +167,11 @@ typedef struct bg_filter_stats {
     uint64_t bits_set;        /* popcount of the array */
     double fill_ratio;        /* bits_set / m */
     double estimated_items;   /* cardinality from fill (Swamidass & Baldi; blocked:
-                                 the Poisson block model); +inf when full */
-    double estimated_fp_rate; /* rate from the current fill: (X/m)^k, blocked:
-                                 mean over blocks of (X_b/512)^k */
+                                 -(m/k) ln(1 - X/m)); +inf when full */
+    double estimated_fp_rate; /* rate from the current fill: (X/m)^k; blocked:
+                                 the mean over blocks and start words s of
+                                 prod_j X_{(s+j)%8} / 64, X_w the bits set in
+                                 word w */
 } bg_filter_stats;
 
 /* Fills *out. BG_OK or BG_EINVAL. */

@@ -50,9 +50,14 @@ typedef enum bg_variant {
 #define BG_MAX_K 32u
 
 /* Most probes per key of the blocked variant: one per 64-bit word of its
- * 512-bit block. The best k exceeds it below p ~ 1e-3, where m grows to
- * reach p with k = 8 (23% more bits than standard at 1e-4). */
+ * 512-bit block. The best k reaches it at p ~ 3e-3; below, m grows to reach
+ * p with k = 8 (9% more bits than standard at 1e-3, 23% at 1e-4). */
 #define BG_BLOCKED_MAX_K 8u
+
+/* Smallest p the blocked variant is sized for: below it the model cannot be
+ * evaluated precisely enough to promise p (src/core/sizing.c), and the
+ * blocked variant would need 16x the standard variant's bits anyway. */
+#define BG_BLOCKED_MIN_P 1e-12
 
 /* Fewest bits in a filter: one 64-bit word (standard), one block (blocked). */
 #define BG_MIN_BITS 64u
@@ -72,7 +77,7 @@ typedef struct bg_sizing {
     uint64_t n; /* items; 0 = unknown */
     double p;   /* false-positive rate in (0, 1); 0 = unknown */
     uint64_t m; /* bits; 0 = unknown */
-    uint32_t k; /* probes, 1..BG_MAX_K; 0 = unknown */
+    uint32_t k; /* probes, 1..BG_MAX_K (blocked: BG_BLOCKED_MAX_K); 0 = unknown */
 } bg_sizing;
 
 /* Completes *s for `variant` from the fields that are known (non-zero):
@@ -98,7 +103,7 @@ typedef struct bg_sizing {
  * `max_bits` caps m (0 means BG_DEFAULT_MAX_BYTES * 8).
  *
  * Returns BG_OK, BG_EINVAL (NULL s; p outside (0, 1) or NaN; k > BG_MAX_K,
- * or > BG_BLOCKED_MAX_K for the blocked variant;
+ * or > BG_BLOCKED_MAX_K for the blocked variant; blocked p < BG_BLOCKED_MIN_P;
  * fewer than two knowns; n, m and p all given), BG_EUNDERDET, BG_EVARIANT,
  * BG_EOVERFLOW (a size beyond 2^64) or BG_ETOOBIG (m above the cap). On error
  * *s is unchanged. Nothing is allocated. */
