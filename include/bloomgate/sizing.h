@@ -104,7 +104,8 @@ typedef struct bg_sizing {
  *
  * Returns BG_OK, BG_EINVAL (NULL s; p outside (0, 1) or NaN; k > BG_MAX_K,
  * or > BG_BLOCKED_MAX_K for the blocked variant; blocked p < BG_BLOCKED_MIN_P;
- * fewer than two knowns; n, m and p all given), BG_EUNDERDET, BG_EVARIANT,
+ * fewer than two knowns; n, m and p all given; m too small to hold one key at
+ * p), BG_EUNDERDET, BG_EVARIANT,
  * BG_EOVERFLOW (a size beyond 2^64) or BG_ETOOBIG (m above the cap). On error
  * *s is unchanged. Nothing is allocated. */
 BG_API int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits);

@@ -100,14 +100,20 @@ void bg_filter_free(bg_filter *f)
     bg__free(f);
 }
 
+/* items += added, saturating at UINT64_MAX (a union with a full filter adds
+ * "infinitely many"). The compare-exchange costs what a locked add costs
+ * when uncontended, and it is one per add or per batch. */
 static void count_new(bg_filter *f, uint64_t added)
 {
     if (added == 0)
         return;
-    if (f->single_writer)
-        atomic_store_explicit(&f->items, bg__load(&f->items) + added, memory_order_relaxed);
-    else
-        atomic_fetch_add_explicit(&f->items, added, memory_order_relaxed);
+    uint64_t v = bg__load(&f->items), sum;
+    do
+        sum = v > UINT64_MAX - added ? UINT64_MAX : v + added;
+    while (f->single_writer
+               ? (atomic_store_explicit(&f->items, sum, memory_order_relaxed), false)
+               : !atomic_compare_exchange_weak_explicit(&f->items, &v, sum, memory_order_relaxed,
+                                                        memory_order_relaxed));
 }
 
 int bg_filter_hash(const bg_filter *f, const void *key, size_t len, bg_hash *out)

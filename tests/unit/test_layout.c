@@ -1,0 +1,201 @@
+/* The bit layout, pinned. Where a key's bits land is part of the format: a
+ * filter built here is read back from files and pushed into Redis bitmaps,
+ * and other clients compute the same positions. So these tests recompute the
+ * positions from the formulas documented in <bloomgate/filter.h>, read the
+ * bit array byte by byte in the documented numbering (bit i at byte i / 8,
+ * mask 0x80 >> (i % 8)), and require exactly those bits, no others. They
+ * also require the portable and the AVX-512 blocked implementations to
+ * produce the same array bit for bit. */
+#include "test_util.h"
+
+#include "../src/core/filter_internal.h"
+
+/* Payload bit i of f: byte i / 8 of the array as stored in memory. */
+static int payload_bit(const bg_filter *f, uint64_t i)
+{
+    const unsigned char *bytes = (const unsigned char *)f->words;
+    return (bytes[i / 8] & (0x80u >> (i % 8))) != 0;
+}
+
+static uint64_t count_bits(const bg_filter *f)
+{
+    uint64_t n = 0;
+    for (uint64_t i = 0; i < f->m; i++)
+        n += (uint64_t)payload_bit(f, i);
+    return n;
+}
+
+static uint64_t mulhi(uint64_t a, uint64_t b)
+{
+    return (uint64_t)(((unsigned __int128)a * b) >> 64);
+}
+
+/* The salts, restated here on purpose: changing them changes the format. */
+static const uint64_t salt[8] = {
+    0xb843f28d1cbe7cc1u, 0xbf5208508c24ba89u, 0x44191ad094bbb81fu, 0x5380e15d575cde27u,
+    0x7c1006a45673361du, 0x966e0f470d6583c1u, 0x393056da196ce181u, 0xad9afafc3a99e0e7u,
+};
+
+/* XXH3-128 is part of the format too: pin one value. */
+static void hash_is_xxh3_128(void **state)
+{
+    (void)state;
+    bg_hash h;
+    TU_EQ_I(bg_hash_key("bloomgate", 9, 0, &h), BG_OK);
+    /* `printf bloomgate | xxh128sum` (Debian's xxhash package) prints the
+     * canonical form, high half first: 0b401c44f42aac8a d3da6931c1a41b6e. */
+    TU_EQ_U(h.h1, UINT64_C(0xd3da6931c1a41b6e));
+    TU_EQ_U(h.h2, UINT64_C(0x0b401c44f42aac8a));
+}
+
+static void standard_positions(void **state)
+{
+    (void)state;
+    bg_filter *f;
+    bg_filter_options o = {.variant = BG_VARIANT_STANDARD, .bits = 100003, .hashes = 7, .seed = 42};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    for (uint64_t key = 0; key < 50; key++) {
+        uint8_t buf[TU_DISTINCT_LEN];
+        size_t len = tu_key_distinct(7, key, buf);
+        bg_hash h;
+        TU_EQ_I(bg_hash_key(buf, len, 42, &h), BG_OK);
+        TU_EQ_I(bg_filter_add(f, buf, len), BG_OK);
+        uint64_t m = f->m, x = mulhi(h.h1, m), y = mulhi(h.h2, m - 1) + 1;
+        for (uint32_t j = 0; j < 7; j++) {
+            TU_TRUE(payload_bit(f, x));
+            x = (x + y) % m;
+            y = (y + j) % m;
+        }
+    }
+    /* Exactly those bits, no others. */
+    unsigned char *expect = calloc((size_t)(f->m + 7) / 8, 1);
+    for (uint64_t key = 0; key < 50; key++) {
+        uint8_t buf[TU_DISTINCT_LEN];
+        size_t len = tu_key_distinct(7, key, buf);
+        bg_hash h;
+        bg_hash_key(buf, len, 42, &h);
+        uint64_t m = f->m, x = mulhi(h.h1, m), y = mulhi(h.h2, m - 1) + 1;
+        for (uint32_t j = 0; j < 7; j++) {
+            expect[x / 8] |= (unsigned char)(0x80u >> (x % 8));
+            x = (x + y) % m;
+            y = (y + j) % m;
+        }
+    }
+    for (uint64_t i = 0; i < f->m; i++)
+        TU_EQ_I(payload_bit(f, i), (expect[i / 8] & (0x80u >> (i % 8))) != 0);
+    free(expect);
+    bg_filter_free(f);
+}
+
+/* Expected payload of a blocked filter after adding keys (set, 0..count-1). */
+static unsigned char *blocked_expected(const bg_filter *f, uint64_t set, uint64_t count)
+{
+    unsigned char *expect = calloc((size_t)f->m / 8, 1);
+    for (uint64_t key = 0; key < count; key++) {
+        uint8_t buf[TU_DISTINCT_LEN];
+        size_t len = tu_key_distinct(set, key, buf);
+        bg_hash h;
+        bg_hash_key(buf, len, f->seed, &h);
+        uint64_t block = mulhi(h.h1, f->m / 512);
+        uint64_t start = h.h1 & 7;
+        for (uint32_t j = 0; j < f->k; j++) {
+            uint64_t word = (start + j) % 8, bit = (h.h2 * salt[j]) >> 58;
+            uint64_t i = block * 512 + word * 64 + bit;
+            expect[i / 8] |= (unsigned char)(0x80u >> (i % 8));
+        }
+    }
+    return expect;
+}
+
+static void blocked_positions_impl(bool simd)
+{
+    bool saved = bg__blocked_simd;
+    bg__blocked_simd = simd;
+    for (uint32_t k = 1; k <= BG_BLOCKED_MAX_K; k++) {
+        for (int sw = 0; sw < 2; sw++) {
+            tu_ctx("blocked k=%u simd=%d single_writer=%d", k, simd, sw);
+            bg_filter *f;
+            bg_filter_options o = {.variant = BG_VARIANT_BLOCKED, .bits = 512 * 37, .hashes = k,
+                                   .seed = 0x5eed, .concurrency = sw ? BG_SINGLE_WRITER : 0};
+            TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+            const uint64_t count = 300;
+            for (uint64_t key = 0; key < count; key++) {
+                uint8_t buf[TU_DISTINCT_LEN];
+                size_t len = tu_key_distinct(k, key, buf);
+                TU_TRUE(bg_filter_add(f, buf, len) == BG_OK);
+            }
+            unsigned char *expect = blocked_expected(f, k, count);
+            for (uint64_t i = 0; i < f->m; i++)
+                TU_EQ_I(payload_bit(f, i), (expect[i / 8] & (0x80u >> (i % 8))) != 0);
+            TU_TRUE(count_bits(f) > 0);
+            free(expect);
+            bg_filter_free(f);
+        }
+    }
+    bg__blocked_simd = saved;
+}
+
+static void blocked_positions_portable(void **state)
+{
+    (void)state;
+    blocked_positions_impl(false);
+}
+
+static void blocked_positions_simd(void **state)
+{
+    (void)state;
+    if (bg__blocked_avx512_ops() == NULL)
+        skip();
+    blocked_positions_impl(true);
+}
+
+/* Both implementations answer every query alike, batch calls included. */
+static void blocked_simd_answers_match(void **state)
+{
+    (void)state;
+    if (bg__blocked_avx512_ops() == NULL)
+        skip();
+    bg_filter *a, *b;
+    bg_filter_options o = {.variant = BG_VARIANT_BLOCKED, .capacity = 20000, .error_rate = 0.05};
+    bg__blocked_simd = false;
+    TU_EQ_I(bg_filter_new(&a, &o), BG_OK);
+    bg__blocked_simd = true;
+    TU_EQ_I(bg_filter_new(&b, &o), BG_OK);
+    TU_TRUE(a->ops != b->ops);
+    tu_batch keys;
+    tu_batch_init(&keys, 20000);
+    tu_batch_fill(&keys, 1, 11, 0, 20000);
+    TU_EQ_I(bg_filter_add_many(a, keys.keys, keys.lens, 20000, NULL),
+            bg_filter_add_many(b, keys.keys, keys.lens, 20000, NULL));
+    TU_EQ_I(memcmp((const void *)a->words, (const void *)b->words, a->nwords * 8), 0);
+    uint8_t *ra = malloc(100000), *rb = malloc(100000);
+    tu_batch probes;
+    tu_batch_init(&probes, 100000);
+    tu_batch_fill(&probes, 0, 12, 0, 100000);
+    int64_t na = bg_filter_contains_many(a, probes.keys, probes.lens, 100000, ra);
+    int64_t nb = bg_filter_contains_many(b, probes.keys, probes.lens, 100000, rb);
+    TU_EQ_I(na, nb);
+    TU_TRUE(na > 0); /* p = 0.05: some false positives, so the test has teeth */
+    TU_EQ_I(memcmp(ra, rb, 100000), 0);
+    for (size_t i = 0; i < 1000; i++)
+        TU_EQ_I(bg_filter_contains(a, probes.keys[i], probes.lens[i]),
+                bg_filter_contains(b, probes.keys[i], probes.lens[i]));
+    free(ra);
+    free(rb);
+    tu_batch_free(&keys);
+    tu_batch_free(&probes);
+    bg_filter_free(a);
+    bg_filter_free(b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(hash_is_xxh3_128),
+        cmocka_unit_test(standard_positions),
+        cmocka_unit_test(blocked_positions_portable),
+        cmocka_unit_test(blocked_positions_simd),
+        cmocka_unit_test(blocked_simd_answers_match),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
