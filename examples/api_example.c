@@ -28,7 +28,7 @@ int main(void)
     bg_filter_stats st;
     bg_filter_stats_get(f, &st);
     printf("%s filter: %llu bits, k = %u, %.2f bits per key\n", bg_variant_name(st.variant),
-           (unsigned long long)st.bits, st.hashes, (double)st.bits / 1e6);
+           (unsigned long long)st.bits, st.hashes, (double)st.bits / (double)st.capacity);
     bg_filter_free(f);
     return 0;
 }
