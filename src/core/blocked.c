@@ -28,6 +28,7 @@
 #include <math.h>
 
 #include "filter_internal.h"
+#include "hash_inline.h"
 
 /* Odd 64-bit constants, fixed forever: they define where a key's bits are,
  * in files and in Redis. (SplitMix64 outputs from seed 0x626c6f6f6d676174,
@@ -38,8 +39,8 @@ const uint64_t bg__blocked_salt[BG_BLOCKED_MAX_K] = {
 };
 
 /* Single writer: plain load-or-store per word. Concurrent writers: a locked
- * fetch-or (~5 ns) only for words that miss their bit, which after the
- * first few keys is about half of them. */
+ * OR (~5 ns) only for words that miss their bit, which after the first few
+ * keys is about half of them (bg__set_bits). */
 static int blocked_add(bg_filter *f, bg_hash h)
 {
     _Atomic uint64_t *block = bg__block_of(f, h.h1);
@@ -49,12 +50,11 @@ static int blocked_add(bg_filter *f, bg_hash h)
         _Atomic uint64_t *word = &block[(s + j) & 7];
         uint64_t mask = bg__probe_mask(h.h2, j);
         uint64_t old = bg__load(word);
-        if (f->single_writer) {
-            atomic_store_explicit(word, old | mask, memory_order_relaxed);
-        } else if (!(old & mask)) {
-            old = atomic_fetch_or_explicit(word, mask, memory_order_relaxed);
-        }
         missing |= mask & ~old;
+        if (f->single_writer)
+            atomic_store_explicit(word, old | mask, memory_order_relaxed);
+        else if (!(old & mask))
+            (void)atomic_fetch_or_explicit(word, mask, memory_order_relaxed);
     }
     return missing != 0;
 }
@@ -125,6 +125,7 @@ const bg__filter_ops bg__blocked_scalar_ops = {
     .prefetch_group = blocked_prefetch_group,
     .add_group = blocked_add_group,
     .contains_group = blocked_contains_group,
+    .run_keys = blocked_run_keys,
     .items_for_bits = bg__blocked_items_for_bits,
     .estimate = bg__blocked_estimate,
 };

@@ -27,6 +27,7 @@
  * see through vector accesses, so TSan builds use the portable
  * implementation, where every access is a C11 atomic. */
 #include "filter_internal.h"
+#include "hash_inline.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(BG_NO_SIMD)
 #  if defined(__SANITIZE_THREAD__)
@@ -84,13 +85,11 @@ BG__TARGET static inline int avx512_add(bg_filter *f, bg_hash h)
     }
     uint64_t m[8];
     _mm512_storeu_si512((void *)m, mask);
-    int added = 0;
     for (unsigned todo = missing; todo; todo &= todo - 1) {
         unsigned w = (unsigned)__builtin_ctz(todo);
-        uint64_t old = atomic_fetch_or_explicit(&block[w], m[w], memory_order_relaxed);
-        added |= (old & m[w]) != m[w];
+        (void)atomic_fetch_or_explicit(&block[w], m[w], memory_order_relaxed); /* lock or */
     }
-    return added;
+    return 1;
 }
 
 static void avx512_prefetch(const bg_filter *f, bg_hash h)
@@ -108,6 +107,7 @@ static const bg__filter_ops avx512_ops = {
     .prefetch_group = avx512_prefetch_group,
     .add_group = avx512_add_group,
     .contains_group = avx512_contains_group,
+    .run_keys = avx512_run_keys,
     .items_for_bits = bg__blocked_items_for_bits,
     .estimate = bg__blocked_estimate,
 };

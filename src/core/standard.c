@@ -18,6 +18,7 @@
 #include <math.h>
 
 #include "filter_internal.h"
+#include "hash_inline.h"
 
 static inline uint64_t step_mod(uint64_t x, uint64_t y, uint64_t m)
 {
@@ -95,6 +96,7 @@ const bg__filter_ops bg__standard_ops = {
     .prefetch_group = standard_prefetch_group,
     .add_group = standard_add_group,
     .contains_group = standard_contains_group,
+    .run_keys = standard_run_keys,
     .items_for_bits = standard_items_for_bits,
     .estimate = standard_estimate,
 };

@@ -188,6 +188,65 @@ static void blocked_simd_answers_match(void **state)
     bg_filter_free(b);
 }
 
+/* The batch pipelines (keys hashed BG__AHEAD ahead in steps of BG__STEP;
+ * hashes in groups of BG__BATCH) have edges at every multiple of those: each
+ * batch size from 0 to 80, and some odd large ones, must answer key by key
+ * as the single calls do, and add exactly the same bits. */
+static void batch_edges_impl(bg_variant v, bool simd)
+{
+    static const size_t big[] = {255, 256, 257, 1000, 1031};
+    bg__blocked_simd = simd;
+    tu_batch keys;
+    tu_batch_init(&keys, 1100);
+    for (size_t t = 0; t < 81 + sizeof big / sizeof big[0]; t++) {
+        size_t count = t < 81 ? t : big[t - 81];
+        tu_ctx("%s simd=%d batch of %zu", bg_variant_name(v), simd, count);
+        bg_filter *a, *b;
+        bg_filter_options o = {.variant = v, .capacity = 400, .error_rate = 0.2};
+        TU_EQ_I(bg_filter_new(&a, &o), BG_OK);
+        TU_EQ_I(bg_filter_new(&b, &o), BG_OK);
+        tu_batch_fill(&keys, 1, 100 + t, 0, count);
+        uint8_t res[1100], res_h[1100];
+        int64_t added = bg_filter_add_many(a, keys.keys, keys.lens, count, res);
+        int64_t single_new = 0;
+        for (size_t i = 0; i < count; i++) {
+            int r = bg_filter_test_and_add(b, keys.keys[i], keys.lens[i]);
+            TU_EQ_I(res[i], r);
+            single_new += r;
+        }
+        TU_EQ_I(added, single_new);
+        TU_EQ_I(memcmp((const void *)a->words, (const void *)b->words, a->nwords * 8), 0);
+        /* queries on fresh keys, half of them present */
+        tu_batch_fill(&keys, 1, 100 + t, count / 2, count);
+        bg_hash hs[1100];
+        for (size_t i = 0; i < count; i++)
+            bg_filter_hash(a, keys.keys[i], keys.lens[i], &hs[i]);
+        int64_t present = bg_filter_contains_many(a, keys.keys, keys.lens, count, res);
+        TU_EQ_I(bg_filter_contains_hashes(a, hs, count, res_h), present);
+        int64_t single = 0;
+        for (size_t i = 0; i < count; i++) {
+            int r = bg_filter_contains(a, keys.keys[i], keys.lens[i]);
+            TU_EQ_I(res[i], r);
+            TU_EQ_I(res_h[i], r);
+            single += r;
+        }
+        TU_EQ_I(present, single);
+        bg_filter_free(a);
+        bg_filter_free(b);
+    }
+    tu_batch_free(&keys);
+    bg__blocked_simd = true;
+}
+
+static void batch_edges(void **state)
+{
+    (void)state;
+    batch_edges_impl(BG_VARIANT_STANDARD, false);
+    batch_edges_impl(BG_VARIANT_BLOCKED, false);
+    if (bg__blocked_avx512_ops() != NULL)
+        batch_edges_impl(BG_VARIANT_BLOCKED, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -196,6 +255,7 @@ int main(void)
         cmocka_unit_test(blocked_positions_portable),
         cmocka_unit_test(blocked_positions_simd),
         cmocka_unit_test(blocked_simd_answers_match),
+        cmocka_unit_test(batch_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

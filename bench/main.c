@@ -1,0 +1,994 @@
+/* bloomgate-bench: bloomgate's filters against libbloom on the same keys,
+ * and both against this machine's memory, with the targets of the
+ * performance issue checked at the end. docs/PERFORMANCE.md explains the
+ * method and holds the figures; `bloomgate-bench --help` lists the options.
+ *
+ * HOW A FIGURE IS MADE
+ * Keys are made a window of --batch keys at a time into a buffer that stays
+ * in cache, untimed (bench.h). One "pass" is one loop of library calls over
+ * a key set, window by window, and its time is the sum of the
+ * CLOCK_MONOTONIC intervals around the calls on each window; a pass is
+ * repeated (an insert pass on a freshly cleared
+ * filter each time, the clear untimed) until the passes add up to
+ * --min-time seconds and there are at least three of them or they add up to
+ * LONG_PASS_S (at most MAX_REPS passes), and the figure is the median pass
+ * divided by its calls.
+ * Every figure is therefore throughput: back-to-back calls on independent
+ * keys, which the CPU may overlap, not the latency of one isolated call. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <assert.h>
+#include <bloom.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bloomgate/bloomgate.h>
+
+#include "bench.h"
+
+#define MAX_LIST 8
+#define MAX_ROWS 128
+#define LONG_PASS_S 2.0 /* passes this long in total need not be three */
+#define MAX_REPS 25
+#define GIB (UINT64_C(1) << 30)
+
+enum { V_STANDARD, V_BLOCKED, V_LIBBLOOM, V_COUNT };
+static const char *const variant_names[V_COUNT] = {"standard", "blocked", "libbloom"};
+enum { W_CONCURRENT, W_SINGLE, W_COUNT };
+static const char *const writer_names[W_COUNT] = {"concurrent", "single"};
+
+typedef struct options {
+    uint64_t n[MAX_LIST];
+    size_t n_count;
+    double p[MAX_LIST];
+    size_t p_count;
+    bool variant[V_COUNT];
+    bool writers[W_COUNT];
+    size_t batch;
+    double min_time;
+    size_t present_queries; /* cap: min(n, this) present keys are queried */
+    size_t absent_queries;
+    bool probe;
+    const char *csv;
+    const char *json;
+} options;
+
+/* One line of the table. NAN marks a figure that was not measured. */
+typedef struct row {
+    uint64_t n;
+    double p;
+    int variant;
+    int writers; /* -1 for libbloom */
+    uint64_t bits;
+    uint32_t k;
+    uint64_t bytes;
+    double ins_single, ins_batch;
+    double present_single, present_batch;
+    double absent_single, absent_batch;
+    uint64_t present_queried, present_hits;
+    uint64_t absent_queried, fp_count;
+    double model_p;
+    double huge_mib; /* of the filter's array on transparent huge pages; -1 unknown */
+} row;
+
+/* The probes of one (n, p): the filter's size and, once per run, 1 GiB. */
+typedef struct probe_set {
+    uint64_t n;
+    double p;
+    bench_probe small, small_huge;
+} probe_set;
+
+static row rows[MAX_ROWS];
+static size_t row_count;
+static probe_set probes[MAX_LIST * MAX_LIST];
+static size_t probe_count;
+static bench_probe probe_gib, probe_gib_huge;
+static bool have_probe_gib;
+
+/* ---------------------------------------------------------------- timing */
+
+typedef struct pass_ctx {
+    bg_filter *f;
+    struct bloom *lb;
+    bench_keys *keys;
+    size_t count; /* keys [0, count) of `keys` */
+    size_t batch; /* keys per window, <= BENCH_WINDOW */
+    uint8_t *results;
+    uint64_t hits; /* of the last pass */
+} pass_ctx;
+
+/* One pass: returns the seconds spent in the timed calls. */
+typedef double (*pass_fn)(pass_ctx *c);
+typedef void (*reset_fn)(pass_ctx *c);
+
+/* Runs BODY once per window of c's keys, with `ptr`, `len` and `n` naming the
+ * window, timing BODY alone; evaluates to the total seconds. */
+#define TIMED_WINDOWS(c, BODY)                                                 \
+    do {                                                                       \
+        double timed_ = 0;                                                     \
+        assert((c)->batch >= 1 && (c)->batch <= BENCH_WINDOW);                 \
+        for (size_t at_ = 0; at_ < (c)->count; at_ += (c)->batch) {            \
+            size_t n = (c)->count - at_ < (c)->batch ? (c)->count - at_ : (c)->batch; \
+            bench_keys_window((c)->keys, at_, n);                              \
+            const void *const *ptr = (c)->keys->ptr;                           \
+            const size_t *len = (c)->keys->len;                                \
+            double t0_ = bench_now();                                          \
+            BODY;                                                              \
+            timed_ += bench_now() - t0_;                                       \
+        }                                                                      \
+        return timed_;                                                         \
+    } while (0)
+
+static double bg_insert_single(pass_ctx *c)
+{
+    bg_filter *f = c->f;
+    TIMED_WINDOWS(c, for (size_t i = 0; i < n; i++) bg_filter_add(f, ptr[i], len[i]));
+}
+
+static double bg_insert_batch(pass_ctx *c)
+{
+    TIMED_WINDOWS(c, bg_filter_add_many(c->f, ptr, len, n, c->results));
+}
+
+static double bg_query_single(pass_ctx *c)
+{
+    const bg_filter *f = c->f;
+    uint64_t hits = 0;
+    c->hits = 0;
+    TIMED_WINDOWS(c, {
+        for (size_t i = 0; i < n; i++)
+            hits += bg_filter_contains(f, ptr[i], len[i]) == 1;
+        c->hits = hits;
+    });
+}
+
+static double bg_query_batch(pass_ctx *c)
+{
+    c->hits = 0;
+    TIMED_WINDOWS(c, {
+        int64_t r = bg_filter_contains_many(c->f, ptr, len, n, c->results);
+        c->hits += r > 0 ? (uint64_t)r : 0;
+    });
+}
+
+static double lb_insert(pass_ctx *c)
+{
+    struct bloom *b = c->lb;
+    TIMED_WINDOWS(c, for (size_t i = 0; i < n; i++) bloom_add(b, ptr[i], (int)len[i]));
+}
+
+static double lb_query(pass_ctx *c)
+{
+    struct bloom *b = c->lb;
+    uint64_t hits = 0;
+    c->hits = 0;
+    TIMED_WINDOWS(c, {
+        for (size_t i = 0; i < n; i++)
+            hits += bloom_check(b, ptr[i], (int)len[i]) == 1;
+        c->hits = hits;
+    });
+}
+
+static double hash_only(pass_ctx *c)
+{
+    uint64_t sum = 0;
+    TIMED_WINDOWS(c, {
+        for (size_t i = 0; i < n; i++) {
+            bg_hash h;
+            bg_hash_key(ptr[i], len[i], 0, &h);
+            sum += h.h1 ^ h.h2;
+        }
+        c->hits = sum;
+    });
+}
+
+static double mean_len(bench_keys *ks)
+{
+    double total = 0;
+    for (size_t at = 0; at < ks->count; at += BENCH_WINDOW) {
+        size_t n = ks->count - at < BENCH_WINDOW ? ks->count - at : BENCH_WINDOW;
+        bench_keys_window(ks, at, n);
+        for (size_t i = 0; i < n; i++)
+            total += (double)ks->len[i];
+    }
+    return ks->count ? total / (double)ks->count : 0;
+}
+
+/* bg_filter_clear and bloom_reset write every byte, so the first timed pass
+ * finds every page of the array already faulted in, like the later ones. */
+static void bg_reset(pass_ctx *c)
+{
+    bg_filter_clear(c->f);
+}
+
+static void lb_reset(pass_ctx *c)
+{
+    bloom_reset(c->lb);
+}
+
+/* The median ns per call over repeated passes (see HOW A FIGURE IS MADE). */
+static double measure(pass_fn pass, reset_fn reset, pass_ctx *c, double min_time)
+{
+    double t[MAX_REPS], total = 0;
+    size_t reps = 0;
+    while (reps < MAX_REPS) {
+        if (reset)
+            reset(c);
+        t[reps] = pass(c);
+        total += t[reps++];
+        if (total >= min_time && (reps >= 3 || total >= LONG_PASS_S))
+            break;
+    }
+    return bench_median(t, reps) * 1e9 / (double)c->count;
+}
+
+/* ------------------------------------------------------------- the runs */
+
+static void progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void progress(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("  .. ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static row *new_row(uint64_t n, double p, int variant, int writers)
+{
+    if (row_count == MAX_ROWS) {
+        fprintf(stderr, "bloomgate-bench: too many rows\n");
+        exit(2);
+    }
+    row *r = &rows[row_count++];
+    memset(r, 0, sizeof *r);
+    r->n = n;
+    r->p = p;
+    r->variant = variant;
+    r->writers = writers;
+    r->ins_single = r->ins_batch = NAN;
+    r->present_single = r->present_batch = NAN;
+    r->absent_single = r->absent_batch = NAN;
+    r->model_p = NAN;
+    r->huge_mib = -1;
+    return r;
+}
+
+static void check_no_false_negatives(const row *r, uint64_t hits, uint64_t queried,
+                                     const char *how)
+{
+    if (hits != queried) {
+        fprintf(stderr,
+                "bloomgate-bench: FALSE NEGATIVES: %s %s n=%llu p=%g: %llu of %llu present "
+                "keys reported absent\n",
+                variant_names[r->variant], how, (unsigned long long)r->n, r->p,
+                (unsigned long long)(queried - hits), (unsigned long long)queried);
+        exit(1);
+    }
+}
+
+/* Queries on a filled filter: present keys and absent keys, single calls and
+ * batches. The absent single pass's hit count is the false-positive count;
+ * the batched pass must agree with it (same keys, same filter). */
+static void run_queries(row *r, pass_ctx *c, pass_fn single, pass_fn batch,
+                        bench_keys *present, bench_keys *absent,
+                        const options *o)
+{
+    const char *v = variant_names[r->variant];
+    c->keys = present;
+    c->count = r->n < o->present_queries ? (size_t)r->n : o->present_queries;
+    r->present_queried = c->count;
+    progress("%s: present queries, single", v);
+    r->present_single = measure(single, NULL, c, o->min_time);
+    check_no_false_negatives(r, c->hits, c->count, "single");
+    r->present_hits = c->hits;
+    if (batch) {
+        progress("%s: present queries, batched", v);
+        r->present_batch = measure(batch, NULL, c, o->min_time);
+        check_no_false_negatives(r, c->hits, c->count, "batched");
+    }
+    c->keys = absent;
+    c->count = absent->count;
+    r->absent_queried = c->count;
+    progress("%s: absent queries, single", v);
+    r->absent_single = measure(single, NULL, c, o->min_time);
+    r->fp_count = c->hits;
+    if (batch) {
+        progress("%s: absent queries, batched", v);
+        r->absent_batch = measure(batch, NULL, c, o->min_time);
+        if (c->hits != r->fp_count) {
+            fprintf(stderr, "bloomgate-bench: %s: batched and single queries disagree (%llu vs %llu)\n",
+                    v, (unsigned long long)c->hits, (unsigned long long)r->fp_count);
+            exit(1);
+        }
+    }
+}
+
+static void run_bloomgate(uint64_t n, double p, int variant, bench_keys *present,
+                          bench_keys *absent, const options *o, uint8_t *results)
+{
+    bool queried = false;
+    for (int w = 0; w < W_COUNT; w++) {
+        if (!o->writers[w])
+            continue;
+        bg_filter_options fo = {
+            .variant = variant == V_STANDARD ? BG_VARIANT_STANDARD : BG_VARIANT_BLOCKED,
+            .capacity = n,
+            .error_rate = p,
+            .seed = 0x62656e6368,
+            .concurrency = w == W_SINGLE ? BG_SINGLE_WRITER : BG_CONCURRENT_WRITERS,
+        };
+        bg_filter *f;
+        double huge_before = bench_anon_huge_mib();
+        int rc = bg_filter_new(&f, &fo);
+        if (rc != BG_OK) {
+            fprintf(stderr, "bloomgate-bench: bg_filter_new(n=%llu, p=%g): %s\n",
+                    (unsigned long long)n, p, bg_strerror(rc));
+            exit(1);
+        }
+        row *r = new_row(n, p, variant, w);
+        r->bits = bg_filter_bits(f);
+        r->k = bg_filter_hashes(f);
+        r->bytes = bg_filter_bytes(f);
+        r->model_p = bg_sizing_fp_rate(fo.variant, r->bits, n, r->k);
+
+        bg_filter_clear(f); /* faults every page in */
+        double huge_after = bench_anon_huge_mib();
+        if (huge_before >= 0 && huge_after >= 0)
+            r->huge_mib = huge_after - huge_before;
+        pass_ctx c = {.f = f, .keys = present, .count = (size_t)n, .batch = o->batch,
+                      .results = results};
+        progress("%s %s: inserts, single", variant_names[variant], writer_names[w]);
+        r->ins_single = measure(bg_insert_single, bg_reset, &c, o->min_time);
+        progress("%s %s: inserts, batched", variant_names[variant], writer_names[w]);
+        r->ins_batch = measure(bg_insert_batch, bg_reset, &c, o->min_time);
+        /* The filter now holds the n keys. Queries do not depend on the
+         * writers mode (same bits, same read path): measured once. */
+        if (!queried) {
+            run_queries(r, &c, bg_query_single, bg_query_batch, present, absent, o);
+            queried = true;
+        }
+        bg_filter_free(f);
+    }
+}
+
+static void run_libbloom(uint64_t n, double p, bench_keys *present, bench_keys *absent,
+                         const options *o)
+{
+    if (n > INT_MAX || n < 1000) {
+        progress("libbloom: n=%llu outside its int range [1000, INT_MAX]: skipped",
+                 (unsigned long long)n);
+        return;
+    }
+    struct bloom b;
+    if (bloom_init(&b, (int)n, p) != 0) {
+        fprintf(stderr, "bloomgate-bench: bloom_init(n=%llu, p=%g) failed\n",
+                (unsigned long long)n, p);
+        exit(1);
+    }
+    row *r = new_row(n, p, V_LIBBLOOM, -1);
+    r->bits = (uint64_t)b.bits;
+    r->k = (uint32_t)b.hashes;
+    r->bytes = (uint64_t)b.bytes;
+    r->model_p = bg_sizing_fp_rate(BG_VARIANT_STANDARD, r->bits, n, r->k);
+    double huge_before = bench_anon_huge_mib();
+    bloom_reset(&b);
+    double huge_after = bench_anon_huge_mib();
+    if (huge_before >= 0 && huge_after >= 0)
+        r->huge_mib = huge_after - huge_before;
+    pass_ctx c = {.lb = &b, .keys = present, .count = (size_t)n, .batch = o->batch};
+    progress("libbloom: inserts");
+    r->ins_single = measure(lb_insert, lb_reset, &c, o->min_time);
+    run_queries(r, &c, lb_query, NULL, present, absent, o);
+    bloom_free(&b);
+}
+
+/* The blocked filter's size for (n, p), or the standard one's when only
+ * that is measured: the buffer the probe reads. */
+static uint64_t filter_bytes(uint64_t n, double p, const options *o)
+{
+    bg_variant v = o->variant[V_BLOCKED] || !o->variant[V_STANDARD] ? BG_VARIANT_BLOCKED
+                                                                     : BG_VARIANT_STANDARD;
+    bg_sizing s = {.n = n, .p = p};
+    if (bg_sizing_solve(v, &s, 0) != BG_OK)
+        return 0;
+    return (s.m + 511) / 512 * 64;
+}
+
+/* ---------------------------------------------------------------- output */
+
+static const row *find_row(uint64_t n, double p, int variant, int writers)
+{
+    for (size_t i = 0; i < row_count; i++)
+        if (rows[i].n == n && rows[i].p == p && rows[i].variant == variant &&
+            (writers < 0 || rows[i].writers == writers))
+            return &rows[i];
+    return NULL;
+}
+
+/* The row that holds the variant's query figures. */
+static const row *query_row(uint64_t n, double p, int variant)
+{
+    for (size_t i = 0; i < row_count; i++)
+        if (rows[i].n == n && rows[i].p == p && rows[i].variant == variant &&
+            rows[i].absent_queried > 0)
+            return &rows[i];
+    return NULL;
+}
+
+/* The hardware limit for independent reads over the filter's size: the
+ * better of the 4 KiB-page and the huge-page buffer. */
+static double best_independent(const probe_set *ps)
+{
+    double a = ps->small.independent_ns, b = ps->small_huge.independent_ns;
+    return b > 0 && b < a ? b : a;
+}
+
+static const probe_set *find_probe(uint64_t n, double p)
+{
+    for (size_t i = 0; i < probe_count; i++)
+        if (probes[i].n == n && probes[i].p == p)
+            return &probes[i];
+    return NULL;
+}
+
+static void fmt_ns(char *buf, size_t size, double v)
+{
+    if (isnan(v))
+        snprintf(buf, size, "%7s", "-");
+    else
+        snprintf(buf, size, "%7.1f", v);
+}
+
+static double fp_rate(const row *r)
+{
+    return r->absent_queried ? (double)r->fp_count / (double)r->absent_queried : NAN;
+}
+
+static void print_machine(FILE *out)
+{
+    char model[256] = "unknown";
+    FILE *ci = fopen("/proc/cpuinfo", "r");
+    if (ci) {
+        char line[512];
+        while (fgets(line, sizeof line, ci)) {
+            if (strncmp(line, "model name", 10) == 0) {
+                char *colon = strchr(line, ':');
+                if (colon) {
+                    snprintf(model, sizeof model, "%s", colon + 2);
+                    model[strcspn(model, "\n")] = 0;
+                }
+                break;
+            }
+        }
+        fclose(ci);
+    }
+    char date[64];
+    time_t now = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M:%S %Z", localtime(&now));
+    fprintf(out, "bloomgate-bench: bloomgate %s vs libbloom %s, %s\n", bg_version_string(),
+            bloom_version(), date);
+    fprintf(out, "cpu: %s; compiler: gcc %s\n", model, __VERSION__);
+}
+
+static void print_probe_line(FILE *out, const char *label, const bench_probe *pr)
+{
+    char thp[16] = "?";
+    if (pr->huge_mib >= 0) {
+        double share = pr->huge_mib * 1048576.0 / (double)pr->bytes;
+        snprintf(thp, sizeof thp, "%.0f%%", share > 1 ? 100.0 : share * 100);
+    }
+    fprintf(out,
+            "  memory probe, %-22s %7.1f MiB (THP %4s): dependent %6.1f ns/read, independent "
+            "%5.2f ns/read (plain %.2f, prefetched %.2f)\n",
+            label, (double)pr->bytes / 1048576.0, thp, pr->dependent_ns, pr->independent_ns,
+            pr->independent_plain_ns, pr->independent_prefetch_ns);
+}
+
+static void print_block(FILE *out, uint64_t n, double p, const options *o)
+{
+    fprintf(out, "\nn = %.0e (%llu), p = %g   [present queries: %llu, absent queries: %zu, "
+                 "batches of %zu]\n",
+            (double)n, (unsigned long long)n, p,
+            (unsigned long long)(n < o->present_queries ? n : o->present_queries),
+            o->absent_queries, o->batch);
+    const probe_set *ps = find_probe(n, p);
+    if (ps) {
+        print_probe_line(out, "filter-sized, 4 KiB", &ps->small);
+        print_probe_line(out, "filter-sized, THP asked", &ps->small_huge);
+    }
+    fprintf(out, "  %-9s %-10s %8s %3s %9s %4s | %-15s | %-15s | %-15s | %-9s %6s %9s\n",
+            "variant", "writers", "bits/key", "k", "MiB", "THP", " insert ns/op",
+            "present q ns/op", " absent q ns/op", "FP rate", "FP/p", "model p");
+    fprintf(out, "  %-9s %-10s %8s %3s %9s %4s | %7s %7s | %7s %7s | %7s %7s |\n", "", "", "", "",
+            "", "", "single", "batch", "single", "batch", "single", "batch");
+    for (size_t i = 0; i < row_count; i++) {
+        const row *r = &rows[i];
+        if (r->n != n || r->p != p)
+            continue;
+        char a[6][16];
+        fmt_ns(a[0], sizeof a[0], r->ins_single);
+        fmt_ns(a[1], sizeof a[1], r->ins_batch);
+        fmt_ns(a[2], sizeof a[2], r->present_single);
+        fmt_ns(a[3], sizeof a[3], r->present_batch);
+        fmt_ns(a[4], sizeof a[4], r->absent_single);
+        fmt_ns(a[5], sizeof a[5], r->absent_batch);
+        char thp[8] = "?";
+        if (r->huge_mib >= 0) {
+            double share = r->huge_mib * 1048576.0 / (double)r->bytes;
+            snprintf(thp, sizeof thp, "%.0f%%", share > 1 ? 100.0 : share * 100);
+        }
+        fprintf(out, "  %-9s %-10s %8.3f %3u %9.1f %4s | %s %s | ", variant_names[r->variant],
+                r->writers < 0 ? "-" : writer_names[r->writers], (double)r->bits / (double)n,
+                r->k, (double)r->bytes / 1048576.0, thp, a[0], a[1]);
+        if (r->absent_queried)
+            fprintf(out, "%s %s | %s %s | %9.6f %6.3f %9.6f\n", a[2], a[3], a[4], a[5],
+                    fp_rate(r), fp_rate(r) / p, r->model_p);
+        else
+            fprintf(out, "%-15s | %-15s |\n", "(as above)", "(as above)");
+    }
+    const row *bl = query_row(n, p, V_BLOCKED), *lb = query_row(n, p, V_LIBBLOOM);
+    if (bl && ps)
+        fprintf(out, "  blocked batched absent query = %.2fx the probe's best independent read "
+                     "(%.2f ns)\n",
+                bl->absent_batch / best_independent(ps), best_independent(ps));
+    if (bl && lb)
+        fprintf(out, "  libbloom absent query / blocked batched absent query = %.1fx\n",
+                lb->absent_single / bl->absent_batch);
+}
+
+/* ---------------------------------------------------------------- targets */
+
+typedef struct tally {
+    int pass, fail, skip;
+} tally;
+
+static void verdict(FILE *out, tally *t, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void verdict(FILE *out, tally *t, int ok, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(out, "  [%s] ", ok < 0 ? "SKIP" : ok ? "PASS" : "FAIL");
+    vfprintf(out, fmt, ap);
+    fputc('\n', out);
+    va_end(ap);
+    if (ok < 0)
+        t->skip++;
+    else if (ok)
+        t->pass++;
+    else
+        t->fail++;
+}
+
+static void print_targets(FILE *out, const options *o)
+{
+    tally t = {0, 0, 0};
+    fprintf(out, "\nTARGETS\n");
+
+    /* T1: n = 1e8, p = 0.01, the blocked batched absent query. */
+    const uint64_t big = 100000000;
+    const row *bl = query_row(big, 0.01, V_BLOCKED), *lb = query_row(big, 0.01, V_LIBBLOOM);
+    const probe_set *ps = find_probe(big, 0.01);
+    if (bl && lb)
+        verdict(out, &t, lb->absent_single / bl->absent_batch >= 15,
+                "T1a n=1e8 p=0.01: blocked batched absent query %.2f ns vs libbloom absent query "
+                "%.1f ns: %.1fx faster (target >= 15x)",
+                bl->absent_batch, lb->absent_single, lb->absent_single / bl->absent_batch);
+    else
+        verdict(out, &t, -1, "T1a n=1e8 p=0.01 vs libbloom: not measured in this run");
+    if (bl && ps)
+        verdict(out, &t, bl->absent_batch <= 1.5 * best_independent(ps),
+                "T1b n=1e8 p=0.01: blocked batched absent query %.2f ns = %.2fx the probe's "
+                "best independent read over %.0f MiB (%.2f ns) (target <= 1.5x)",
+                bl->absent_batch, bl->absent_batch / best_independent(ps),
+                (double)ps->small.bytes / 1048576.0, best_independent(ps));
+    else
+        verdict(out, &t, -1, "T1b n=1e8 p=0.01 vs the memory probe: not measured in this run");
+
+    /* T2: n = 1e6, <= 6 ns per query and per insert, blocked (the default
+     * variant), each way of calling, each p. */
+    const uint64_t small = 1000000;
+    bool any = false;
+    for (size_t pi = 0; pi < o->p_count; pi++) {
+        double p = o->p[pi];
+        for (int w = 0; w < W_COUNT; w++) {
+            const row *r = find_row(small, p, V_BLOCKED, w);
+            if (r == NULL)
+                continue;
+            any = true;
+            verdict(out, &t, r->ins_single <= 6 && r->ins_batch <= 6,
+                    "T2 n=1e6 p=%g blocked %s writers: insert single %.2f, batched %.2f ns "
+                    "(target <= 6)",
+                    p, writer_names[w], r->ins_single, r->ins_batch);
+        }
+        const row *q = query_row(small, p, V_BLOCKED);
+        if (q) {
+            verdict(out, &t, q->present_single <= 6 && q->absent_single <= 6,
+                    "T2 n=1e6 p=%g blocked: query single present %.2f, absent %.2f ns (target <= 6)",
+                    p, q->present_single, q->absent_single);
+            verdict(out, &t, q->present_batch <= 6 && q->absent_batch <= 6,
+                    "T2 n=1e6 p=%g blocked: query batched present %.2f, absent %.2f ns (target <= 6)",
+                    p, q->present_batch, q->absent_batch);
+        }
+    }
+    if (!any)
+        verdict(out, &t, -1, "T2 n=1e6 blocked <= 6 ns: not measured in this run");
+
+    /* T3: measured FP within 10% of p, every bloomgate variant and size;
+     * libbloom reported for comparison only. 2 sigma is the binomial
+     * sampling error of the estimate, relative to p. */
+    any = false;
+    for (size_t i = 0; i < row_count; i++) {
+        const row *r = &rows[i];
+        if (r->absent_queried == 0)
+            continue;
+        double ratio = fp_rate(r) / r->p;
+        double two_sigma = 2 * sqrt(r->p * (1 - r->p) / (double)r->absent_queried) / r->p;
+        if (r->variant == V_LIBBLOOM) {
+            fprintf(out, "  [info] T3 n=%.0e p=%g libbloom: FP %.6f = %.3fx p (+-%.3f at 2 sigma)\n",
+                    (double)r->n, r->p, fp_rate(r), ratio, two_sigma);
+            continue;
+        }
+        any = true;
+        verdict(out, &t, fabs(ratio - 1) <= 0.10,
+                "T3 n=%.0e p=%g %s: FP %.6f = %.3fx p (+-%.3f at 2 sigma; target 0.9..1.1)",
+                (double)r->n, r->p, variant_names[r->variant], fp_rate(r), ratio, two_sigma);
+    }
+    if (!any)
+        verdict(out, &t, -1, "T3 FP within 10%% of p: not measured in this run");
+
+    /* T4: blocked bits/key <= 1.1x standard's at p = 0.01. */
+    any = false;
+    for (size_t ni = 0; ni < o->n_count; ni++) {
+        const row *s = find_row(o->n[ni], 0.01, V_STANDARD, -1);
+        const row *b = find_row(o->n[ni], 0.01, V_BLOCKED, -1);
+        if (!s || !b)
+            continue;
+        any = true;
+        double ratio = (double)b->bits / (double)s->bits;
+        verdict(out, &t, ratio <= 1.1,
+                "T4 n=%.0e p=0.01: blocked %.3f bits/key = %.3fx standard's %.3f (target <= 1.1x)",
+                (double)o->n[ni], (double)b->bits / (double)o->n[ni], ratio,
+                (double)s->bits / (double)o->n[ni]);
+    }
+    if (!any)
+        verdict(out, &t, -1, "T4 blocked vs standard bits/key at p=0.01: not measured in this run");
+    fprintf(out, "  %d passed, %d failed, %d not measured\n", t.pass, t.fail, t.skip);
+}
+
+static void write_csv(const char *path)
+{
+    FILE *out = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (out == NULL) {
+        fprintf(stderr, "bloomgate-bench: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(out, "n,p,variant,writers,bits,k,bytes,bits_per_key,insert_single_ns,insert_batch_ns,"
+                 "present_single_ns,present_batch_ns,absent_single_ns,absent_batch_ns,"
+                 "present_queried,absent_queried,fp_count,fp_rate,fp_ratio,model_p,"
+                 "probe_dependent_ns,probe_independent_ns\n");
+    for (size_t i = 0; i < row_count; i++) {
+        const row *r = &rows[i];
+        const probe_set *ps = find_probe(r->n, r->p);
+        fprintf(out, "%llu,%g,%s,%s,%llu,%u,%llu,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,"
+                     "%.7f,%.4f,%.7f,%.3f,%.3f\n",
+                (unsigned long long)r->n, r->p, variant_names[r->variant],
+                r->writers < 0 ? "-" : writer_names[r->writers], (unsigned long long)r->bits, r->k,
+                (unsigned long long)r->bytes, (double)r->bits / (double)r->n, r->ins_single,
+                r->ins_batch, r->present_single, r->present_batch, r->absent_single,
+                r->absent_batch, (unsigned long long)r->present_queried,
+                (unsigned long long)r->absent_queried, (unsigned long long)r->fp_count,
+                fp_rate(r), fp_rate(r) / r->p, r->model_p, ps ? ps->small.dependent_ns : NAN,
+                ps ? best_independent(ps) : NAN);
+    }
+    if (out != stdout)
+        fclose(out);
+}
+
+static void json_num(FILE *out, const char *key, double v, const char *sep)
+{
+    if (isnan(v))
+        fprintf(out, "\"%s\": null%s", key, sep);
+    else
+        fprintf(out, "\"%s\": %.7g%s", key, v, sep);
+}
+
+static void json_probe(FILE *out, const char *key, const bench_probe *pr, const char *sep)
+{
+    fprintf(out, "\"%s\": {\"bytes\": %llu, \"huge_pages_asked\": %s, ", key,
+            (unsigned long long)pr->bytes, pr->huge ? "true" : "false");
+    json_num(out, "dependent_ns", pr->dependent_ns, ", ");
+    json_num(out, "independent_ns", pr->independent_ns, ", ");
+    json_num(out, "independent_plain_ns", pr->independent_plain_ns, ", ");
+    json_num(out, "independent_prefetch_ns", pr->independent_prefetch_ns, ", ");
+    json_num(out, "thp_mib", pr->huge_mib, "");
+    fprintf(out, "}%s", sep);
+}
+
+static void write_json(const char *path)
+{
+    FILE *out = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
+    if (out == NULL) {
+        fprintf(stderr, "bloomgate-bench: %s: %s\n", path, strerror(errno));
+        return;
+    }
+    fprintf(out, "{\n  \"bloomgate\": \"%s\",\n  \"libbloom\": \"%s\",\n  \"rows\": [\n",
+            bg_version_string(), bloom_version());
+    for (size_t i = 0; i < row_count; i++) {
+        const row *r = &rows[i];
+        fprintf(out, "    {\"n\": %llu, \"p\": %g, \"variant\": \"%s\", \"writers\": \"%s\", "
+                     "\"bits\": %llu, \"k\": %u, \"bytes\": %llu, ",
+                (unsigned long long)r->n, r->p, variant_names[r->variant],
+                r->writers < 0 ? "-" : writer_names[r->writers], (unsigned long long)r->bits, r->k,
+                (unsigned long long)r->bytes);
+        json_num(out, "insert_single_ns", r->ins_single, ", ");
+        json_num(out, "insert_batch_ns", r->ins_batch, ", ");
+        json_num(out, "present_single_ns", r->present_single, ", ");
+        json_num(out, "present_batch_ns", r->present_batch, ", ");
+        json_num(out, "absent_single_ns", r->absent_single, ", ");
+        json_num(out, "absent_batch_ns", r->absent_batch, ", ");
+        fprintf(out, "\"absent_queried\": %llu, \"fp_count\": %llu, ",
+                (unsigned long long)r->absent_queried, (unsigned long long)r->fp_count);
+        json_num(out, "fp_rate", fp_rate(r), ", ");
+        json_num(out, "model_p", r->model_p, ", ");
+        json_num(out, "thp_mib", r->huge_mib, "");
+        fprintf(out, "}%s\n", i + 1 < row_count ? "," : "");
+    }
+    fprintf(out, "  ],\n  \"probes\": [\n");
+    for (size_t i = 0; i < probe_count; i++) {
+        fprintf(out, "    {\"n\": %llu, \"p\": %g, ", (unsigned long long)probes[i].n, probes[i].p);
+        json_probe(out, "filter_sized", &probes[i].small, ", ");
+        json_probe(out, "filter_sized_thp", &probes[i].small_huge, "");
+        fprintf(out, "}%s\n", i + 1 < probe_count ? "," : "");
+    }
+    fprintf(out, "  ]");
+    if (have_probe_gib) {
+        fprintf(out, ",\n  ");
+        json_probe(out, "probe_1gib", &probe_gib, ",\n  ");
+        json_probe(out, "probe_1gib_thp", &probe_gib_huge, "");
+    }
+    fprintf(out, "\n}\n");
+    if (out != stdout)
+        fclose(out);
+}
+
+/* ------------------------------------------------------------ arguments */
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: bloomgate-bench [options]\n"
+            "  --n LIST          key counts, e.g. 1e6,1e7 (default 1e6,1e7,1e8)\n"
+            "  --p LIST          false-positive rates (default 0.01,0.001)\n"
+            "  --variant LIST    standard,blocked,libbloom (default all)\n"
+            "  --writers LIST    concurrent,single: bloomgate's insert modes (default both)\n"
+            "  --batch N         keys per *_many call and per key window (default and max 1024)\n"
+            "  --min-time S      seconds of passes per figure, at least (default 0.25)\n"
+            "  --present N       present keys queried, at most (default 4e6)\n"
+            "  --absent N        absent keys queried (default 4e6)\n"
+            "  --no-probe        skip the memory probe\n"
+            "  --csv FILE        also write the rows as CSV ('-': stdout)\n"
+            "  --json FILE       also write everything as JSON ('-': stdout)\n");
+}
+
+static int parse_count(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (errno || end == s || *end || !(d >= 1) || d > 1e15 || d != floor(d))
+        return -1;
+    *out = (uint64_t)d;
+    return 0;
+}
+
+static int parse_list(const char *arg, const char *opt, options *o)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", arg);
+    if (strcmp(opt, "n") == 0)
+        o->n_count = 0;
+    if (strcmp(opt, "p") == 0)
+        o->p_count = 0;
+    if (strcmp(opt, "variant") == 0)
+        memset(o->variant, 0, sizeof o->variant);
+    if (strcmp(opt, "writers") == 0)
+        memset(o->writers, 0, sizeof o->writers);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(opt, "n") == 0) {
+            if (o->n_count == MAX_LIST || parse_count(tok, &o->n[o->n_count]) != 0)
+                return -1;
+            o->n_count++;
+        } else if (strcmp(opt, "p") == 0) {
+            char *end;
+            double p = strtod(tok, &end);
+            if (o->p_count == MAX_LIST || *end || !(p > 0 && p < 1))
+                return -1;
+            o->p[o->p_count++] = p;
+        } else if (strcmp(opt, "variant") == 0) {
+            int v = 0;
+            while (v < V_COUNT && strcmp(tok, variant_names[v]) != 0)
+                v++;
+            if (v == V_COUNT)
+                return -1;
+            o->variant[v] = true;
+        } else {
+            int w = 0;
+            while (w < W_COUNT && strcmp(tok, writer_names[w]) != 0)
+                w++;
+            if (w == W_COUNT)
+                return -1;
+            o->writers[w] = true;
+        }
+    }
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (strcmp(a, "--no-probe") == 0) {
+            o->probe = false;
+            continue;
+        }
+        if (strncmp(a, "--", 2) != 0)
+            return -1;
+        char name[32];
+        const char *val;
+        const char *eq = strchr(a, '=');
+        if (eq) {
+            snprintf(name, sizeof name, "%.*s", (int)(eq - a - 2), a + 2);
+            val = eq + 1;
+        } else {
+            snprintf(name, sizeof name, "%s", a + 2);
+            if (i + 1 >= argc)
+                return -1;
+            val = argv[++i];
+        }
+        uint64_t u;
+        if (strcmp(name, "n") == 0 || strcmp(name, "p") == 0 || strcmp(name, "variant") == 0 ||
+            strcmp(name, "writers") == 0) {
+            if (parse_list(val, name, o) != 0)
+                return -1;
+        } else if (strcmp(name, "batch") == 0) {
+            if (parse_count(val, &u) != 0 || u > BENCH_WINDOW)
+                return -1;
+            o->batch = (size_t)u;
+        } else if (strcmp(name, "present") == 0) {
+            if (parse_count(val, &u) != 0)
+                return -1;
+            o->present_queries = (size_t)u;
+        } else if (strcmp(name, "absent") == 0) {
+            if (parse_count(val, &u) != 0)
+                return -1;
+            o->absent_queries = (size_t)u;
+        } else if (strcmp(name, "min-time") == 0) {
+            char *end;
+            o->min_time = strtod(val, &end);
+            if (*end || !(o->min_time >= 0))
+                return -1;
+        } else if (strcmp(name, "csv") == 0) {
+            o->csv = val;
+        } else if (strcmp(name, "json") == 0) {
+            o->json = val;
+        } else {
+            return -1;
+        }
+    }
+    if (o->n_count == 0 || o->p_count == 0)
+        return -1;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {
+        .n = {1000000, 10000000, 100000000},
+        .n_count = 3,
+        .p = {0.01, 0.001},
+        .p_count = 2,
+        .variant = {true, true, true},
+        .writers = {true, true},
+        .batch = 1024,
+        .min_time = 0.25,
+        .present_queries = 4000000,
+        .absent_queries = 4000000,
+        .probe = true,
+    };
+    if (parse_args(argc, argv, &o) != 0) {
+        usage(stderr);
+        return 2;
+    }
+    if (bg_version() != BG_VERSION_HEX) {
+        fprintf(stderr, "bloomgate-bench: header/library version mismatch\n");
+        return 1;
+    }
+    double t_start = bench_now();
+    print_machine(stdout);
+    fflush(stdout);
+
+    uint64_t max_n = 0;
+    for (size_t i = 0; i < o.n_count; i++)
+        max_n = o.n[i] > max_n ? o.n[i] : max_n;
+    static bench_keys present, absent;
+    if (max_n >= BENCH_ABSENT_BASE) {
+        fprintf(stderr, "bloomgate-bench: n must be below 2^33\n");
+        return 1;
+    }
+    bench_keys_make(&present, 0, (size_t)max_n);
+    bench_keys_make(&absent, BENCH_ABSENT_BASE, o.absent_queries);
+    uint8_t *results = malloc(o.batch);
+    if (results == NULL)
+        return 1;
+
+    {
+        /* The hash's share of every figure: bg_hash_key over the absent
+         * keys (XXH3-128, the hash every bloomgate call computes). */
+        pass_ctx hc = {.keys = &absent, .count = absent.count, .batch = BENCH_WINDOW};
+        double h = measure(hash_only, NULL, &hc, o.min_time);
+        printf("  hashing alone: bg_hash_key (XXH3-128) %.2f ns/key over the absent keys "
+               "(mean length %.1f bytes)\n",
+               h, mean_len(&absent));
+    }
+    if (o.probe) {
+        fprintf(stderr, "memory probe over 1 GiB...\n");
+        if (bench_probe_run(&probe_gib, GIB, 0, o.min_time) == 0 &&
+            bench_probe_run(&probe_gib_huge, GIB, 1, o.min_time) == 0) {
+            have_probe_gib = true;
+            print_probe_line(stdout, "1 GiB, 4 KiB", &probe_gib);
+            print_probe_line(stdout, "1 GiB, THP asked", &probe_gib_huge);
+        }
+    }
+
+    for (size_t ni = 0; ni < o.n_count; ni++) {
+        for (size_t pi = 0; pi < o.p_count; pi++) {
+            uint64_t n = o.n[ni];
+            double p = o.p[pi];
+            fprintf(stderr, "n=%llu p=%g (%.0f s so far)\n", (unsigned long long)n, p,
+                    bench_now() - t_start);
+            if (o.probe) {
+                probe_set *ps = &probes[probe_count];
+                ps->n = n;
+                ps->p = p;
+                uint64_t bytes = filter_bytes(n, p, &o);
+                progress("memory probe over %.1f MiB", (double)bytes / 1048576.0);
+                if (bench_probe_run(&ps->small, bytes, 0, o.min_time) == 0 &&
+                    bench_probe_run(&ps->small_huge, bytes, 1, o.min_time) == 0)
+                    probe_count++;
+            }
+            if (o.variant[V_STANDARD])
+                run_bloomgate(n, p, V_STANDARD, &present, &absent, &o, results);
+            if (o.variant[V_BLOCKED])
+                run_bloomgate(n, p, V_BLOCKED, &present, &absent, &o, results);
+            if (o.variant[V_LIBBLOOM])
+                run_libbloom(n, p, &present, &absent, &o);
+            print_block(stdout, n, p, &o);
+            fflush(stdout);
+        }
+    }
+    print_targets(stdout, &o);
+    printf("total time %.0f s\n", bench_now() - t_start);
+    if (o.csv)
+        write_csv(o.csv);
+    if (o.json)
+        write_json(o.json);
+    free(results);
+    return 0;
+}

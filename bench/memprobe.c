@@ -1,0 +1,151 @@
+/* The memory probe (see bench.h): what this machine's random 64-byte reads
+ * cost over a buffer of a given size, dependent (one at a time) and
+ * independent (as many in flight as the core allows). */
+#define _GNU_SOURCE
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "bench.h"
+
+#define LINE_WORDS 8 /* uint64_t per 64-byte line */
+#define CHASE_STEPS (UINT64_C(1) << 21)
+#define INDEP_READS ((size_t)1 << 22)
+#define PREFETCH_AHEAD 32
+#define MAX_REPS 15
+
+typedef struct buffer {
+    uint64_t *words; /* 64-byte aligned */
+    void *raw;
+    size_t raw_bytes;
+} buffer;
+
+/* An anonymous mapping, 2 MiB-aligned, with transparent huge pages asked
+ * for (`huge`) or refused (MADV_NOHUGEPAGE), so that the probe controls its
+ * page size whatever the system's THP mode. (Not malloc: freeing a large
+ * malloc'd block moves glibc's mmap threshold, which would change where the
+ * filters allocated after the probe come from.) Every page is written, so
+ * no page fault is timed. */
+static int buffer_alloc(buffer *b, size_t bytes, int huge)
+{
+    memset(b, 0, sizeof *b);
+    size_t two_mb = (size_t)1 << 21;
+    b->raw_bytes = (bytes + two_mb - 1) / two_mb * two_mb + two_mb;
+    void *p = mmap(NULL, b->raw_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    madvise(p, b->raw_bytes, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    b->raw = p;
+    uintptr_t a = ((uintptr_t)p + two_mb - 1) & ~(uintptr_t)(two_mb - 1);
+    b->words = (uint64_t *)a;
+    memset(b->words, 1, bytes);
+    return 0;
+}
+
+static void buffer_free(buffer *b)
+{
+    munmap(b->raw, b->raw_bytes);
+}
+
+static uint64_t below(uint64_t *rng, uint64_t range)
+{
+    return (uint64_t)(((unsigned __int128)bench_splitmix(rng) * range) >> 64);
+}
+
+static volatile uint64_t probe_sink;
+
+/* Pointer chasing: word 0 of each line holds the next line's index, along
+ * one random cycle through every line (a shuffled order, closed). */
+static double dependent_ns(uint64_t *words, size_t lines, double min_time)
+{
+    uint32_t *order = malloc(lines * sizeof *order);
+    if (order == NULL)
+        return -1;
+    uint64_t rng = 0x70726f6265;
+    for (size_t i = 0; i < lines; i++)
+        order[i] = (uint32_t)i;
+    for (size_t i = lines - 1; i > 0; i--) {
+        size_t j = (size_t)below(&rng, i + 1);
+        uint32_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (size_t i = 0; i < lines; i++)
+        words[(size_t)order[i] * LINE_WORDS] = order[(i + 1) % lines];
+    free(order);
+
+    double t[MAX_REPS], total = 0;
+    size_t reps = 0;
+    uint64_t at = 0;
+    while (reps < MAX_REPS && (reps < 3 || total < min_time)) {
+        double t0 = bench_now();
+        for (uint64_t s = 0; s < CHASE_STEPS; s++)
+            at = words[at * LINE_WORDS];
+        t[reps] = bench_now() - t0;
+        total += t[reps++];
+    }
+    probe_sink = at;
+    return bench_median(t, reps) * 1e9 / (double)CHASE_STEPS;
+}
+
+/* Independent reads of random lines, summed. With `ahead`, the line read
+ * `ahead` iterations later is prefetched first. */
+static double independent_ns(const uint64_t *words, size_t lines, int ahead, double min_time)
+{
+    uint32_t *idx = malloc((INDEP_READS + PREFETCH_AHEAD) * sizeof *idx);
+    if (idx == NULL)
+        return -1;
+    uint64_t rng = 0x696e646570;
+    for (size_t i = 0; i < INDEP_READS; i++)
+        idx[i] = (uint32_t)below(&rng, lines);
+    for (size_t i = INDEP_READS; i < INDEP_READS + PREFETCH_AHEAD; i++)
+        idx[i] = 0;
+
+    double t[MAX_REPS], total = 0;
+    size_t reps = 0;
+    uint64_t sum = 0;
+    while (reps < MAX_REPS && (reps < 3 || total < min_time)) {
+        double t0 = bench_now();
+        if (ahead) {
+            for (size_t i = 0; i < INDEP_READS; i++) {
+                __builtin_prefetch(&words[(size_t)idx[i + PREFETCH_AHEAD] * LINE_WORDS], 0, 3);
+                sum += words[(size_t)idx[i] * LINE_WORDS];
+            }
+        } else {
+            for (size_t i = 0; i < INDEP_READS; i++)
+                sum += words[(size_t)idx[i] * LINE_WORDS];
+        }
+        t[reps] = bench_now() - t0;
+        total += t[reps++];
+    }
+    probe_sink = sum;
+    free(idx);
+    return bench_median(t, reps) * 1e9 / (double)INDEP_READS;
+}
+
+int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time)
+{
+    memset(out, 0, sizeof *out);
+    size_t lines = (size_t)(bytes / 64);
+    if (lines < 2 || lines > UINT32_MAX)
+        return -1;
+    buffer b;
+    double huge_before = bench_anon_huge_mib();
+    if (buffer_alloc(&b, lines * 64, huge) != 0)
+        return -1;
+    double huge_after = bench_anon_huge_mib();
+    out->huge_mib = huge_before >= 0 && huge_after >= 0 ? huge_after - huge_before : -1;
+    out->bytes = (uint64_t)lines * 64;
+    out->huge = huge;
+    out->dependent_ns = dependent_ns(b.words, lines, min_time);
+    out->independent_plain_ns = independent_ns(b.words, lines, 0, min_time);
+    out->independent_prefetch_ns = independent_ns(b.words, lines, 1, min_time);
+    buffer_free(&b);
+    if (out->dependent_ns < 0 || out->independent_plain_ns < 0 || out->independent_prefetch_ns < 0)
+        return -1;
+    out->independent_ns = out->independent_plain_ns < out->independent_prefetch_ns
+                              ? out->independent_plain_ns
+                              : out->independent_prefetch_ns;
+    return 0;
+}
