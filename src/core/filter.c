@@ -84,8 +84,10 @@ int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
     f->nwords = nwords;
     f->nblocks = variant == BG_VARIANT_BLOCKED ? s.m / BG_BLOCK_BITS : 0;
     f->seed = opts->seed;
-    /* Sized by m and k alone, the solver's n is derived, not asked for. */
-    f->capacity = opts->capacity ? s.n : opts->error_rate != 0 && opts->bits ? s.n : 0;
+    /* The capacity is n when n was given or follows from (m, p); sized by m
+     * and k alone, the solver's n is only the n for which k is optimal. */
+    bool has_capacity = opts->capacity != 0 || (opts->bits != 0 && opts->error_rate != 0);
+    f->capacity = has_capacity ? s.n : 0;
     f->single_writer = opts->concurrency == BG_SINGLE_WRITER;
     atomic_init(&f->items, 0);
     *out = f;

@@ -196,11 +196,11 @@ static inline uint64_t bg__probe_mask(uint64_t h2, uint32_t j)
     {                                                                                        \
         bg_hash ring[BG__AHEAD];                                                             \
         int64_t hits = 0;                                                                    \
-        /* Step t probes keys [at - AHEAD, at - AHEAD + STEP), hashed AHEAD   */           \
-        /* keys ago, then reuses their ring slots for keys [at, at + STEP). */           \
+        /* Each step probes keys [at - AHEAD, +STEP), hashed AHEAD keys    */           \
+        /* earlier, then reuses their ring slots for keys [at, at + STEP). */           \
         for (size_t at = 0; at < count + BG__AHEAD; at += BG__STEP) {                        \
-            size_t probe_end = at >= BG__AHEAD ? at - BG__AHEAD + BG__STEP : 0;              \
-            for (size_t i = probe_end - (probe_end ? BG__STEP : 0); i < probe_end && i < count; i++) { \
+            size_t first = at - BG__AHEAD; /* wraps while at < AHEAD: then skipped */        \
+            for (size_t i = first; at >= BG__AHEAD && i < first + BG__STEP && i < count; i++) { \
                 int r = adding ? PREFIX##_add(f, ring[i % BG__AHEAD])                        \
                                : PREFIX##_contains(f, ring[i % BG__AHEAD]);                  \
                 if (results)                                                                 \
