@@ -1,6 +1,9 @@
 /* Allocator hooks.
  *
- * Everything the library allocates goes through these four functions. The
+ * Everything the library allocates goes through these four functions once
+ * they are installed. (Without hooks, bit arrays of 2 MiB or more are mapped
+ * with mmap on Linux so that they can get huge pages; with hooks, they come
+ * from the hooks like everything else.) The
  * Redis module points them at RedisModule_Alloc & co. so that filters count
  * towards Redis's used_memory; tests point them at a failing allocator to
  * prove that every allocation failure is a clean BG_ENOMEM without leaks. */

@@ -2,6 +2,7 @@
 #  define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #  include <sys/mman.h>
 #endif
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -10,16 +11,19 @@
 #include "alloc_internal.h"
 
 static bg_allocator bg__allocator = {malloc, calloc, realloc, free};
+static bool bg__allocator_is_libc = true;
 
 int bg_set_allocator(const bg_allocator *a)
 {
     if (a == NULL) {
         bg__allocator = (bg_allocator){malloc, calloc, realloc, free};
+        bg__allocator_is_libc = true;
         return BG_OK;
     }
     if (!a->malloc_fn || !a->calloc_fn || !a->realloc_fn || !a->free_fn)
         return BG_EINVAL;
     bg__allocator = *a;
+    bg__allocator_is_libc = false;
     return BG_OK;
 }
 
@@ -39,28 +43,61 @@ void bg__free(void *ptr)
         bg__allocator.free_fn(ptr);
 }
 
-/* Over-allocate by align + one pointer, align the address up, and keep the
- * raw pointer just below the aligned block for bg__aligned_free. calloc is
- * used (not malloc + memset) so that a large filter's pages come zeroed from
- * the kernel and are only touched when first written. */
+/* What bg__aligned_free needs, kept just below the aligned block. */
+typedef struct aligned_header {
+    void *raw;     /* what was allocated */
+    size_t mapped; /* its length if it came from mmap, else 0 */
+} aligned_header;
+
+/* Over-allocate by align + a header, align the address up, and keep the
+ * header just below the aligned block. The memory comes zeroed: calloc (not
+ * malloc + memset), so that a large filter's pages come from the kernel and
+ * are only touched when first written.
+ * With the C library's allocator, arrays of BG__HUGE_PAGE or more come from
+ * mmap directly: glibc would serve them from its heap after a large block
+ * has been freed (its mmap threshold rises up to 32 MiB), whose pages may
+ * already be mapped small, and huge pages could then not be had. With hooks
+ * installed everything goes through them. */
 void *bg__aligned_calloc(size_t size, size_t align)
 {
-    size_t extra = align + sizeof(void *);
+    size_t extra = align + sizeof(aligned_header);
     if (size > SIZE_MAX - extra)
         return NULL;
-    unsigned char *raw = bg__calloc(1, size + extra);
-    if (raw == NULL)
-        return NULL;
-    uintptr_t start = (uintptr_t)(raw + sizeof(void *));
+    size_t total = size + extra;
+    unsigned char *raw;
+    size_t mapped = 0;
+#if defined(__linux__)
+    if (bg__allocator_is_libc && size >= BG__HUGE_PAGE) {
+        void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return NULL;
+        raw = m;
+        mapped = total;
+    } else
+#endif
+    {
+        raw = bg__calloc(1, total);
+        if (raw == NULL)
+            return NULL;
+    }
+    uintptr_t start = (uintptr_t)(raw + sizeof(aligned_header));
     uintptr_t aligned = (start + (align - 1)) & ~(uintptr_t)(align - 1);
-    ((void **)aligned)[-1] = raw;
+    ((aligned_header *)aligned)[-1] = (aligned_header){raw, mapped};
     return (void *)aligned;
 }
 
 void bg__aligned_free(void *ptr)
 {
-    if (ptr != NULL)
-        bg__free(((void **)ptr)[-1]);
+    if (ptr == NULL)
+        return;
+    aligned_header h = ((aligned_header *)ptr)[-1];
+#if defined(__linux__)
+    if (h.mapped) {
+        munmap(h.raw, h.mapped);
+        return;
+    }
+#endif
+    bg__free(h.raw);
 }
 
 /* Probes land on uniformly random cache lines, so with 4 KiB pages a filter
