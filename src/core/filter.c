@@ -206,7 +206,7 @@ static size_t group_len(size_t count, size_t at)
     return count - at < BG__BATCH ? count - at : BG__BATCH;
 }
 
-/* add_group (adding) or contains_group over hashes, pipelined. Does not
+/* run_group over hashes, pipelined. Does not
  * touch the item count. */
 static int64_t run_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
                           bool adding)
@@ -220,7 +220,7 @@ static int64_t run_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t 
         if (at + BG__BATCH < count)
             f->ops->prefetch_group(f, h + at + BG__BATCH, group_len(count, at + BG__BATCH));
         uint8_t *r = results ? results + at : NULL;
-        hits += adding ? f->ops->add_group(f, h + at, n, r) : f->ops->contains_group(f, h + at, n, r);
+        hits += f->ops->run_group(f, h + at, n, r, adding);
     }
     return hits;
 }

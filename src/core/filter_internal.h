@@ -22,11 +22,12 @@ typedef struct bg__filter_ops {
     int (*contains)(const bg_filter *f, bg_hash h);
     /* Asks the CPU to start loading the lines of a group of keys. */
     void (*prefetch_group)(const bg_filter *f, const bg_hash *h, size_t n);
-    /* add / contains over a group of keys (prefetched earlier); results[i]
-     * (may be NULL) gets each answer; returns how many were 1. One indirect
-     * call per group, not per key. */
-    int64_t (*add_group)(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results);
-    int64_t (*contains_group)(const bg_filter *f, const bg_hash *h, size_t n, uint8_t *results);
+    /* add (adding) or contains over a group of hashes whose lines were
+     * prefetched earlier; results[i] (may be NULL) gets each answer; returns
+     * how many were 1. Writes only when adding. One indirect call per group,
+     * not per key. */
+    int64_t (*run_group)(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results,
+                         bool adding);
     /* add (adding) or contains over keys, hashing each BG__AHEAD keys before
      * its probe and prefetching its line then (filter.c: BATCHES). */
     int64_t (*run_keys)(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
@@ -156,7 +157,7 @@ static inline uint64_t bg__probe_mask(uint64_t h2, uint32_t j)
 #define BG__STEP 8
 #define BG__AHEAD 32 /* a multiple of BG__STEP */
 
-/* Defines PREFIX##_prefetch_group, _add_group, _contains_group and _run_keys from the variant's
+/* Defines PREFIX##_prefetch_group, _run_group and _run_keys from the variant's
  * PREFIX##_add, PREFIX##_contains and PREFIX##_prefetch, which the compiler
  * inlines into the loops. ATTR is a function attribute (a SIMD target) or
  * nothing. */
@@ -166,24 +167,12 @@ static inline uint64_t bg__probe_mask(uint64_t h2, uint32_t j)
         for (size_t i = 0; i < n; i++)                                                       \
             PREFIX##_prefetch(f, h[i]);                                                      \
     }                                                                                        \
-    ATTR static int64_t PREFIX##_add_group(bg_filter *f, const bg_hash *h, size_t n,         \
-                                           uint8_t *results)                                 \
+    ATTR static int64_t PREFIX##_run_group(bg_filter *f, const bg_hash *h, size_t n,         \
+                                           uint8_t *results, bool adding)                    \
     {                                                                                        \
         int64_t hits = 0;                                                                    \
         for (size_t i = 0; i < n; i++) {                                                     \
-            int r = PREFIX##_add(f, h[i]);                                                   \
-            if (results)                                                                     \
-                results[i] = (uint8_t)r;                                                     \
-            hits += r;                                                                       \
-        }                                                                                    \
-        return hits;                                                                         \
-    }                                                                                        \
-    ATTR static int64_t PREFIX##_contains_group(const bg_filter *f, const bg_hash *h,        \
-                                                size_t n, uint8_t *results)                  \
-    {                                                                                        \
-        int64_t hits = 0;                                                                    \
-        for (size_t i = 0; i < n; i++) {                                                     \
-            int r = PREFIX##_contains(f, h[i]);                                              \
+            int r = adding ? PREFIX##_add(f, h[i]) : PREFIX##_contains(f, h[i]);             \
             if (results)                                                                     \
                 results[i] = (uint8_t)r;                                                     \
             hits += r;                                                                       \
