@@ -4,6 +4,7 @@
 
 #include <bloomgate/alloc.h>
 #include <bloomgate/error.h>
+#include <bloomgate/file.h>
 #include <bloomgate/filter.h>
 #include <bloomgate/hash.h>
 #include <bloomgate/sizing.h>

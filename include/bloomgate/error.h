@@ -32,7 +32,15 @@ extern "C" {
     X(ETOOBIG,   -4,  "size exceeds the configured cap")                        \
     X(EINCOMPAT, -5,  "filters are incompatible (variant, bits, hashes or seed differ)") \
     X(EUNDERDET, -6,  "sizing is underdetermined: give two of n, p, m, k (not only p and k)") \
-    X(EVARIANT,  -7,  "unknown or unsupported filter variant")
+    X(EVARIANT,  -7,  "unknown or unsupported filter variant")                    \
+    X(EIO,       -8,  "I/O error (errno holds the cause)")                        \
+    X(EBADMAGIC, -9,  "not a bloomgate filter file (bad magic)")                  \
+    X(EVERSION,  -10, "unsupported file format version")                          \
+    X(ECHECKSUM, -11, "checksum mismatch: the file is damaged")                   \
+    X(ETRUNC,    -12, "file is truncated")                                        \
+    X(ETRAILING, -13, "trailing bytes after the filter's payload")                \
+    X(ECORRUPT,  -14, "file fields are out of range or contradict each other")    \
+    X(EREADONLY, -15, "filter is read-only (a mapped file)")
 
 typedef enum bg_status {
 #define BG__STATUS_ENUM(name, value, msg) BG_##name = (value),

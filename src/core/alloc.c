@@ -100,6 +100,16 @@ void bg__aligned_free(void *ptr)
     bg__free(h.raw);
 }
 
+void bg__unmap(void *addr, size_t size)
+{
+#if defined(__linux__)
+    munmap(addr, size);
+#else
+    (void)addr;
+    (void)size;
+#endif
+}
+
 /* Probes land on uniformly random cache lines, so with 4 KiB pages a filter
  * much larger than the TLB's reach (~6 MiB of 4 KiB pages on current x86)
  * pays a page walk on nearly every probe. Where transparent huge pages are

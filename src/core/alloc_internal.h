@@ -19,6 +19,9 @@ void bg__aligned_free(void *ptr);
 /* Arrays at least this large are aligned to it and get huge pages. */
 #define BG__HUGE_PAGE ((size_t)2 << 20)
 
+/* Unmaps a file mapping that a filter owns (bg_filter_map). */
+void bg__unmap(void *addr, size_t size);
+
 /* Asks the OS to back [ptr, ptr + size) with huge pages where it can. */
 void bg__advise_huge_pages(void *ptr, size_t size);
 

@@ -60,36 +60,90 @@ int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
     if (rc != BG_OK)
         return rc;
 
-    /* m <= BG_MAX_BITS = 2^63, so the word count and byte size below fit in
-     * uint64_t; size_t is checked separately for 32-bit platforms. */
-    uint64_t nwords = (s.m + 63) / 64;
-    if (nwords > SIZE_MAX / 8)
-        return BG_EOVERFLOW;
+    /* The capacity is n when n was given or follows from (m, p); sized by m
+     * and k alone, the solver's n is only the n for which k is optimal. */
+    bool has_capacity = opts->capacity != 0 || (opts->bits != 0 && opts->error_rate != 0);
+    bg__filter_shape shape = {
+        .variant = variant,
+        .m = s.m,
+        .k = s.k,
+        .seed = opts->seed,
+        .capacity = has_capacity ? s.n : 0,
+        .single_writer = opts->concurrency == BG_SINGLE_WRITER,
+    };
+    return bg__filter_alloc(out, &shape);
+}
 
+int bg__filter_shape_check(const bg__filter_shape *s, uint64_t max_bits)
+{
+    if (ops_for(s->variant) == NULL)
+        return BG_EVARIANT;
+    if (s->m < BG_MIN_BITS || s->k < 1 || s->k > BG_MAX_K)
+        return BG_ECORRUPT;
+    if (s->variant == BG_VARIANT_BLOCKED && (s->m % BG_BLOCK_BITS != 0 || s->k > BG_BLOCKED_MAX_K))
+        return BG_ECORRUPT;
+    if (s->m > max_bits || s->m > BG_MAX_BITS)
+        return BG_ETOOBIG;
+    return BG_OK;
+}
+
+/* m <= BG_MAX_BITS = 2^63, so this fits in uint64_t. */
+uint64_t bg__filter_array_bytes(const bg__filter_shape *s)
+{
+    return (s->m + 63) / 64 * 8;
+}
+
+static bg_filter *shell_new(const bg__filter_shape *s)
+{
     bg_filter *f = bg__calloc(1, sizeof *f);
     if (f == NULL)
+        return NULL;
+    f->ops = ops_for(s->variant);
+    f->m = s->m;
+    f->k = s->k;
+    f->nwords = (s->m + 63) / 64;
+    f->nblocks = s->variant == BG_VARIANT_BLOCKED ? s->m / BG_BLOCK_BITS : 0;
+    f->seed = s->seed;
+    f->capacity = s->capacity;
+    f->single_writer = s->single_writer;
+    atomic_init(&f->items, s->items);
+    return f;
+}
+
+int bg__filter_alloc(bg_filter **out, const bg__filter_shape *s)
+{
+    *out = NULL;
+    uint64_t bytes = bg__filter_array_bytes(s);
+    if (bytes > SIZE_MAX)
+        return BG_EOVERFLOW;
+    bg_filter *f = shell_new(s);
+    if (f == NULL)
         return BG_ENOMEM;
-    size_t bytes = (size_t)nwords * 8;
     size_t align = bytes >= BG__HUGE_PAGE ? BG__HUGE_PAGE : 64;
-    f->words = bg__aligned_calloc(bytes, align);
+    f->words = bg__aligned_calloc((size_t)bytes, align);
     if (f->words == NULL) {
         bg__free(f);
         return BG_ENOMEM;
     }
     if (align == BG__HUGE_PAGE)
-        bg__advise_huge_pages((void *)f->words, bytes);
-    f->ops = ops;
-    f->m = s.m;
-    f->k = s.k;
-    f->nwords = nwords;
-    f->nblocks = variant == BG_VARIANT_BLOCKED ? s.m / BG_BLOCK_BITS : 0;
-    f->seed = opts->seed;
-    /* The capacity is n when n was given or follows from (m, p); sized by m
-     * and k alone, the solver's n is only the n for which k is optimal. */
-    bool has_capacity = opts->capacity != 0 || (opts->bits != 0 && opts->error_rate != 0);
-    f->capacity = has_capacity ? s.n : 0;
-    f->single_writer = opts->concurrency == BG_SINGLE_WRITER;
-    atomic_init(&f->items, 0);
+        bg__advise_huge_pages((void *)f->words, (size_t)bytes);
+    *out = f;
+    return BG_OK;
+}
+
+int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *words,
+                            void *mapping, size_t mapping_bytes)
+{
+    *out = NULL;
+    bg_filter *f = shell_new(s);
+    if (f == NULL) {
+        bg__unmap(mapping, mapping_bytes);
+        return BG_ENOMEM;
+    }
+    f->words = words;
+    f->mapping = mapping;
+    f->mapping_bytes = mapping_bytes;
+    f->read_only = true;
     *out = f;
     return BG_OK;
 }
@@ -98,7 +152,10 @@ void bg_filter_free(bg_filter *f)
 {
     if (f == NULL)
         return;
-    bg__aligned_free((void *)f->words);
+    if (f->mapping)
+        bg__unmap(f->mapping, f->mapping_bytes);
+    else
+        bg__aligned_free((void *)f->words);
     bg__free(f);
 }
 
@@ -140,6 +197,8 @@ int bg_filter_test_and_add_hash(bg_filter *f, bg_hash h)
 {
     if (f == NULL)
         return BG_EINVAL;
+    if (f->read_only)
+        return BG_EREADONLY;
     int added = f->ops->add(f, h);
     count_new(f, (uint64_t)added);
     return added;
@@ -229,6 +288,8 @@ int64_t bg_filter_add_hashes(bg_filter *f, const bg_hash *hashes, size_t count, 
 {
     if (f == NULL || (hashes == NULL && count != 0))
         return BG_EINVAL;
+    if (f->read_only)
+        return BG_EREADONLY;
     int64_t added = run_hashes(f, hashes, count, results, true);
     count_new(f, (uint64_t)added);
     return added;
@@ -249,6 +310,8 @@ int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *
 {
     if (f == NULL)
         return BG_EINVAL;
+    if (f->read_only)
+        return BG_EREADONLY;
     int rc = check_keys(keys, lens, count);
     if (rc != BG_OK)
         return rc;
@@ -272,18 +335,23 @@ int bg_filter_clear(bg_filter *f)
 {
     if (f == NULL)
         return BG_EINVAL;
+    if (f->read_only)
+        return BG_EREADONLY;
     for (uint64_t i = 0; i < f->nwords; i++)
         atomic_store_explicit(&f->words[i], 0, memory_order_relaxed);
     atomic_store_explicit(&f->items, 0, memory_order_relaxed);
     return BG_OK;
 }
 
+/* Whether src can be merged into dst. */
 static int check_compatible(const bg_filter *a, const bg_filter *b)
 {
     if (a == NULL || b == NULL)
         return BG_EINVAL;
     if (a->ops->variant != b->ops->variant || a->m != b->m || a->k != b->k || a->seed != b->seed)
         return BG_EINCOMPAT;
+    if (a->read_only)
+        return BG_EREADONLY;
     return BG_OK;
 }
 

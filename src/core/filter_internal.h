@@ -48,9 +48,44 @@ struct bg_filter {
     uint64_t capacity;    /* n the filter was sized for, or 0 */
     uint32_t k;
     bool single_writer;
+    bool read_only;       /* bits are a read-only file mapping (bg_filter_map) */
     _Atomic uint64_t items;
     _Atomic uint64_t *words; /* 64-byte aligned; bit i as in <bloomgate/filter.h> */
+    void *mapping;        /* the file mapping `words` lies in, or NULL (own memory) */
+    size_t mapping_bytes;
 };
+
+/* What a filter is, apart from its bits: what bg_filter_new derives from its
+ * options and what a file's header records. */
+typedef struct bg__filter_shape {
+    bg_variant variant;
+    uint64_t m;
+    uint32_t k;
+    uint64_t seed;
+    uint64_t capacity;
+    uint64_t items;
+    bool single_writer;
+} bg__filter_shape;
+
+/* Checks that a shape is one this library can build (known variant; m and k
+ * in range for it; m <= max_bits), so that a shape read from a file is held
+ * to the same rules as one from the solver. BG_OK, BG_EVARIANT, BG_ETOOBIG
+ * or BG_ECORRUPT. */
+int bg__filter_shape_check(const bg__filter_shape *s, uint64_t max_bits);
+
+/* Bytes of the bit array of a checked shape: 8 ceil(m / 64). */
+uint64_t bg__filter_array_bytes(const bg__filter_shape *s);
+
+/* A new filter of a checked shape with a zeroed bit array of its own.
+ * BG_OK, BG_EOVERFLOW (array beyond size_t) or BG_ENOMEM. */
+int bg__filter_alloc(bg_filter **out, const bg__filter_shape *s);
+
+/* A new read-only filter of a checked shape whose bits are `words` (64-byte
+ * aligned, bg__filter_array_bytes long), inside a file mapping of
+ * `mapping_bytes` at `mapping` that bg_filter_free unmaps (the filter owns it
+ * from now on, even when this fails). BG_OK or BG_ENOMEM. */
+int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *words,
+                            void *mapping, size_t mapping_bytes);
 
 extern const bg__filter_ops bg__standard_ops;
 

@@ -1,6 +1,7 @@
 /* Status codes, version, and allocation failure (<bloomgate/error.h>,
  * <bloomgate/version.h>, <bloomgate/alloc.h>). */
 #include "test_util.h"
+#include "test_alloc.h"
 
 /* ---- statuses -------------------------------------------------------- */
 
@@ -19,6 +20,14 @@ static void status_names_and_messages(void **state)
         {BG_EINCOMPAT, "BG_EINCOMPAT"},
         {BG_EUNDERDET, "BG_EUNDERDET"},
         {BG_EVARIANT, "BG_EVARIANT"},
+        {BG_EIO, "BG_EIO"},
+        {BG_EBADMAGIC, "BG_EBADMAGIC"},
+        {BG_EVERSION, "BG_EVERSION"},
+        {BG_ECHECKSUM, "BG_ECHECKSUM"},
+        {BG_ETRUNC, "BG_ETRUNC"},
+        {BG_ETRAILING, "BG_ETRAILING"},
+        {BG_ECORRUPT, "BG_ECORRUPT"},
+        {BG_EREADONLY, "BG_EREADONLY"},
     };
     /* The values are ABI: pinned. */
     TU_EQ_I(BG_OK, 0);
@@ -29,6 +38,14 @@ static void status_names_and_messages(void **state)
     TU_EQ_I(BG_EINCOMPAT, -5);
     TU_EQ_I(BG_EUNDERDET, -6);
     TU_EQ_I(BG_EVARIANT, -7);
+    TU_EQ_I(BG_EIO, -8);
+    TU_EQ_I(BG_EBADMAGIC, -9);
+    TU_EQ_I(BG_EVERSION, -10);
+    TU_EQ_I(BG_ECHECKSUM, -11);
+    TU_EQ_I(BG_ETRUNC, -12);
+    TU_EQ_I(BG_ETRAILING, -13);
+    TU_EQ_I(BG_ECORRUPT, -14);
+    TU_EQ_I(BG_EREADONLY, -15);
 
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -47,7 +64,7 @@ static void status_names_and_messages(void **state)
     assert_string_equal(bg_strerror(BG_OK), "success");
     assert_string_equal(bg_strerror(BG_ENOMEM), "out of memory");
 
-    static const int unknown[] = {1, 2, -8, -100, 1000, INT32_MAX, INT32_MIN};
+    static const int unknown[] = {1, 2, -16, -100, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         tu_ctx("unknown status %d", unknown[i]);
         assert_string_equal(bg_strerror(unknown[i]), "unknown error");
@@ -95,73 +112,6 @@ static void variant_names(void **state)
 }
 
 /* ---- allocation failure ---------------------------------------------- */
-
-/* A libc-backed allocator that counts live blocks and fails call number
- * fail_at (1-based; 0: never). Single-threaded use only. */
-static struct {
-    long calls;     /* allocating calls so far */
-    long fail_at;
-    long failed;    /* injected failures */
-    long live;      /* blocks handed out and not yet freed */
-    long frees;
-} fa;
-
-static int fa_should_fail(void)
-{
-    fa.calls++;
-    if (fa.fail_at != 0 && fa.calls == fa.fail_at) {
-        fa.failed++;
-        return 1;
-    }
-    return 0;
-}
-
-static void *fa_malloc(size_t size)
-{
-    if (fa_should_fail())
-        return NULL;
-    void *p = malloc(size);
-    if (p)
-        fa.live++;
-    return p;
-}
-
-static void *fa_calloc(size_t count, size_t size)
-{
-    if (fa_should_fail())
-        return NULL;
-    void *p = calloc(count, size);
-    if (p)
-        fa.live++;
-    return p;
-}
-
-static void *fa_realloc(void *ptr, size_t size)
-{
-    if (fa_should_fail())
-        return NULL;
-    void *p = realloc(ptr, size);
-    if (p && ptr == NULL)
-        fa.live++;
-    return p;
-}
-
-static void fa_free(void *ptr)
-{
-    if (ptr) {
-        fa.live--;
-        fa.frees++;
-    }
-    free(ptr);
-}
-
-static const bg_allocator fa_allocator = {fa_malloc, fa_calloc, fa_realloc, fa_free};
-
-static void fa_reset(long fail_at)
-{
-    memset(&fa, 0, sizeof fa);
-    fa.fail_at = fail_at;
-}
 
 /* Builds one filter per option set under "fail the Nth allocation" for
  * N = 1, 2, ... until a build sees no injected failure. */

@@ -1,0 +1,144 @@
+/* Filter files: portable, versioned, checksummed, never half-written.
+ *
+ * A filter file is a 128-byte header of fixed-width little-endian fields,
+ * then the filter's bit array (the payload) exactly as <bloomgate/filter.h>
+ * numbers it: bit i at byte i / 8, mask 0x80 >> (i % 8), Redis's SETBIT
+ * order, so a standard filter's payload is byte for byte a Redis bitmap.
+ * An XXH3-64 checksum covers the header and the payload. The layout, field
+ * by field, is in docs/FORMAT.md; tests/unit/test_file.c pins it with golden
+ * bytes.
+ *
+ *   bg_filter_save(f, "users.bgf");                    crash-safe replace
+ *   bg_filter_load(&f, "users.bgf", 0);                in memory, writable
+ *   bg_filter_map(&f, "users.bgf", BG_FILE_NO_VERIFY); zero-copy, read-only
+ *
+ * TRUST
+ * Nothing read is believed: every field is checked against the input's
+ * length and against the others before anything is allocated, so a loader
+ * never allocates more than the input really holds (a 100-byte file cannot
+ * ask for gigabytes). Each way of being wrong has its own status:
+ * BG_EBADMAGIC (not a filter file), BG_EVERSION (a format version this
+ * library does not know: never guessed), BG_ETRUNC (shorter than its header
+ * says), BG_ETRAILING (longer), BG_ECHECKSUM (damaged bytes), BG_EVARIANT
+ * (unknown variant), BG_ETOOBIG (m above the cap), BG_ECORRUPT (fields out of
+ * range or contradicting each other), BG_EIO (the operating system said no;
+ * errno holds its reason).
+ *
+ * CRASH SAFETY
+ * bg_filter_save writes a new file next to the target (same directory, name
+ * ".<target>.<random>.tmp"), fsyncs it, renames it over the target and
+ * fsyncs the directory. Whenever the process or the machine stops, the
+ * target is the complete old file or the complete new one. A crash can leave
+ * the temporary file behind; it is never mistaken for the target and may be
+ * deleted. */
+#ifndef BLOOMGATE_FILE_H
+#define BLOOMGATE_FILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bloomgate/error.h>
+#include <bloomgate/filter.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The format this library writes. It reads every version up to this one. */
+#define BG_FILE_VERSION 1u
+
+/* Bytes in a version-1 header; the payload starts at a multiple of 64 at or
+ * after it. */
+#define BG_FILE_HEADER_BYTES 128u
+
+/* Hash function ids (the header's hash field). */
+#define BG_FILE_HASH_XXH3_128 1u /* XXH3-128, seeded; h1 = low 64 bits (hash.h) */
+
+/* Flags for bg_filter_load, bg_filter_decode, bg_filter_map and the
+ * bg_file_inspect calls. */
+enum {
+    /* Skip the checksum: the fields are still validated, but damaged
+     * payload bytes go unnoticed. Makes opening a mapped file O(1). */
+    BG_FILE_NO_VERIFY = 1u << 0,
+    /* The loaded filter is BG_SINGLE_WRITER (filter.h THREADS) instead of
+     * BG_CONCURRENT_WRITERS. */
+    BG_FILE_SINGLE_WRITER = 1u << 1,
+};
+
+/* What a file's header says, and whether its checksum holds. */
+typedef struct bg_file_info {
+    uint32_t version;          /* format version */
+    uint32_t header_bytes;     /* header length */
+    bg_variant variant;
+    uint32_t hash_id;          /* BG_FILE_HASH_* */
+    uint64_t seed;
+    uint64_t bits;             /* m */
+    uint32_t hashes;           /* k */
+    uint64_t capacity;         /* n the filter was sized for, 0 if sized by m, k */
+    uint64_t items;            /* the filter's item count when saved */
+    uint64_t payload_offset;   /* bytes from the start of the file */
+    uint64_t payload_bytes;    /* ceil(m / 8) */
+    uint64_t file_bytes;       /* the whole input */
+    uint64_t checksum;         /* stored XXH3-64 */
+    /* BG_OK: the checksum was computed and matches; BG_ECHECKSUM: it does
+     * not; 1: not computed (BG_FILE_NO_VERIFY). */
+    int checksum_status;
+} bg_file_info;
+
+/* Saves `f` to `path`, replacing any file there crash-safely (CRASH SAFETY
+ * above). A new file gets mode 0666 minus the umask; a replaced one keeps its
+ * mode. Safe while other threads add to `f` (filter.h THREADS): the file is
+ * some state between the one before the call and the one after, and its
+ * checksum matches the bytes written. Returns BG_OK, BG_EINVAL or BG_EIO
+ * (errno set; the target is untouched and the temporary file removed).
+ * Allocates a 1 MiB buffer for the duration of the call (BG_ENOMEM). */
+BG_API int bg_filter_save(const bg_filter *f, const char *path);
+
+/* The size of `f` as a file, in bytes, into *out. BG_OK or BG_EINVAL. */
+BG_API int bg_filter_encoded_size(const bg_filter *f, uint64_t *out);
+
+/* Writes `f` as a file image into buf[0, len); *written (may be NULL) gets
+ * its size. Returns BG_OK, BG_EINVAL (NULL argument, or len less than
+ * bg_filter_encoded_size). Nothing is allocated. */
+BG_API int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written);
+
+/* Reads a file image from buf[0, len) into a new writable filter *out (NULL
+ * on failure); `len` must be exactly the image's size (else BG_ETRUNC or
+ * BG_ETRAILING). Returns BG_OK, a status listed under TRUST, BG_EINVAL or
+ * BG_ENOMEM. Allocates only after validation, and at most the payload's
+ * size; free with bg_filter_free. */
+BG_API int bg_filter_decode(bg_filter **out, const void *buf, size_t len, unsigned flags);
+
+/* Loads the file at `path` into a new writable filter *out, as
+ * bg_filter_decode. Reads the file once, verifying the checksum as it goes
+ * unless BG_FILE_NO_VERIFY. Free with bg_filter_free. */
+BG_API int bg_filter_load(bg_filter **out, const char *path, unsigned flags);
+
+/* Opens the file at `path` read-only by mmap: zero-copy, so the filter's
+ * bits are the file's pages, loaded by the kernel as probes touch them and
+ * shared by every process that maps the file. Adds, clear, and union or
+ * intersect into it return BG_EREADONLY; queries, batches, stats and union
+ * from it work as usual. Validates the header; with BG_FILE_NO_VERIFY it
+ * reads nothing else (a 1 GB file opens in well under a millisecond),
+ * otherwise it reads the whole file once to verify the checksum.
+ * bg_filter_free unmaps. Replacing the file with bg_filter_save is safe
+ * while it is mapped (the mapping keeps the old file); writing into the
+ * file in place is not. Returns as bg_filter_load. */
+BG_API int bg_filter_map(bg_filter **out, const char *path, unsigned flags);
+
+/* 1 if `f` is read-only (from bg_filter_map), 0 if not, BG_EINVAL for NULL. */
+BG_API int bg_filter_read_only(const bg_filter *f);
+
+/* Reads and validates a file's header into *out without building a filter,
+ * and verifies the checksum unless BG_FILE_NO_VERIFY. Returns BG_OK, or the
+ * first problem found (a TRUST status). On BG_ECHECKSUM *out is complete
+ * (checksum_status says so too); on other errors its contents are
+ * unspecified. Nothing is allocated. */
+BG_API int bg_file_inspect(const char *path, unsigned flags, bg_file_info *out);
+BG_API int bg_file_inspect_buffer(const void *buf, size_t len, unsigned flags, bg_file_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

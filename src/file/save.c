@@ -1,0 +1,171 @@
+/* Crash-safe saving: write a new file beside the target, make it durable,
+ * then rename it over the target.
+ *
+ * HOW IT WORKS
+ * 1. open ".<base>.<16 hex>.tmp" in the target's directory with O_EXCL (a
+ *    fresh name: never someone else's file; same directory: same file
+ *    system, so rename is atomic);
+ * 2. write the header with a zero checksum, then the payload in 1 MiB chunks,
+ *    each copied from the filter with atomic loads, hashed, and written, so
+ *    the checksum is of exactly the bytes on disk even while threads add;
+ * 3. write the header again with the checksum; fsync: the data and the size
+ *    are on disk before the name points at them;
+ * 4. rename over the target: POSIX makes this atomic, so every open of the
+ *    target sees the old file or the new one, never a mix;
+ * 5. fsync the directory, so the rename itself survives a power cut.
+ * On any error the temporary file is removed and the target is untouched.
+ * A crash (SIGKILL, power) between 1 and 4 leaves the temporary file; it has
+ * a different name, so it is never taken for the target. */
+#define _GNU_SOURCE /* O_CLOEXEC, O_DIRECTORY, fchmod */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/alloc_internal.h"
+#include "core/hash_inline.h"
+#include "file/format.h"
+
+#define CHUNK ((size_t)1 << 20)
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+    const uint8_t *p = buf;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0)
+            return BG_EIO;
+        p += w;
+        n -= (size_t)w;
+    }
+    return BG_OK;
+}
+
+/* A fresh temporary name's random part: the clock, the pid and the address
+ * of a local, mixed; O_EXCL catches the rare collision and we draw again. */
+static uint64_t tmp_token(unsigned attempt)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t parts[4] = {(uint64_t)ts.tv_sec, (uint64_t)ts.tv_nsec, (uint64_t)getpid(),
+                         (uint64_t)(uintptr_t)&ts ^ attempt};
+    return XXH3_64bits(parts, sizeof parts);
+}
+
+/* Creates the temporary file for `path` into tmp (room for tmp_cap bytes)
+ * and returns its fd, or -1 with errno set. */
+static int create_tmp(const char *path, char *tmp, size_t tmp_cap)
+{
+    const char *slash = strrchr(path, '/');
+    int dir_len = slash ? (int)(slash - path + 1) : 0;
+    const char *base = slash ? slash + 1 : path;
+    for (unsigned attempt = 0; attempt < 100; attempt++) {
+        int n = snprintf(tmp, tmp_cap, "%.*s.%s.%016llx.tmp", dir_len, path, base,
+                         (unsigned long long)tmp_token(attempt));
+        if (n < 0 || (size_t)n >= tmp_cap) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+/* fsync of the directory holding `path`, so that a rename in it is durable. */
+static int sync_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (slash == NULL) {
+        strcpy(dir, ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof dir) {
+            errno = ENAMETOOLONG;
+            return BG_EIO;
+        }
+        memcpy(dir, path, n);
+        dir[n] = '\0';
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return BG_EIO;
+    int rc = fsync(fd) == 0 ? BG_OK : BG_EIO;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+/* Steps 2 and 3 on an open temporary file. */
+static int write_image(const bg_filter *f, int fd, uint8_t *buf)
+{
+    uint8_t head[BG_FILE_HEADER_BYTES];
+    bg__file_header_build(f, head);
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, head, BG__OFF_CHECKSUM);
+    int rc = write_all(fd, head, sizeof head);
+    uint64_t payload = (f->m + 7) / 8;
+    for (uint64_t at = 0; rc == BG_OK && at < payload; at += CHUNK) {
+        size_t n = (size_t)(payload - at < CHUNK ? payload - at : CHUNK);
+        bg__file_copy_payload(f, at, buf, n);
+        XXH3_64bits_update(&st, buf, n);
+        rc = write_all(fd, buf, n);
+    }
+    if (rc != BG_OK)
+        return rc;
+    bg__put_le(head + BG__OFF_CHECKSUM, XXH3_64bits_digest(&st), 8);
+    if (pwrite(fd, head, sizeof head, 0) != (ssize_t)sizeof head)
+        return BG_EIO;
+    return fsync(fd) == 0 ? BG_OK : BG_EIO;
+}
+
+int bg_filter_save(const bg_filter *f, const char *path)
+{
+    if (f == NULL || path == NULL || path[0] == '\0')
+        return BG_EINVAL;
+    uint8_t *buf = bg__malloc(CHUNK);
+    if (buf == NULL)
+        return BG_ENOMEM;
+    char tmp[4096];
+    int fd = create_tmp(path, tmp, sizeof tmp);
+    if (fd < 0) {
+        int saved = errno;
+        bg__free(buf);
+        errno = saved;
+        return BG_EIO;
+    }
+    int rc = BG_OK;
+    /* A replaced file keeps its permissions; a new one has 0666 & ~umask
+     * from open. */
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && fchmod(fd, st.st_mode & 07777) != 0)
+        rc = BG_EIO;
+    if (rc == BG_OK)
+        rc = write_image(f, fd, buf);
+    int saved = errno;
+    if (close(fd) != 0 && rc == BG_OK) {
+        rc = BG_EIO;
+        saved = errno;
+    }
+    if (rc == BG_OK && rename(tmp, path) != 0) {
+        rc = BG_EIO;
+        saved = errno;
+    }
+    if (rc != BG_OK)
+        unlink(tmp);
+    bg__free(buf);
+    errno = saved;
+    if (rc != BG_OK)
+        return rc;
+    return sync_dir(path);
+}

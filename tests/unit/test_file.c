@@ -1,0 +1,627 @@
+/* Filter files (<bloomgate/file.h>): golden bytes pin the format; every
+ * malformed input gets its own status and allocates nothing; save, load and
+ * map round-trip every variant; mapped filters are read-only. The SIGKILL
+ * crash test is tests/crash, the fuzzer tests/fuzz. */
+#define _GNU_SOURCE /* mkdtemp, umask */
+#include "test_util.h"
+#include "test_alloc.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- golden bytes ---------------------------------------------------- */
+
+/* Standard, m = 100, k = 3, seed 0x0123456789abcdef, keys "alice", "bob", "". */
+static const uint8_t golden_standard[141] = {
+    0x89, 0x42, 0x47, 0x46, 0x0d, 0x0a, 0x1a, 0x0a, 0x01, 0x00, 0x80, 0x00,
+    0x01, 0x01, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xef, 0xcd, 0xab, 0x89,
+    0x67, 0x45, 0x23, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x03, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x0d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0xd6, 0x94, 0x9d, 0xb1, 0x48, 0xc8, 0x8b, 0x91, 0x40, 0x02, 0x20, 0x12,
+    0x08, 0x00, 0x00, 0x00, 0x20, 0x04, 0x00, 0x02, 0x00,
+};
+/* Blocked, n = 20, p = 0.01 (so m = 512, k = 8), seed 42, keys "alice", "bob". */
+static const uint8_t golden_blocked[192] = {
+    0x89, 0x42, 0x47, 0x46, 0x0d, 0x0a, 0x1a, 0x0a, 0x01, 0x00, 0x80, 0x00,
+    0x02, 0x01, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x2a, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x48, 0xe6, 0x1d, 0x8e, 0xfc, 0x00, 0x4c, 0x8f, 0x04, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x20, 0x00, 0x00, 0x00, 0x00, 0x10,
+    0x04, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00, 0x00,
+    0x00, 0x00, 0x10, 0x00, 0x00, 0x40, 0x20, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00, 0x04,
+    0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x20,
+};
+
+static bg_filter *golden_filter(int blocked)
+{
+    bg_filter *f;
+    bg_filter_options o = {.variant = BG_VARIANT_STANDARD, .bits = 100, .hashes = 3,
+                           .seed = UINT64_C(0x0123456789abcdef)};
+    if (blocked)
+        o = (bg_filter_options){.variant = BG_VARIANT_BLOCKED, .capacity = 20, .error_rate = 0.01,
+                                .seed = 42};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    TU_EQ_I(bg_filter_add(f, "alice", 5), BG_OK);
+    TU_EQ_I(bg_filter_add(f, "bob", 3), BG_OK);
+    if (!blocked)
+        TU_EQ_I(bg_filter_add(f, NULL, 0), BG_OK);
+    return f;
+}
+
+static uint64_t le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put_le(uint8_t *p, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* Any change to these bytes is a format change: bump BG_FILE_VERSION, keep
+ * reading the old version, and add new golden bytes beside these. */
+static void golden_bytes(void **state)
+{
+    (void)state;
+    for (int blocked = 0; blocked < 2; blocked++) {
+        tu_ctx("golden %s", blocked ? "blocked" : "standard");
+        const uint8_t *want = blocked ? golden_blocked : golden_standard;
+        size_t want_len = blocked ? sizeof golden_blocked : sizeof golden_standard;
+        bg_filter *f = golden_filter(blocked);
+        uint64_t size;
+        TU_EQ_I(bg_filter_encoded_size(f, &size), BG_OK);
+        TU_EQ_U(size, want_len);
+        uint8_t buf[256];
+        size_t n = 0;
+        TU_EQ_I(bg_filter_encode(f, buf, sizeof buf, &n), BG_OK);
+        TU_EQ_U(n, want_len);
+        assert_memory_equal(buf, want, want_len);
+        TU_EQ_I(bg_filter_encode(f, buf, want_len - 1, &n), BG_EINVAL);
+        bg_filter_free(f);
+
+        /* The fields where docs/FORMAT.md puts them. */
+        assert_memory_equal(want, "\x89" "BGF\r\n\x1a\n", 8);
+        TU_EQ_U(le(want + 8, 2), 1);                      /* version */
+        TU_EQ_U(le(want + 10, 2), 128);                   /* header bytes */
+        TU_EQ_U(want[12], blocked ? 2 : 1);               /* variant */
+        TU_EQ_U(want[13], BG_FILE_HASH_XXH3_128);         /* hash */
+        TU_EQ_U(le(want + 16, 4), blocked ? 8 : 3);       /* k */
+        TU_EQ_U(le(want + 24, 8), blocked ? 512 : 100);   /* m */
+        TU_EQ_U(le(want + 32, 8), blocked ? 42 : UINT64_C(0x0123456789abcdef));
+        TU_EQ_U(le(want + 40, 8), blocked ? 20 : 0);      /* capacity */
+        TU_EQ_U(le(want + 48, 8), blocked ? 2 : 3);       /* items */
+        TU_EQ_U(le(want + 56, 8), 128);                   /* payload offset */
+        TU_EQ_U(le(want + 64, 8), blocked ? 64 : 13);     /* payload bytes */
+
+        bg_file_info info;
+        TU_EQ_I(bg_file_inspect_buffer(want, want_len, 0, &info), BG_OK);
+        TU_EQ_I(info.checksum_status, BG_OK);
+        TU_EQ_U(info.checksum, le(want + 120, 8));
+        TU_EQ_U(info.bits, blocked ? 512 : 100);
+        TU_EQ_U(info.file_bytes, want_len);
+    }
+}
+
+/* The payload is a Redis bitmap: probe x of a standard filter (the formula
+ * of filter.h, computed here independently) is bit 0x80 >> (x % 8) of
+ * payload byte x / 8, and no other bit is set. */
+static void payload_is_a_redis_bitmap(void **state)
+{
+    (void)state;
+    bg_filter *f = golden_filter(0);
+    const uint64_t m = 100;
+    uint8_t expect[13] = {0};
+    const char *keys[] = {"alice", "bob", ""};
+    for (int i = 0; i < 3; i++) {
+        bg_hash h;
+        TU_EQ_I(bg_hash_key(keys[i], strlen(keys[i]), UINT64_C(0x0123456789abcdef), &h), BG_OK);
+        uint64_t x = (uint64_t)(((unsigned __int128)h.h1 * m) >> 64);
+        uint64_t y = (uint64_t)(((unsigned __int128)h.h2 * (m - 1)) >> 64) + 1;
+        for (uint32_t j = 0; j < 3; j++) {
+            expect[x / 8] |= (uint8_t)(0x80u >> (x % 8));
+            x = (x + y) % m;
+            y = (y + j) % m;
+        }
+    }
+    assert_memory_equal(golden_standard + 128, expect, sizeof expect);
+    bg_filter_free(f);
+}
+
+/* ---- malformed input --------------------------------------------------- */
+
+/* A copy of golden_blocked with one header field changed and, if `fix`, the
+ * checksum recomputed (so that only the field is wrong). */
+static size_t mutate(uint8_t *out, unsigned off, uint64_t value, unsigned width)
+{
+    memcpy(out, golden_blocked, sizeof golden_blocked);
+    put_le(out + off, value, width);
+    return sizeof golden_blocked;
+}
+
+static int decode_status(const uint8_t *buf, size_t len, unsigned flags)
+{
+    bg_filter *f = (bg_filter *)&f;
+    int rc = bg_filter_decode(&f, buf, len, flags);
+    if (rc == BG_OK) {
+        bg_filter_free(f);
+    } else {
+        TU_TRUE(f == NULL);
+    }
+    bg_file_info info;
+    int rc2 = bg_file_inspect_buffer(buf, len, flags, &info);
+    TU_EQ_I(rc2, rc); /* the header-only check agrees */
+    return rc;
+}
+
+static void every_fault_has_its_status(void **state)
+{
+    (void)state;
+    uint8_t buf[512];
+    const size_t len = sizeof golden_blocked;
+
+    tu_ctx("every truncation");
+    for (size_t n = 0; n < len; n++)
+        TU_EQ_I(decode_status(golden_blocked, n, 0), BG_ETRUNC);
+    TU_EQ_I(decode_status(NULL, 0, 0), BG_ETRUNC);
+
+    tu_ctx("trailing bytes");
+    memcpy(buf, golden_blocked, len);
+    buf[len] = 0;
+    TU_EQ_I(decode_status(buf, len + 1, 0), BG_ETRAILING);
+    TU_EQ_I(decode_status(buf, len + 64, BG_FILE_NO_VERIFY), BG_ETRAILING);
+
+    tu_ctx("bad magic");
+    for (unsigned i = 0; i < 8; i++) {
+        memcpy(buf, golden_blocked, len);
+        buf[i] ^= 0x20; /* e.g. a text-mode transfer: \r\n -> \n shifts, case */
+        TU_EQ_I(decode_status(buf, len, 0), BG_EBADMAGIC);
+    }
+    TU_EQ_I(decode_status((const uint8_t *)"hello", 5, 0), BG_EBADMAGIC);
+    TU_EQ_I(decode_status((const uint8_t *)"\x89" "BG", 3, 0), BG_ETRUNC);
+
+    tu_ctx("versions");
+    TU_EQ_I(decode_status(buf, mutate(buf, 8, 0, 2), 0), BG_EVERSION);
+    TU_EQ_I(decode_status(buf, mutate(buf, 8, 2, 2), 0), BG_EVERSION);
+    TU_EQ_I(decode_status(buf, mutate(buf, 8, 0xffff, 2), 0), BG_EVERSION);
+    /* A future version is refused as soon as it can be read, even when the
+     * rest would not parse. */
+    TU_EQ_I(decode_status(buf, 9, 0), BG_ETRUNC);
+    TU_EQ_I(decode_status(buf, 10, 0), BG_EVERSION);
+
+    tu_ctx("checksum");
+    for (size_t i = 0; i < len; i++) {
+        if (i >= 120 && i < 128)
+            continue;
+        memcpy(buf, golden_blocked, len);
+        buf[i] ^= 0x01;
+        int rc = decode_status(buf, len, 0);
+        /* A flip in the magic, version or a structural field is caught
+         * before the checksum; any other flip by the checksum. */
+        TU_TRUE(rc == BG_ECHECKSUM || rc == BG_EBADMAGIC || rc == BG_EVERSION ||
+                rc == BG_ECORRUPT || rc == BG_EVARIANT || rc == BG_ETRUNC || rc == BG_ETRAILING);
+        if (i >= 128 || (i >= 32 && i < 56))  /* payload, seed, capacity, items */
+            TU_EQ_I(rc, BG_ECHECKSUM);
+        if (i >= 128)
+            TU_EQ_I(decode_status(buf, len, BG_FILE_NO_VERIFY), BG_OK);
+    }
+    memcpy(buf, golden_blocked, len);
+    buf[120] ^= 0x80;
+    TU_EQ_I(decode_status(buf, len, 0), BG_ECHECKSUM);
+    TU_EQ_I(decode_status(buf, len, BG_FILE_NO_VERIFY), BG_OK);
+
+    tu_ctx("fields out of range");
+    TU_EQ_I(decode_status(buf, mutate(buf, 10, 64, 2), 0), BG_ECORRUPT);   /* header bytes */
+    TU_EQ_I(decode_status(buf, mutate(buf, 12, 0, 1), 0), BG_EVARIANT);    /* variant */
+    TU_EQ_I(decode_status(buf, mutate(buf, 12, 9, 1), 0), BG_EVARIANT);
+    TU_EQ_I(decode_status(buf, mutate(buf, 13, 2, 1), 0), BG_ECORRUPT);    /* hash */
+    TU_EQ_I(decode_status(buf, mutate(buf, 14, 1, 2), 0), BG_ECORRUPT);    /* flags */
+    TU_EQ_I(decode_status(buf, mutate(buf, 16, 0, 4), 0), BG_ECORRUPT);    /* k = 0 */
+    TU_EQ_I(decode_status(buf, mutate(buf, 16, 9, 4), 0), BG_ECORRUPT);    /* blocked k > 8 */
+    TU_EQ_I(decode_status(buf, mutate(buf, 20, 1, 4), 0), BG_ECORRUPT);    /* reserved */
+    TU_EQ_I(decode_status(buf, mutate(buf, 100, 1, 1), 0), BG_ECORRUPT);   /* reserved */
+    TU_EQ_I(decode_status(buf, mutate(buf, 24, 500, 8), 0), BG_ECORRUPT);  /* m % 512 */
+    TU_EQ_I(decode_status(buf, mutate(buf, 24, 1024, 8), 0), BG_ECORRUPT); /* m vs payload */
+    TU_EQ_I(decode_status(buf, mutate(buf, 56, 192, 8), 0), BG_ECORRUPT);  /* payload offset */
+    TU_EQ_I(decode_status(buf, mutate(buf, 64, 65, 8), 0), BG_ECORRUPT);   /* payload bytes */
+    /* Absurd sizes: the header is consistent but the input does not hold
+     * the payload it announces. */
+    mutate(buf, 24, UINT64_C(1) << 40, 8);
+    put_le(buf + 64, UINT64_C(1) << 37, 8);
+    TU_EQ_I(decode_status(buf, len, 0), BG_ETRUNC);
+    mutate(buf, 24, (UINT64_C(1) << 63) + 512, 8);
+    put_le(buf + 64, ((UINT64_C(1) << 63) + 512) / 8, 8);
+    TU_EQ_I(decode_status(buf, len, 0), BG_ETOOBIG);
+
+    tu_ctx("bits past m");
+    memcpy(buf, golden_standard, sizeof golden_standard);
+    buf[sizeof golden_standard - 1] |= 0x01; /* bit 103 of a 100-bit filter */
+    TU_EQ_I(decode_status(buf, sizeof golden_standard, BG_FILE_NO_VERIFY), BG_ECORRUPT);
+    buf[sizeof golden_standard - 1] = 0x80; /* bit 96: inside m, fine */
+    TU_EQ_I(decode_status(buf, sizeof golden_standard, BG_FILE_NO_VERIFY), BG_OK);
+
+    tu_ctx("arguments");
+    bg_filter *f;
+    TU_EQ_I(bg_filter_decode(NULL, golden_blocked, len, 0), BG_EINVAL);
+    TU_EQ_I(bg_filter_decode(&f, NULL, 5, 0), BG_EINVAL);
+    TU_EQ_I(bg_filter_decode(&f, golden_blocked, len, 1u << 7), BG_EINVAL);
+    bg_file_info info;
+    TU_EQ_I(bg_file_inspect_buffer(golden_blocked, len, 0, NULL), BG_EINVAL);
+    TU_EQ_I(bg_file_inspect_buffer(golden_blocked, len, 1u << 7, &info), BG_EINVAL);
+    TU_EQ_I(bg_filter_encode(NULL, buf, sizeof buf, NULL), BG_EINVAL);
+    TU_EQ_I(bg_filter_encoded_size(NULL, NULL), BG_EINVAL);
+}
+
+/* Nothing is allocated for a bad input, and a good one allocates no more than
+ * its payload (plus the filter object and alignment slack). */
+static void allocation_is_bounded_by_the_input(void **state)
+{
+    (void)state;
+    uint8_t buf[512];
+    TU_EQ_I(bg_set_allocator(&fa_allocator), BG_OK);
+    fa_reset(0);
+    mutate(buf, 24, UINT64_C(1) << 40, 8);
+    put_le(buf + 64, UINT64_C(1) << 37, 8);
+    TU_EQ_I(decode_status(buf, sizeof golden_blocked, 0), BG_ETRUNC);
+    memcpy(buf, golden_blocked, sizeof golden_blocked);
+    buf[130] ^= 1;
+    TU_EQ_I(decode_status(buf, sizeof golden_blocked, 0), BG_ECHECKSUM);
+    TU_EQ_I(fa.calls, 0);
+
+    bg_filter *f;
+    TU_EQ_I(bg_filter_decode(&f, golden_blocked, sizeof golden_blocked, 0), BG_OK);
+    TU_TRUE(fa.largest <= 64 + 64 + 64); /* payload + alignment + header */
+    bg_filter_free(f);
+    TU_EQ_I(fa.live, 0);
+
+    /* Fail each allocation in turn: a clean BG_ENOMEM, nothing leaked. */
+    for (long n = 1;; n++) {
+        fa_reset(n);
+        int rc = bg_filter_decode(&f, golden_blocked, sizeof golden_blocked, 0);
+        if (fa.failed == 0) {
+            TU_EQ_I(rc, BG_OK);
+            bg_filter_free(f);
+            break;
+        }
+        TU_EQ_I(rc, BG_ENOMEM);
+        TU_TRUE(f == NULL);
+        TU_EQ_I(fa.live, 0);
+    }
+    TU_EQ_I(fa.live, 0);
+    TU_EQ_I(bg_set_allocator(NULL), BG_OK);
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+typedef struct tmpdir {
+    char path[256];
+} tmpdir;
+
+static void tmpdir_make(tmpdir *d)
+{
+    const char *base = getenv("TMPDIR");
+    snprintf(d->path, sizeof d->path, "%s/bg-file-XXXXXX", base && *base ? base : "/tmp");
+    assert_non_null(mkdtemp(d->path));
+}
+
+static const char *tmp_file(const tmpdir *d, const char *name)
+{
+    static char buf[4][512];
+    static int next;
+    char *p = buf[next++ % 4];
+    snprintf(p, 512, "%s/%s", d->path, name);
+    return p;
+}
+
+/* Entries in the directory, other than . and .. */
+static int dir_entries(const tmpdir *d)
+{
+    DIR *dir = opendir(d->path);
+    assert_non_null(dir);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(dir);
+    return n;
+}
+
+static void tmpdir_remove(tmpdir *d)
+{
+    DIR *dir = opendir(d->path);
+    assert_non_null(dir);
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL) {
+        const char *p = tmp_file(d, e->d_name);
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && unlink(p) != 0)
+            rmdir(p);
+    }
+    closedir(dir);
+    TU_EQ_I(rmdir(d->path), 0);
+}
+
+/* Two filters are the same: same file image. */
+static void assert_same_filter(const bg_filter *a, const bg_filter *b)
+{
+    uint64_t na, nb;
+    TU_EQ_I(bg_filter_encoded_size(a, &na), BG_OK);
+    TU_EQ_I(bg_filter_encoded_size(b, &nb), BG_OK);
+    TU_EQ_U(na, nb);
+    uint8_t *ia = malloc((size_t)na), *ib = malloc((size_t)nb);
+    assert_non_null(ia);
+    assert_non_null(ib);
+    TU_EQ_I(bg_filter_encode(a, ia, (size_t)na, NULL), BG_OK);
+    TU_EQ_I(bg_filter_encode(b, ib, (size_t)nb, NULL), BG_OK);
+    assert_memory_equal(ia, ib, (size_t)na);
+    free(ia);
+    free(ib);
+}
+
+/* Save, load, map and decode give back the same filter, for every variant
+ * and shape (odd m included), with no false negatives. */
+static void round_trip(void **state)
+{
+    (void)state;
+    tmpdir d;
+    tmpdir_make(&d);
+    const bg_filter_options shapes[] = {
+        {.variant = BG_VARIANT_STANDARD, .capacity = 20000, .error_rate = 0.01, .seed = 7},
+        {.variant = BG_VARIANT_STANDARD, .bits = 1001, .hashes = 5, .seed = 8},
+        {.variant = BG_VARIANT_STANDARD, .bits = 4096 * 8 - 128 * 8, .hashes = 2}, /* file = 4 KiB */
+        {.variant = BG_VARIANT_BLOCKED, .capacity = 20000, .error_rate = 0.001, .seed = 9},
+        {.variant = BG_VARIANT_BLOCKED, .capacity = 300000, .error_rate = 0.01},
+    };
+    tu_batch b;
+    tu_batch_init(&b, 4000);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        tu_ctx("round trip shape %zu", s);
+        bg_filter *f;
+        TU_EQ_I(bg_filter_new(&f, &shapes[s]), BG_OK);
+        tu_batch_fill(&b, 1, s, 0, b.cap);
+        TU_TRUE(bg_filter_add_many(f, b.keys, b.lens, b.count, NULL) >= 0);
+        const char *path = tmp_file(&d, "f.bgf");
+        TU_EQ_I(bg_filter_save(f, path), BG_OK);
+        TU_EQ_I(dir_entries(&d), 1); /* no temporary file left */
+
+        bg_filter *loaded, *mapped, *unverified;
+        TU_EQ_I(bg_filter_load(&loaded, path, 0), BG_OK);
+        TU_EQ_I(bg_filter_map(&mapped, path, 0), BG_OK);
+        TU_EQ_I(bg_filter_map(&unverified, path, BG_FILE_NO_VERIFY | BG_FILE_SINGLE_WRITER), BG_OK);
+        bg_filter *all[] = {loaded, mapped, unverified};
+        for (int i = 0; i < 3; i++) {
+            assert_same_filter(f, all[i]);
+            TU_EQ_U(bg_filter_items(all[i]), bg_filter_items(f));
+            TU_EQ_I(bg_filter_contains_many(all[i], b.keys, b.lens, b.count, NULL), (int64_t)b.count);
+            bg_filter_stats s1, s2;
+            TU_EQ_I(bg_filter_stats_get(f, &s1), BG_OK);
+            TU_EQ_I(bg_filter_stats_get(all[i], &s2), BG_OK);
+            TU_EQ_U(s1.bits_set, s2.bits_set);
+            TU_EQ_U(s1.capacity, s2.capacity);
+        }
+        TU_EQ_I(bg_filter_read_only(loaded), 0);
+        TU_EQ_I(bg_filter_read_only(mapped), 1);
+
+        /* The file and bg_filter_encode agree. */
+        bg_file_info info;
+        TU_EQ_I(bg_file_inspect(path, 0, &info), BG_OK);
+        TU_EQ_I(info.checksum_status, BG_OK);
+        TU_EQ_I(bg_file_inspect(path, BG_FILE_NO_VERIFY, &info), BG_OK);
+        TU_EQ_I(info.checksum_status, 1);
+        uint64_t size;
+        TU_EQ_I(bg_filter_encoded_size(f, &size), BG_OK);
+        TU_EQ_U(info.file_bytes, size);
+
+        /* A loaded filter is writable; a mapped one is not, but merges into
+         * writable ones. */
+        TU_EQ_I(bg_filter_add(loaded, "new key", 7), BG_OK);
+        TU_EQ_I(bg_filter_add(mapped, "new key", 7), BG_EREADONLY);
+        TU_EQ_I(bg_filter_test_and_add(mapped, "x", 1), BG_EREADONLY);
+        TU_EQ_I(bg_filter_add_many(mapped, b.keys, b.lens, 1, NULL), BG_EREADONLY);
+        bg_hash h = {1, 2};
+        TU_EQ_I(bg_filter_add_hashes(mapped, &h, 1, NULL), BG_EREADONLY);
+        TU_EQ_I(bg_filter_clear(mapped), BG_EREADONLY);
+        TU_EQ_I(bg_filter_union(mapped, loaded), BG_EREADONLY);
+        TU_EQ_I(bg_filter_intersect(mapped, loaded), BG_EREADONLY);
+        TU_EQ_I(bg_filter_union(loaded, mapped), BG_OK);
+        TU_EQ_I(bg_filter_contains(mapped, "new key", 7) >= 0, 1);
+
+        /* Saving a mapped filter over its own file is safe: the mapping keeps
+         * the old file's pages. */
+        TU_EQ_I(bg_filter_save(mapped, path), BG_OK);
+        bg_filter *again;
+        TU_EQ_I(bg_filter_load(&again, path, 0), BG_OK);
+        assert_same_filter(f, again);
+        assert_same_filter(mapped, again);
+
+        bg_filter_free(again);
+        bg_filter_free(unverified);
+        bg_filter_free(mapped);
+        bg_filter_free(loaded);
+        bg_filter_free(f);
+        TU_EQ_I(unlink(path), 0);
+    }
+    tu_batch_free(&b);
+    tmpdir_remove(&d);
+}
+
+/* A damaged file is refused by every path-based call, and the damage is
+ * named; with BG_FILE_NO_VERIFY a payload flip goes unnoticed by design. */
+static void damaged_files(void **state)
+{
+    (void)state;
+    tmpdir d;
+    tmpdir_make(&d);
+    const char *path = tmp_file(&d, "damaged.bgf");
+    uint8_t buf[512];
+    struct {
+        size_t len;
+        int want;
+        int want_no_verify;
+    } cases[] = {
+        {sizeof golden_blocked, BG_ECHECKSUM, BG_OK},     /* payload byte flipped */
+        {sizeof golden_blocked - 1, BG_ETRUNC, BG_ETRUNC},
+        {sizeof golden_blocked + 1, BG_ETRAILING, BG_ETRAILING},
+        {0, BG_ETRUNC, BG_ETRUNC},
+        {5, BG_ETRUNC, BG_ETRUNC},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        tu_ctx("damaged case %zu", i);
+        memset(buf, 0, sizeof buf);
+        memcpy(buf, golden_blocked, sizeof golden_blocked);
+        buf[150] ^= 0x10;
+        FILE *fp = fopen(path, "wb");
+        assert_non_null(fp);
+        TU_EQ_U(fwrite(buf, 1, cases[i].len, fp), cases[i].len);
+        fclose(fp);
+        bg_filter *f = (bg_filter *)&f;
+        TU_EQ_I(bg_filter_load(&f, path, 0), cases[i].want);
+        TU_TRUE(f == NULL);
+        TU_EQ_I(bg_filter_map(&f, path, 0), cases[i].want);
+        TU_TRUE(f == NULL);
+        bg_file_info info;
+        TU_EQ_I(bg_file_inspect(path, 0, &info), cases[i].want);
+        if (cases[i].want == BG_ECHECKSUM) {
+            TU_EQ_I(info.checksum_status, BG_ECHECKSUM);
+            TU_EQ_U(info.bits, 512); /* the header is still reported */
+        }
+        TU_EQ_I(bg_filter_load(&f, path, BG_FILE_NO_VERIFY), cases[i].want_no_verify);
+        bg_filter_free(f == (bg_filter *)&f ? NULL : f);
+        TU_EQ_I(bg_filter_map(&f, path, BG_FILE_NO_VERIFY), cases[i].want_no_verify);
+        bg_filter_free(f);
+    }
+    tmpdir_remove(&d);
+}
+
+static void io_errors(void **state)
+{
+    (void)state;
+    tmpdir d;
+    tmpdir_make(&d);
+    bg_filter *f = golden_filter(1), *g;
+
+    tu_ctx("missing file");
+    errno = 0;
+    TU_EQ_I(bg_filter_load(&g, tmp_file(&d, "missing.bgf"), 0), BG_EIO);
+    TU_EQ_I(errno, ENOENT);
+    errno = 0;
+    TU_EQ_I(bg_filter_map(&g, tmp_file(&d, "missing.bgf"), 0), BG_EIO);
+    TU_EQ_I(errno, ENOENT);
+    bg_file_info info;
+    TU_EQ_I(bg_file_inspect(tmp_file(&d, "missing.bgf"), 0, &info), BG_EIO);
+
+    tu_ctx("a directory");
+    errno = 0;
+    TU_EQ_I(bg_filter_load(&g, d.path, 0), BG_EIO);
+    TU_EQ_I(errno, EISDIR);
+
+    tu_ctx("save into a missing directory");
+    errno = 0;
+    TU_EQ_I(bg_filter_save(f, tmp_file(&d, "no/such/dir.bgf")), BG_EIO);
+    TU_EQ_I(errno, ENOENT);
+    TU_EQ_I(dir_entries(&d), 0);
+
+    tu_ctx("save over a directory: refused, the directory stays");
+    TU_EQ_I(mkdir(tmp_file(&d, "sub"), 0700), 0);
+    TU_EQ_I(bg_filter_save(f, tmp_file(&d, "sub")), BG_EIO);
+    TU_EQ_I(dir_entries(&d), 1); /* "sub", and no temporary file */
+
+    tu_ctx("modes");
+    mode_t old = umask(022);
+    const char *path = tmp_file(&d, "mode.bgf");
+    TU_EQ_I(bg_filter_save(f, path), BG_OK);
+    struct stat st;
+    TU_EQ_I(stat(path, &st), 0);
+    TU_EQ_U(st.st_mode & 0777, 0644);
+    TU_EQ_I(chmod(path, 0600), 0);
+    TU_EQ_I(bg_filter_save(f, path), BG_OK);
+    TU_EQ_I(stat(path, &st), 0);
+    TU_EQ_U(st.st_mode & 0777, 0600); /* a replaced file keeps its mode */
+    umask(old);
+
+    tu_ctx("a relative path");
+    char cwd[512];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    TU_EQ_I(chdir(d.path), 0);
+    TU_EQ_I(bg_filter_save(f, "relative.bgf"), BG_OK);
+    TU_EQ_I(bg_filter_load(&g, "relative.bgf", 0), BG_OK);
+    assert_same_filter(f, g);
+    bg_filter_free(g);
+    TU_EQ_I(chdir(cwd), 0);
+
+    tu_ctx("arguments");
+    TU_EQ_I(bg_filter_save(NULL, path), BG_EINVAL);
+    TU_EQ_I(bg_filter_save(f, NULL), BG_EINVAL);
+    TU_EQ_I(bg_filter_save(f, ""), BG_EINVAL);
+    TU_EQ_I(bg_filter_load(NULL, path, 0), BG_EINVAL);
+    TU_EQ_I(bg_filter_load(&g, NULL, 0), BG_EINVAL);
+    TU_EQ_I(bg_filter_load(&g, path, 1u << 9), BG_EINVAL);
+    TU_EQ_I(bg_filter_map(&g, NULL, 0), BG_EINVAL);
+    TU_EQ_I(bg_file_inspect(NULL, 0, &info), BG_EINVAL);
+    TU_EQ_I(bg_filter_read_only(NULL), BG_EINVAL);
+
+    bg_filter_free(f);
+    tmpdir_remove(&d);
+}
+
+/* The payload is read in 4 MiB chunks and written in 1 MiB ones: a filter
+ * spanning several chunks, with a partial last one, round-trips. */
+static void large_file(void **state)
+{
+    (void)state;
+    tmpdir d;
+    tmpdir_make(&d);
+    bg_filter *f;
+    bg_filter_options o = {.variant = BG_VARIANT_STANDARD, .bits = UINT64_C(9) << 23 | 7, .hashes = 3};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 10000);
+    tu_batch_fill(&b, 0, 99, 0, b.cap);
+    TU_TRUE(bg_filter_add_many(f, b.keys, b.lens, b.count, NULL) > 0);
+    const char *path = tmp_file(&d, "large.bgf");
+    TU_EQ_I(bg_filter_save(f, path), BG_OK);
+    bg_filter *g, *h;
+    TU_EQ_I(bg_filter_load(&g, path, 0), BG_OK);
+    TU_EQ_I(bg_filter_map(&h, path, 0), BG_OK);
+    assert_same_filter(f, g);
+    assert_same_filter(f, h);
+    TU_EQ_I(bg_filter_contains_many(h, b.keys, b.lens, b.count, NULL), (int64_t)b.count);
+    bg_filter_free(h);
+    bg_filter_free(g);
+    bg_filter_free(f);
+    tu_batch_free(&b);
+    tmpdir_remove(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(golden_bytes),
+        cmocka_unit_test(payload_is_a_redis_bitmap),
+        cmocka_unit_test(every_fault_has_its_status),
+        cmocka_unit_test(allocation_is_bounded_by_the_input),
+        cmocka_unit_test(round_trip),
+        cmocka_unit_test(damaged_files),
+        cmocka_unit_test(io_errors),
+        cmocka_unit_test(large_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
