@@ -5,7 +5,7 @@ GENERATOR  ?= Ninja
 CMAKE_ARGS ?=
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build demo test test-fast test-asan test-tsan bench install clean
+.PHONY: all deps build demo test test-fast test-asan test-tsan test-fuzz bench install clean
 
 all: build
 
@@ -20,11 +20,12 @@ build: deps
 demo: build
 	$(BUILD)/examples/bloomgate-demo
 
-# Every suite through ctest, then the unit tests again under ASan+UBSan and
-# the concurrency tests under TSan, each in its own build tree.
+# Every suite through ctest, then the unit and CLI tests again under ASan+UBSan,
+# the concurrency tests under TSan, and the file loader under libFuzzer, each
+# in its own build tree.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
-	$(MAKE) --no-print-directory test-asan test-tsan
+	$(MAKE) --no-print-directory test-asan test-tsan test-fuzz
 
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE long
@@ -33,13 +34,24 @@ test-asan: deps
 	cmake -S . -B $(BUILD)-asan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 	  -DBG_SANITIZE=address,undefined -DBG_BUILD_EXAMPLES=OFF
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L unit
+	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L "unit|cli"
 
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DBG_SANITIZE=thread -DBG_BUILD_EXAMPLES=OFF
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	ctest --test-dir $(BUILD)-tsan --output-on-failure -L concurrency
+
+# The file loader under libFuzzer (clang, ASan+UBSan): every seed once, then
+# FUZZ_SECONDS (default 60) of fuzzing; a crash leaves its input in
+# $(BUILD)-fuzz/fuzz-artifacts/.
+test-fuzz: deps
+	cmake -S . -B $(BUILD)-fuzz -G "$(GENERATOR)" -DCMAKE_C_COMPILER=clang -DBG_WERROR=ON \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBG_FUZZ=ON -DBG_SANITIZE=address,undefined \
+	  -DBG_BUILD_TESTS=OFF -DBG_BUILD_CLI=OFF -DBG_BUILD_EXAMPLES=OFF \
+	  -DBG_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60)
+	cmake --build $(BUILD)-fuzz -j $(JOBS)
+	ctest --test-dir $(BUILD)-fuzz --output-on-failure -L fuzz
 
 bench: deps
 	cmake -S . -B $(BUILD)-bench -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release -DBG_BUILD_BENCH=ON \
@@ -51,4 +63,4 @@ install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-bench
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-bench $(BUILD)-fuzz

@@ -10,6 +10,7 @@ packages=(
   libcmocka-dev                                  # unit tests
   libbloom-dev                                   # the benchmark's baseline
   clang libclang-rt-dev                          # sanitizers and fuzzing with clang
+  jq                                             # the CLI tests validate --json output
 )
 
 missing=()

@@ -22,7 +22,8 @@
  * says), BG_ETRAILING (longer), BG_ECHECKSUM (damaged bytes), BG_EVARIANT
  * (unknown variant), BG_ETOOBIG (m above the cap), BG_ECORRUPT (fields out of
  * range or contradicting each other), BG_EIO (the operating system said no;
- * errno holds its reason).
+ * errno holds its reason; a path that is not a regular file gets EISDIR for
+ * a directory and ESPIPE for a pipe, socket or device).
  *
  * CRASH SAFETY
  * bg_filter_save writes a new file next to the target (same directory, name
@@ -30,7 +31,9 @@
  * fsyncs the directory. Whenever the process or the machine stops, the
  * target is the complete old file or the complete new one. A crash can leave
  * the temporary file behind; it is never mistaken for the target and may be
- * deleted. */
+ * deleted. A target that is a symbolic link is replaced by a regular file
+ * (the link's destination is left as it was), as with `sed -i`: save to the
+ * link's destination to update that instead. */
 #ifndef BLOOMGATE_FILE_H
 #define BLOOMGATE_FILE_H
 

@@ -43,7 +43,9 @@ typedef struct opened {
  * error the fd is closed (errno kept for BG_EIO). */
 static int open_and_parse(const char *path, opened *o)
 {
-    o->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO would otherwise wait for a writer; the
+     * fstat below refuses it at once. No effect on a regular file. */
+    o->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (o->fd < 0)
         return BG_EIO;
     struct stat st;
@@ -51,7 +53,8 @@ static int open_and_parse(const char *path, opened *o)
     if (fstat(o->fd, &st) != 0)
         goto fail;
     if (!S_ISREG(st.st_mode)) {
-        errno = S_ISDIR(st.st_mode) ? EISDIR : EINVAL; /* not a regular file */
+        /* A pipe, socket or device: the loader needs a length and pread. */
+        errno = S_ISDIR(st.st_mode) ? EISDIR : ESPIPE;
         goto fail;
     }
     o->len = (uint64_t)st.st_size;

@@ -1,0 +1,259 @@
+/* The bloomgate command-line tool: what its source files share.
+ *
+ * Not API: nothing here is installed. The tool uses only the public headers
+ * of the library (<bloomgate/...>), like any other program, and is linked
+ * against the static library.
+ *
+ * CONVENTIONS
+ * Each subcommand is one file (cmd_<name>.c) that fills one cli_command.
+ * A subcommand's run function returns the process's exit status:
+ * CLI_EXIT_OK, CLI_EXIT_ABSENT (check only) or CLI_EXIT_ERROR. Helpers that
+ * can fail print their own message (cli_error) and return -1, so that a
+ * caller only has to pass the failure up. Every message starts with
+ * "bloomgate: " and names the file it is about. */
+#ifndef BG_CLI_H
+#define BG_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <bloomgate/bloomgate.h>
+
+/* Exit statuses (docs/CLI.md, EXIT STATUS). */
+enum {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_ABSENT = 1, /* check: some key is definitely absent */
+    CLI_EXIT_ERROR = 2,  /* any error, including usage errors */
+};
+
+/* Keys per call to bg_filter_add_many / bg_filter_contains_many: enough to
+ * make the per-call cost vanish, few enough that the pointer arrays stay in
+ * L1/L2. */
+#define CLI_BATCH 4096u
+
+/* The key reader's buffer starts at this size and grows, for a key that does
+ * not fit, up to CLI_MAX_KEY + 1 bytes (the key and its separator). */
+#define CLI_READ_BUFFER (1u << 20)
+
+/* The longest key accepted on standard input, in bytes. A longer
+ * one is an error: nothing is saved. docs/CLI.md states this value. */
+#define CLI_MAX_KEY (16u << 20)
+
+/* ---- subcommands ------------------------------------------------------ */
+
+typedef struct cli_command {
+    const char *name;
+    const char *summary; /* one line for `bloomgate --help` */
+    const char *usage;   /* the synopsis lines, each starting "bloomgate NAME" */
+    const char *help;    /* everything after the synopsis, for NAME --help */
+    int (*run)(int argc, char **argv);
+} cli_command;
+
+extern const cli_command cli_cmd_calc;
+extern const cli_command cli_cmd_create;
+extern const cli_command cli_cmd_add;
+extern const cli_command cli_cmd_check;
+extern const cli_command cli_cmd_info;
+extern const cli_command cli_cmd_merge;
+extern const cli_command cli_cmd_intersect;
+
+/* Prints the command's full help on stdout (for --help); returns
+ * CLI_EXIT_OK, or CLI_EXIT_ERROR if stdout cannot be written. */
+int cli_help(const cli_command *cmd);
+
+/* Prints "bloomgate NAME: <message>", the synopsis and a hint at --help on
+ * stderr; returns CLI_EXIT_ERROR. For usage errors (bad flag, missing
+ * argument). */
+int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Turns what getopt_long returned for a bad option ('?': unknown option;
+ * ':': missing value, as every option string starts with ':') into a usage
+ * error naming the option. Returns CLI_EXIT_ERROR. */
+int cli_bad_option(const cli_command *cmd, int c, char **argv);
+
+/* ---- messages --------------------------------------------------------- */
+
+/* "bloomgate: <message>\n" on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "bloomgate: PATH: <what>: <problem>\n", where <problem> is bg_strerror(status)
+ * or, for BG_EIO, strerror(err) (pass errno as it was right after the
+ * failing call). `what` (e.g. "cannot save") may be NULL; it is only printed
+ * for BG_EIO, whose cause alone ("No such file or directory") does not say
+ * which step failed. */
+void cli_file_error(const char *path, const char *what, int status, int err);
+
+/* ---- numbers ---------------------------------------------------------- */
+
+/* Strict parsers for option values: the whole string must be the number.
+ * On failure they print "bloomgate: FLAG: 'TEXT' <problem>" and return -1.
+ *
+ * cli_parse_count: a whole number in [min, max], written as digits
+ *   ("10000000") or in decimal scientific notation that is a whole number
+ *   ("1e7", "2.5e6"). No sign, no spaces, no suffixes.
+ * cli_parse_rate: a decimal in the open interval (0, 1), e.g. "0.01", "1e-3".
+ * cli_parse_seed: any 64-bit value, in decimal or as 0x followed by at most
+ *   16 hex digits. */
+int cli_parse_count(const char *flag, const char *text, uint64_t min, uint64_t max,
+                    uint64_t *out);
+int cli_parse_rate(const char *flag, const char *text, double *out);
+int cli_parse_seed(const char *flag, const char *text, uint64_t *out);
+
+/* ---- output ----------------------------------------------------------- */
+
+/* A write buffer over a file descriptor: one write(2) per CLI_READ_BUFFER
+ * bytes instead of a stdio call per key. The first write error is kept in
+ * `err` (an errno value) and later writes are dropped; cli_out_close
+ * reports it. */
+typedef struct cli_out {
+    int fd;
+    int err;
+    char *buf;
+    size_t len;
+    size_t cap;
+} cli_out;
+
+/* Allocates the buffer. -1 (message printed) if out of memory. */
+int cli_out_open(cli_out *o, int fd);
+/* Writes what is buffered. 0, or -1 with o->err set. */
+int cli_out_flush(cli_out *o);
+/* Flushes and frees; returns 0, or -1 after printing
+ * "bloomgate: standard output: <strerror>". */
+int cli_out_close(cli_out *o);
+void cli_out_slow(cli_out *o, const void *p, size_t n);
+void cli_out_printf(cli_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static inline void cli_out_write(cli_out *o, const void *p, size_t n)
+{
+    if (o->cap - o->len >= n) {
+        if (n > 0) {
+            memcpy(o->buf + o->len, p, n);
+            o->len += n;
+        }
+        return;
+    }
+    cli_out_slow(o, p, n);
+}
+
+static inline void cli_out_byte(cli_out *o, char c)
+{
+    if (o->len < o->cap)
+        o->buf[o->len++] = c;
+    else
+        cli_out_slow(o, &c, 1);
+}
+
+/* A JSON string: quotes, escapes, and U+FFFD for each byte that is not part
+ * of valid UTF-8 (JSON text must be UTF-8). */
+void cli_out_json_string(cli_out *o, const void *s, size_t len);
+/* The same into a stdio stream. */
+void cli_json_string(FILE *fp, const char *s);
+
+/* The shortest "%.*g" that reads back as the same double; "null" for NaN
+ * and infinities (JSON has no such numbers). buf holds at least 32 bytes. */
+const char *cli_fmt_double(char buf[32], double v);
+
+/* Flushes stdout; returns 0, or -1 after printing the write error. Every
+ * subcommand that prints through stdio calls it before returning success. */
+int cli_stdout_close(void);
+
+/* ---- keys ------------------------------------------------------------- */
+
+/* Reads keys from a file descriptor in batches, in constant memory.
+ *
+ * HOW IT WORKS
+ * One buffer (CLI_READ_BUFFER bytes) is filled with read(2); memchr finds
+ * each separator ('\n', or '\0' with -0) and the key is handed out as a
+ * pointer into the buffer, with no copy. cli_keys_next returns up to
+ * CLI_BATCH such keys at a time; they stay valid until the next call, which
+ * may move the unfinished last key to the front of the buffer before
+ * reading more. A key that does not fit in the buffer doubles it, up to
+ * CLI_MAX_KEY + 1 bytes; a longer key is an error.
+ *
+ * KEY RULES
+ * A key is the bytes between two separators: every line is a key, the
+ * empty line too, and the separator is not part of it (so "\r" before "\n"
+ * is). The input's last key needs no separator after it, and a separator
+ * at the very end does not start another key: "a\nb\n" and "a\nb" are both
+ * the keys "a" and "b", "\n" is one empty key, and empty input is no key. */
+typedef struct cli_keys {
+    const void *keys[CLI_BATCH];
+    size_t lens[CLI_BATCH];
+    size_t count;         /* keys in the current batch */
+    uint64_t total_keys;  /* keys handed out so far, this batch included */
+    uint64_t bytes_read;  /* bytes read from fd so far */
+    uint64_t input_bytes; /* bytes the input will have in all, 0 if unknown */
+
+    int fd;
+    char sep;
+    bool eof;
+    char *buf;
+    size_t cap, len, pos;
+    int err;         /* after a failure: errno, or 0 for "key too long" */
+} cli_keys;
+
+/* Prepares to read fd (not closed by cli_keys_end). input_bytes is set when
+ * fd is a regular file. -1 (message printed) if out of memory. */
+int cli_keys_begin(cli_keys *r, int fd, char sep);
+/* The next batch: returns the number of keys in r->keys/r->lens (> 0), 0 at
+ * the end of the input, or -1 on failure (r->err; cli_keys_error prints
+ * it). */
+int cli_keys_next(cli_keys *r);
+/* Prints the failure of cli_keys_next: "bloomgate: CMD: standard input: ...". */
+void cli_keys_error(const cli_keys *r, const char *cmd);
+void cli_keys_end(cli_keys *r);
+
+/* ---- progress --------------------------------------------------------- */
+
+/* A one-line progress report on stderr for long operations: count, rate,
+ * and percentage and ETA when the total is known. Only when stderr is a
+ * terminal and the caller is not quiet; redrawn at most every 100 ms (the
+ * caller calls cli_progress_update once per batch, and the clock is read
+ * there, not per key); cli_progress_end clears the line. */
+typedef struct cli_progress {
+    bool on;
+    bool drawn;
+    const char *label; /* e.g. "add users.bgf" */
+    const char *unit;  /* e.g. "keys" */
+    double start;
+    double last;
+} cli_progress;
+
+void cli_progress_begin(cli_progress *p, const char *label, const char *unit, bool quiet);
+/* count: units done; done/total: progress towards a known end (bytes, or
+ * files), total 0 if unknown. */
+void cli_progress_update(cli_progress *p, uint64_t count, uint64_t done, uint64_t total);
+void cli_progress_end(cli_progress *p);
+
+/* Seconds on the monotonic clock. */
+double cli_now(void);
+
+/* ---- saving ----------------------------------------------------------- */
+
+/* bg_filter_save with SIGINT, SIGTERM, SIGHUP and SIGQUIT held back for its
+ * duration, so that an interrupt cannot leave the temporary file behind:
+ * the save finishes (or fails) and then the signal takes effect. Returns
+ * as bg_filter_save; *err gets errno right after it. */
+int cli_save(const bg_filter *f, const char *path, int *err);
+
+/* ---- sizing options (calc, create) ------------------------------------ */
+
+/* Parses the value of -n, -p, -m or -k (c) into *s. -1 (message printed). */
+int cli_sizing_option(int c, const char *arg, bg_sizing *s);
+/* NULL if the known fields of *s are a combination bg_sizing_solve can
+ * solve, else what is wrong with it (for a usage error). */
+const char *cli_sizing_given_error(const bg_sizing *s);
+/* Why bg_sizing_solve (or bg_filter_new) refused `given` for variant v with
+ * status rc, in words that name the option at fault. */
+void cli_sizing_explain(bg_variant v, const bg_sizing *given, int rc, char *buf, size_t size);
+/* "1.17 KiB": binary units, three significant digits. */
+void cli_fmt_bytes(char *buf, size_t size, uint64_t bytes);
+
+/* Reads a variant name for --variant; -1 (message printed) if unknown. */
+int cli_parse_variant(const char *text, bg_variant *out);
+
+#endif

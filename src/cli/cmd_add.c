@@ -1,0 +1,188 @@
+/* bloomgate add: adds keys to a filter file.
+ *
+ * The file is loaded into memory, the keys are added in batches straight
+ * from the read buffer (cli.h, "keys"), and the filter is saved back with
+ * bg_filter_save only after the last key: any failure before that (a read
+ * error, a key over the limit, a signal) leaves the file exactly as it was,
+ * and the save itself replaces the file atomically. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Adds argv's keys. Returns the number of new keys, or -1. */
+static int64_t add_args(bg_filter *f, char **keys, size_t n)
+{
+    const void *ptrs[CLI_BATCH];
+    size_t lens[CLI_BATCH];
+    int64_t added = 0;
+    for (size_t at = 0; at < n; at += CLI_BATCH) {
+        size_t count = n - at < CLI_BATCH ? n - at : CLI_BATCH;
+        for (size_t i = 0; i < count; i++) {
+            ptrs[i] = keys[at + i];
+            lens[i] = strlen(keys[at + i]);
+        }
+        int64_t rc = bg_filter_add_many(f, ptrs, lens, count, NULL);
+        if (rc < 0) {
+            cli_error("add: %s", bg_strerror((int)rc));
+            return -1;
+        }
+        added += rc;
+    }
+    return added;
+}
+
+/* Adds the keys on stdin; *read gets how many were read. Returns the
+ * number of new keys, or -1. */
+static int64_t add_stdin(bg_filter *f, char sep, bool quiet, const char *path, uint64_t *read)
+{
+    cli_keys r;
+    if (cli_keys_begin(&r, STDIN_FILENO, sep) != 0)
+        return -1;
+    char label[256];
+    snprintf(label, sizeof label, "bloomgate add %s", path);
+    cli_progress prog;
+    cli_progress_begin(&prog, label, "keys", quiet);
+    int64_t added = 0;
+    int n;
+    while ((n = cli_keys_next(&r)) > 0) {
+        int64_t rc = bg_filter_add_many(f, r.keys, r.lens, (size_t)n, NULL);
+        if (rc < 0) {
+            cli_progress_end(&prog);
+            cli_error("add: %s", bg_strerror((int)rc));
+            cli_keys_end(&r);
+            return -1;
+        }
+        added += rc;
+        cli_progress_update(&prog, r.total_keys, r.bytes_read, r.input_bytes);
+    }
+    cli_progress_end(&prog);
+    *read = r.total_keys;
+    if (n < 0) {
+        cli_keys_error(&r, "add");
+        cli_keys_end(&r);
+        return -1;
+    }
+    cli_keys_end(&r);
+    return added;
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"null", no_argument, NULL, '0'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    char sep = '\n';
+    bool quiet = false, json = false;
+    int c;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":0qh", longs, NULL)) != -1) {
+        switch (c) {
+        case '0':
+            sep = '\0';
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'h':
+            return cli_help(&cli_cmd_add);
+        default:
+            return cli_bad_option(&cli_cmd_add, c, argv);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(&cli_cmd_add, "no FILE given");
+    const char *path = argv[optind++];
+    size_t nargs = (size_t)(argc - optind);
+
+    bg_filter *f;
+    int rc = bg_filter_load(&f, path, BG_FILE_SINGLE_WRITER);
+    if (rc != BG_OK) {
+        int err = errno;
+        cli_file_error(path, "cannot load", rc, err);
+        if (rc == BG_EIO && err == ENOENT)
+            cli_error("%s: create it first: bloomgate create %s -n N -p P", path, path);
+        return CLI_EXIT_ERROR;
+    }
+
+    uint64_t read = nargs;
+    int64_t added = nargs > 0 ? add_args(f, argv + optind, nargs)
+                              : add_stdin(f, sep, quiet, path, &read);
+    if (added < 0) {
+        cli_error("%s: not changed", path);
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
+    int err;
+    rc = cli_save(f, path, &err);
+    if (rc != BG_OK) {
+        cli_file_error(path, "cannot save", rc, err);
+        cli_error("%s: not changed", path);
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
+
+    uint64_t items = bg_filter_items(f);
+    bg_filter_stats s;
+    bg_filter_stats_get(f, &s);
+    bg_filter_free(f);
+    if (json) {
+        printf("{\"file\":");
+        cli_json_string(stdout, path);
+        printf(",\"keys\":%llu,\"new\":%lld,\"items\":%llu,\"capacity\":%llu}\n",
+               (unsigned long long)read, (long long)added, (unsigned long long)items,
+               (unsigned long long)s.capacity);
+        if (cli_stdout_close() != 0)
+            return CLI_EXIT_ERROR;
+    }
+    if (!quiet) {
+        if (!json)
+            fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items\n", path,
+                    (unsigned long long)read, (long long)added, (unsigned long long)items);
+        /* Past its capacity a filter still never misses a key, but lets more
+         * absent keys through than it was built for: say so. */
+        if (s.capacity > 0 && items > s.capacity)
+            fprintf(stderr,
+                    "bloomgate: %s: warning: %llu items exceed the capacity %llu; the "
+                    "false-positive rate is now about %.3g (built for %g)\n",
+                    path, (unsigned long long)items, (unsigned long long)s.capacity,
+                    bg_sizing_fp_rate(s.variant, s.bits, items, s.hashes), s.error_rate);
+    }
+    return CLI_EXIT_OK;
+}
+
+const cli_command cli_cmd_add = {
+    .name = "add",
+    .summary = "add keys (arguments, or lines of stdin) to a filter file",
+    .usage = "bloomgate add [-0] [-q] [--json] FILE [--] [KEY...]\n",
+    .help =
+        "Adds the KEYs to the filter in FILE, or, when no KEY is given, every key\n"
+        "read from standard input: one key per line, or NUL-separated with -0.\n"
+        "FILE is replaced only once all keys are in, atomically: if anything fails\n"
+        "(a read error, a key over the limit, an interrupt) it is left unchanged.\n"
+        "\n"
+        "Keys on standard input: every line is a key, byte for byte, without its\n"
+        "'\\n' (an empty line is the empty key; a '\\r' is kept); the last line needs\n"
+        "no '\\n'. At most 16 MiB per key.\n"
+        "\n"
+        "  -0, --null    keys on stdin end with a NUL byte instead of a newline\n"
+        "  -q, --quiet   no summary and no progress line on stderr\n"
+        "      --json    print the summary as JSON on stdout: file, keys (read),\n"
+        "                new (definitely absent before), items, capacity\n"
+        "  -h, --help    this help\n"
+        "  --            end of options: later arguments are keys, even '-x'\n"
+        "\n"
+        "Examples: bloomgate add users.bgf alice bob\n"
+        "          psql -At -c 'select id from products' | bloomgate add products.bgf\n",
+    .run = run,
+};

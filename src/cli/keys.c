@@ -1,0 +1,126 @@
+/* The key reader (cli.h, "keys"): keys from a stream, in batches, in
+ * constant memory. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int cli_keys_begin(cli_keys *r, int fd, char sep)
+{
+    memset(r, 0, sizeof *r);
+    r->fd = fd;
+    r->sep = sep;
+    r->cap = CLI_READ_BUFFER;
+    r->buf = malloc(r->cap);
+    if (!r->buf) {
+        cli_error("out of memory");
+        return -1;
+    }
+    /* The total is known for a regular file (`add f < keys.txt`): what is
+     * left of it from the current offset. */
+    struct stat st;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        off_t at = lseek(fd, 0, SEEK_CUR);
+        if (at >= 0 && at <= st.st_size)
+            r->input_bytes = (uint64_t)(st.st_size - at);
+    }
+    return 0;
+}
+
+void cli_keys_end(cli_keys *r)
+{
+    free(r->buf);
+    r->buf = NULL;
+}
+
+/* Makes room for more input: moves the unfinished key to the front, and
+ * grows the buffer when that key fills it. 0, or -1 (r->err). */
+static int make_room(cli_keys *r)
+{
+    size_t rest = r->len - r->pos;
+    if (r->pos > 0) {
+        memmove(r->buf, r->buf + r->pos, rest);
+        r->len = rest;
+        r->pos = 0;
+    }
+    if (r->len < r->cap)
+        return 0;
+    /* One key fills the whole buffer and has no separator yet. */
+    if (r->cap >= (size_t)CLI_MAX_KEY + 1) {
+        r->err = 0;
+        return -1;
+    }
+    size_t cap = r->cap * 2;
+    if (cap > (size_t)CLI_MAX_KEY + 1)
+        cap = (size_t)CLI_MAX_KEY + 1;
+    char *buf = realloc(r->buf, cap);
+    if (!buf) {
+        r->err = ENOMEM;
+        return -1;
+    }
+    r->buf = buf;
+    r->cap = cap;
+    return 0;
+}
+
+int cli_keys_next(cli_keys *r)
+{
+    r->count = 0;
+    for (;;) {
+        /* Hand out every complete key already in the buffer. */
+        while (r->count < CLI_BATCH) {
+            char *start = r->buf + r->pos;
+            char *end = memchr(start, r->sep, r->len - r->pos);
+            if (!end)
+                break;
+            r->keys[r->count] = start;
+            r->lens[r->count] = (size_t)(end - start);
+            r->count++;
+            r->pos += (size_t)(end - start) + 1;
+        }
+        if (r->count == CLI_BATCH)
+            break;
+        if (r->eof) {
+            /* The last key needs no separator. */
+            if (r->pos < r->len) {
+                r->keys[r->count] = r->buf + r->pos;
+                r->lens[r->count] = r->len - r->pos;
+                r->count++;
+                r->pos = r->len;
+            }
+            break;
+        }
+        /* The keys handed out point into the buffer: return them before
+         * make_room moves its contents. */
+        if (r->count > 0)
+            break;
+        if (make_room(r) != 0)
+            return -1;
+        ssize_t n;
+        do
+            n = read(r->fd, r->buf + r->len, r->cap - r->len);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+            r->err = errno;
+            return -1;
+        }
+        if (n == 0)
+            r->eof = true;
+        r->len += (size_t)n;
+        r->bytes_read += (uint64_t)n;
+    }
+    r->total_keys += r->count;
+    return (int)r->count;
+}
+
+void cli_keys_error(const cli_keys *r, const char *cmd)
+{
+    if (r->err == 0)
+        cli_error("%s: standard input: key %llu is longer than %u bytes (the limit)",
+                  cmd, (unsigned long long)r->total_keys + 1, (unsigned)CLI_MAX_KEY);
+    else
+        cli_error("%s: standard input: %s", cmd, strerror(r->err));
+}

@@ -1,0 +1,456 @@
+/* Messages, strict number parsing, buffered output and JSON for the CLI. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- messages --------------------------------------------------------- */
+
+void cli_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bloomgate: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void cli_file_error(const char *path, const char *what, int status, int err)
+{
+    if (status == BG_EIO) {
+        if (what)
+            cli_error("%s: %s: %s", path, what, strerror(err));
+        else
+            cli_error("%s: %s", path, strerror(err));
+    } else {
+        cli_error("%s: %s", path, bg_strerror(status));
+    }
+}
+
+static void print_usage_lines(FILE *fp, const cli_command *cmd)
+{
+    fprintf(fp, "usage: %s", cmd->usage);
+}
+
+int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bloomgate %s: ", cmd->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    print_usage_lines(stderr, cmd);
+    fprintf(stderr, "Try 'bloomgate %s --help' for more.\n", cmd->name);
+    return CLI_EXIT_ERROR;
+}
+
+int cli_bad_option(const cli_command *cmd, int c, char **argv)
+{
+    /* optind has moved past the offending word (for a missing value, past
+     * the option itself), so argv[optind - 1] is the word to name. */
+    const char *word = optind > 0 ? argv[optind - 1] : "?";
+    if (c == ':')
+        return cli_usage_error(cmd, "option '%s' needs a value", word);
+    const char *eq = strchr(word, '=');
+    if (optopt != 0 && strncmp(word, "--", 2) == 0 && eq)
+        return cli_usage_error(cmd, "option '%.*s' takes no value", (int)(eq - word), word);
+    if (optopt != 0 && strncmp(word, "--", 2) != 0)
+        return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+    return cli_usage_error(cmd, "unknown option '%s'", word);
+}
+
+int cli_help(const cli_command *cmd)
+{
+    print_usage_lines(stdout, cmd);
+    fputs("\n", stdout);
+    fputs(cmd->help, stdout);
+    return cli_stdout_close() == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+}
+
+int cli_stdout_close(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        int err = errno;
+        cli_error("standard output: %s", strerror(err ? err : EIO));
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- numbers ---------------------------------------------------------- */
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* True if `s` is a plain decimal: digits, an optional fraction, an optional
+ * exponent; at least one digit before the exponent. This is stricter than
+ * strtod, which also takes signs, spaces, "inf", "nan" and hex floats. */
+static bool is_decimal(const char *s)
+{
+    size_t digits = 0;
+    while (is_digit(*s)) {
+        s++;
+        digits++;
+    }
+    if (*s == '.') {
+        s++;
+        while (is_digit(*s)) {
+            s++;
+            digits++;
+        }
+    }
+    if (digits == 0)
+        return false;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '+' || *s == '-')
+            s++;
+        if (!is_digit(*s))
+            return false;
+        while (is_digit(*s))
+            s++;
+    }
+    return *s == '\0';
+}
+
+int cli_parse_count(const char *flag, const char *text, uint64_t min, uint64_t max,
+                    uint64_t *out)
+{
+    uint64_t v;
+    if (text[0] == '-' && is_decimal(text + 1)) {
+        cli_error("%s: '%s' is negative", flag, text);
+        return -1;
+    }
+    if (!is_decimal(text)) {
+        cli_error("%s: '%s' is not a number", flag, text);
+        return -1;
+    }
+    if (strspn(text, "0123456789") == strlen(text)) {
+        errno = 0;
+        unsigned long long u = strtoull(text, NULL, 10);
+        if (errno == ERANGE) {
+            cli_error("%s: '%s' is too large (at most %llu)", flag, text,
+                      (unsigned long long)max);
+            return -1;
+        }
+        v = (uint64_t)u;
+    } else {
+        double d = strtod(text, NULL);
+        if (d >= 18446744073709551616.0) {
+            cli_error("%s: '%s' is too large (at most %llu)", flag, text,
+                      (unsigned long long)max);
+            return -1;
+        }
+        if (d != floor(d)) {
+            cli_error("%s: '%s' is not a whole number", flag, text);
+            return -1;
+        }
+        v = (uint64_t)d;
+    }
+    if (v > max) {
+        cli_error("%s: '%s' is too large (at most %llu)", flag, text, (unsigned long long)max);
+        return -1;
+    }
+    if (v < min) {
+        cli_error("%s: '%s' is too small (at least %llu)", flag, text, (unsigned long long)min);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_rate(const char *flag, const char *text, double *out)
+{
+    if (text[0] == '-' && is_decimal(text + 1)) {
+        cli_error("%s: '%s' is negative; a rate is between 0 and 1, e.g. 0.01", flag, text);
+        return -1;
+    }
+    if (!is_decimal(text)) {
+        cli_error("%s: '%s' is not a number; a rate is between 0 and 1, e.g. 0.01", flag, text);
+        return -1;
+    }
+    double d = strtod(text, NULL);
+    if (!(d > 0.0 && d < 1.0)) {
+        cli_error("%s: '%s' is not between 0 and 1 (both excluded)", flag, text);
+        return -1;
+    }
+    *out = d;
+    return 0;
+}
+
+int cli_parse_seed(const char *flag, const char *text, uint64_t *out)
+{
+    if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        const char *hex = text + 2;
+        size_t n = strspn(hex, "0123456789abcdefABCDEF");
+        if (n == 0 || hex[n] != '\0') {
+            cli_error("%s: '%s' is not a hex number", flag, text);
+            return -1;
+        }
+        if (n > 16) {
+            cli_error("%s: '%s' does not fit in 64 bits", flag, text);
+            return -1;
+        }
+        *out = (uint64_t)strtoull(hex, NULL, 16);
+        return 0;
+    }
+    if (text[0] == '-') {
+        cli_error("%s: '%s' is negative", flag, text);
+        return -1;
+    }
+    size_t n = strspn(text, "0123456789");
+    if (n == 0 || text[n] != '\0') {
+        cli_error("%s: '%s' is not a number (decimal, or hex with 0x)", flag, text);
+        return -1;
+    }
+    errno = 0;
+    unsigned long long u = strtoull(text, NULL, 10);
+    if (errno == ERANGE) {
+        cli_error("%s: '%s' does not fit in 64 bits", flag, text);
+        return -1;
+    }
+    *out = (uint64_t)u;
+    return 0;
+}
+
+int cli_parse_variant(const char *text, bg_variant *out)
+{
+    if (bg_variant_parse(text, out) != BG_OK) {
+        cli_error("--variant: '%s' is not a variant (standard or blocked)", text);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- output ----------------------------------------------------------- */
+
+int cli_out_open(cli_out *o, int fd)
+{
+    o->fd = fd;
+    o->err = 0;
+    o->len = 0;
+    o->cap = CLI_READ_BUFFER;
+    o->buf = malloc(o->cap);
+    if (!o->buf) {
+        cli_error("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int cli_out_flush(cli_out *o)
+{
+    size_t at = 0;
+    while (at < o->len && o->err == 0) {
+        ssize_t n = write(o->fd, o->buf + at, o->len - at);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            o->err = errno;
+            break;
+        }
+        at += (size_t)n;
+    }
+    o->len = 0;
+    return o->err ? -1 : 0;
+}
+
+void cli_out_slow(cli_out *o, const void *p, size_t n)
+{
+    const char *s = p;
+    while (n > 0) {
+        if (o->len == o->cap)
+            cli_out_flush(o);
+        size_t room = o->cap - o->len;
+        size_t take = n < room ? n : room;
+        memcpy(o->buf + o->len, s, take);
+        o->len += take;
+        s += take;
+        n -= take;
+    }
+}
+
+void cli_out_printf(cli_out *o, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof small) {
+        cli_out_write(o, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        o->err = o->err ? o->err : ENOMEM;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    cli_out_write(o, big, (size_t)n);
+    free(big);
+}
+
+int cli_out_close(cli_out *o)
+{
+    int rc = cli_out_flush(o);
+    free(o->buf);
+    o->buf = NULL;
+    if (rc != 0) {
+        cli_error("standard output: %s", strerror(o->err));
+        return -1;
+    }
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s[0, n), or 0 if it is not one
+ * (RFC 3629: no overlongs, no surrogates, nothing above U+10FFFF). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (n < len)
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return len;
+}
+
+void cli_out_json_string(cli_out *o, const void *key, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *s = key;
+    cli_out_byte(o, '"');
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = s[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            /* the common case: a run of plain ASCII */
+            size_t j = i + 1;
+            while (j < len && s[j] >= 0x20 && s[j] < 0x80 && s[j] != '"' && s[j] != '\\')
+                j++;
+            cli_out_write(o, s + i, j - i);
+            i = j;
+            continue;
+        }
+        if (c < 0x80) {
+            char esc[6] = {'\\', 0, 0, 0, 0, 0};
+            size_t n = 2;
+            switch (c) {
+            case '"': esc[1] = '"'; break;
+            case '\\': esc[1] = '\\'; break;
+            case '\n': esc[1] = 'n'; break;
+            case '\t': esc[1] = 't'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\b': esc[1] = 'b'; break;
+            case '\f': esc[1] = 'f'; break;
+            default:
+                esc[1] = 'u';
+                esc[2] = '0';
+                esc[3] = '0';
+                esc[4] = hex[c >> 4];
+                esc[5] = hex[c & 15];
+                n = 6;
+            }
+            cli_out_write(o, esc, n);
+            i++;
+            continue;
+        }
+        size_t n = utf8_seq(s + i, len - i);
+        if (n == 0) {
+            cli_out_write(o, "\xEF\xBF\xBD", 3); /* U+FFFD */
+            i++;
+        } else {
+            cli_out_write(o, s + i, n);
+            i += n;
+        }
+    }
+    cli_out_byte(o, '"');
+}
+
+void cli_json_string(FILE *fp, const char *s)
+{
+    /* Escaping at most sextuples a byte ("\u00XX"); a name too long for
+     * the stack buffer gets a heap one. */
+    char small[4096];
+    size_t len = strlen(s);
+    size_t need = len * 6 + 2;
+    char *buf = need <= sizeof small ? small : malloc(need);
+    if (!buf) {
+        fputs("\"\"", fp);
+        return;
+    }
+    cli_out o = {.fd = -1, .buf = buf, .cap = need};
+    cli_out_json_string(&o, s, len);
+    fwrite(buf, 1, o.len, fp);
+    if (buf != small)
+        free(buf);
+}
+
+const char *cli_fmt_double(char buf[32], double v)
+{
+    if (!isfinite(v)) {
+        strcpy(buf, "null");
+        return buf;
+    }
+    for (int prec = 6; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    return buf;
+}
+
+/* ---- saving ----------------------------------------------------------- */
+
+int cli_save(const bg_filter *f, const char *path, int *err)
+{
+    sigset_t hold, old;
+    sigemptyset(&hold);
+    sigaddset(&hold, SIGINT);
+    sigaddset(&hold, SIGTERM);
+    sigaddset(&hold, SIGHUP);
+    sigaddset(&hold, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &hold, &old);
+    errno = 0;
+    int rc = bg_filter_save(f, path);
+    *err = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
