@@ -40,7 +40,10 @@ extern "C" {
     X(ETRUNC,    -12, "file is truncated")                                        \
     X(ETRAILING, -13, "trailing bytes after the filter's payload")                \
     X(ECORRUPT,  -14, "file fields are out of range or contradict each other")    \
-    X(EREADONLY, -15, "filter is read-only (a mapped file)")
+    X(EREADONLY, -15, "filter is read-only (a mapped file)")                      \
+    X(EABSENT,   -16, "key is definitely absent: nothing removed")                \
+    X(EFULL,     -17, "non-scaling filter is full")                               \
+    X(ELAYERS,   -18, "scalable filter has reached its maximum number of layers")
 
 typedef enum bg_status {
 #define BG__STATUS_ENUM(name, value, msg) BG_##name = (value),

@@ -4,9 +4,12 @@
  * then the filter's bit array (the payload) exactly as <bloomgate/filter.h>
  * numbers it: bit i at byte i / 8, mask 0x80 >> (i % 8), Redis's SETBIT
  * order, so a standard filter's payload is byte for byte a Redis bitmap.
- * An XXH3-64 checksum covers the header and the payload. The layout, field
- * by field, is in docs/FORMAT.md; tests/unit/test_file.c pins it with golden
- * bytes.
+ * An XXH3-64 checksum covers the header and the payload. A scalable filter
+ * is written as format version 2: a 128-byte header with its growth
+ * parameters, then each layer as the version-1 image of that layer (padded
+ * to a multiple of 64 bytes), one checksum over all of it. Every call below
+ * works on both. The layout, field by field, is in docs/FORMAT.md;
+ * tests/unit/test_file.c and test_scalable.c pin it with golden bytes.
  *
  *   bg_filter_save(f, "users.bgf");                    crash-safe replace
  *   bg_filter_load(&f, "users.bgf", 0);                in memory, writable
@@ -47,11 +50,14 @@
 extern "C" {
 #endif
 
-/* The format this library writes. It reads every version up to this one. */
-#define BG_FILE_VERSION 1u
+/* The newest format this library writes; it reads every version up to this
+ * one. Version 1 holds a standard, blocked or counting filter and is still
+ * what they are written as (their bytes never change); version 2 holds a
+ * scalable filter: a container of version-1 layer images (docs/FORMAT.md). */
+#define BG_FILE_VERSION 2u
 
-/* Bytes in a version-1 header; the payload starts at a multiple of 64 at or
- * after it. */
+/* Bytes in a header (both versions); the payload starts at a multiple of 64
+ * at or after it. */
 #define BG_FILE_HEADER_BYTES 128u
 
 /* Hash function ids (the header's hash field). */
@@ -68,7 +74,12 @@ enum {
     BG_FILE_SINGLE_WRITER = 1u << 1,
 };
 
-/* What a file's header says, and whether its checksum holds. */
+/* What a file's header says, and whether its checksum holds. For a
+ * scalable filter (version 2) the fields are the totals that
+ * bg_filter_stats_get gives for the filter the file holds: bits, capacity,
+ * items and payload_bytes are sums over the layers, hashes is the newest
+ * layer's k, and payload_offset is where the first layer's payload starts
+ * (each layer's own header and padding lie between the payloads). */
 typedef struct bg_file_info {
     uint32_t version;          /* format version */
     uint32_t header_bytes;     /* header length */
@@ -80,18 +91,23 @@ typedef struct bg_file_info {
     uint64_t capacity;         /* n the filter was sized for, 0 if sized by m, k */
     uint64_t items;            /* the filter's item count when saved */
     uint64_t payload_offset;   /* bytes from the start of the file */
-    uint64_t payload_bytes;    /* ceil(m / 8) */
+    uint64_t payload_bytes;    /* ceil(m / 8) (counting: ceil(4 m / 8)) */
     uint64_t file_bytes;       /* the whole input */
     uint64_t checksum;         /* stored XXH3-64 */
     /* BG_OK: the checksum was computed and matches; BG_ECHECKSUM: it does
      * not; 1: not computed (BG_FILE_NO_VERIFY). */
     int checksum_status;
+    uint32_t layers;           /* 1, or a scalable filter's layers */
+    /* A scalable filter's growth parameters, as bg_filter_scaling_get gives
+     * them for the filter the file holds; all zero for version 1. */
+    bg_filter_scaling scaling;
 } bg_file_info;
 
 /* Saves `f` to `path`, replacing any file there crash-safely (CRASH SAFETY
  * above). A new file gets mode 0666 minus the umask; a replaced one keeps its
  * mode. Safe while other threads add to `f` (filter.h THREADS): the file is
- * some state between the one before the call and the one after, and its
+ * some state between the one before the call and the one after (a scalable
+ * filter: with the layers it had when the call began), and its
  * checksum matches the bytes written. Returns BG_OK, BG_EINVAL or BG_EIO
  * (errno set; the target is untouched and the temporary file removed).
  * Allocates a 1 MiB buffer for the duration of the call (BG_ENOMEM). */
@@ -102,7 +118,10 @@ BG_API int bg_filter_encoded_size(const bg_filter *f, uint64_t *out);
 
 /* Writes `f` as a file image into buf[0, len); *written (may be NULL) gets
  * its size. Returns BG_OK, BG_EINVAL (NULL argument, or len less than
- * bg_filter_encoded_size). Nothing is allocated. */
+ * bg_filter_encoded_size). A scalable filter is written with the layers it
+ * has when the call starts; one that other threads made grow since
+ * bg_filter_encoded_size may need more room (BG_EINVAL: ask again). Nothing
+ * is allocated. */
 BG_API int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written);
 
 /* Reads a file image from buf[0, len) into a new writable filter *out (NULL
@@ -126,7 +145,8 @@ BG_API int bg_filter_load(bg_filter **out, const char *path, unsigned flags);
  * otherwise it reads the whole file once to verify the checksum.
  * bg_filter_free unmaps. Replacing the file with bg_filter_save is safe
  * while it is mapped (the mapping keeps the old file); writing into the
- * file in place is not. Returns as bg_filter_load. */
+ * file in place is not. A scalable filter is mapped as one read-only
+ * mapping that all its layers use. Returns as bg_filter_load. */
 BG_API int bg_filter_map(bg_filter **out, const char *path, unsigned flags);
 
 /* 1 if `f` is read-only (from bg_filter_map), 0 if not, BG_EINVAL for NULL. */

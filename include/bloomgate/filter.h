@@ -44,11 +44,88 @@
  * state between the one before and the one after; the item count is exact
  * only without unions, which count by estimate). bg_filter_clear,
  * bg_filter_intersect and bg_filter_free must not run concurrently with
- * anything else on the same filter.
+ * anything else on the same filter. Scalable filters: see SCALABLE.
+ * Counting filters: bg_filter_remove* joins the writing calls. With
+ * BG_CONCURRENT_WRITERS every counter update is a compare-and-swap on its
+ * 64-bit word, so concurrent adds, removes, unions (as destination) and
+ * queries never lose an increment or a decrement; with BG_SINGLE_WRITER a
+ * remove is a write like an add (one writing thread at a time). A remove
+ * checks that its k counters are non-zero, then decrements them one by
+ * one: the two steps together are not atomic. When every remove undoes an
+ * add of the same key that happened before it (program order, a join, any
+ * release/acquire pair), then however the calls interleave:
+ *   - such a remove never returns BG_EABSENT;
+ *   - a key with more finished adds than removes is always found, also
+ *     while keys sharing its counters are added and removed;
+ *   - once the calls are done, the counters are those of the same calls
+ *     made one after the other, in any order, as long as no counter
+ *     reached BG_COUNTER_MAX;
+ *   - a query racing with an add or a remove of its own key may answer
+ *     either way.
+ * A remove that undoes no finished add (a key never added, one remove more
+ * than adds, a remove racing with the add it means to undo) is the caller's
+ * error, as without threads. Two removes racing for the last copy of a key
+ * may both succeed (at least one does), and the second then takes counts
+ * other keys rely on. No counter ever goes below 0: a decrement that finds
+ * 0 leaves it there.
+ *
+ * COUNTING (BG_VARIANT_COUNTING)
+ * A standard filter whose m cells are 4-bit counters instead of bits, so
+ * that keys can be removed (bg_filter_remove), for 4x the memory. Counter i
+ * is the high nibble (bits 7..4) of payload byte i / 2 when i is even, the
+ * low nibble when odd. An add increments the key's k counters, a remove
+ * decrements them. A counter saturates at BG_COUNTER_MAX and is then never
+ * decremented again (its true count is unknown, so lowering it could hide
+ * another key). Remove only keys that were added: removing a key that was
+ * never added (a false positive) lowers counters other keys rely on, and
+ * can make them vanish; every counting Bloom filter has this limit.
+ * The counters sit exactly where a standard filter of the same m, k and
+ * seed has its bits, so sizing, the false-positive rate and the estimates
+ * are the standard variant's. With the optimal k, some counter reaches 16
+ * with probability below 1.37e-15 m (Fan et al., "Summary Cache", 2000; the
+ * derivation is in src/core/counting.c), for distinct keys up to capacity:
+ * adding one key j times adds j to its counters, so 15 adds of one key
+ * saturate them. A key whose probes meet one counter twice counts twice
+ * there, in adds and removes alike. bg_filter_test_and_add reports a key
+ * new when one of its counters was 0. In bg_filter_stats, bits_set is the
+ * number of non-zero counters and saturated the number at BG_COUNTER_MAX.
+ * bg_filter_union adds counters (saturating), bg_filter_intersect takes
+ * their minimum; bg_filter_union(f, f) changes nothing. Threads: THREADS.
+ *
+ * SCALABLE (BG_VARIANT_SCALABLE)
+ * A stack of layers (standard or blocked filters, one seed, so a key is
+ * hashed once) that grows: when the newest layer holds its capacity, a new
+ * layer is added with capacity x expansion and error rate x tightening. The
+ * first layer gets p0 = p (1 - tightening), so the compound rate
+ * sum_i p0 tightening^i = p0 / (1 - tightening) stays below p however many
+ * layers are added (Almeida et al., "Scalable Bloom Filters", 2007). A key is
+ * added to the newest layer only if no layer has it, so repeats do not use
+ * capacity; test-and-add returns 0 for a key some layer has, even when the
+ * filter could not grow. Non-scaling (opts.nonscaling): one layer at p (not
+ * tightened), and adding a new key to it when full returns BG_EFULL; it
+ * takes no expansion (BG_EINVAL; bg_filter_scaling reports 0). Growth stops
+ * with BG_ELAYERS at max_layers, and also at a blocked layer whose rate
+ * would fall below BG_BLOCKED_MIN_P (layer 33 at p = 0.01, tightening 0.5:
+ * use standard layers to go further), and with BG_ETOOBIG when the next
+ * layer would not fit in max_bytes (all layers' bytes together) or its
+ * capacity overflows 64 bits. A refused add changes nothing; a batch stops
+ * at the key that was refused, the keys before it added. Refusals other than
+ * BG_ENOMEM last until bg_filter_clear, which goes back to one empty layer.
+ * Unlike other filters, an add may allocate: the add that opens a layer
+ * allocates it (BG_ENOMEM: nothing added). These are RedisBloom's
+ * BF.RESERVE/BF.ADD semantics (EXPANSION, NONSCALING; tightening 0.5).
+ * Threads: queries never lock or wait and always see a complete list of
+ * complete layers; adds are lock-free except the one that opens a layer,
+ * which takes a mutex (others keep adding to the full layer meanwhile, so a
+ * layer may hold up to one key per concurrent adder more than its
+ * capacity). bg_filter_clear and bg_filter_free are not concurrent-safe, as
+ * for every filter. bg_filter_union and bg_filter_intersect do not apply
+ * (BG_EVARIANT), nor does bg_filter_remove.
  *
  * MEMORY
  * bg_filter_new allocates (through <bloomgate/alloc.h>); bg_filter_free
- * releases. No other call allocates. */
+ * releases. No other call here allocates, except an add to a scalable filter
+ * that opens a new layer (and the file calls of <bloomgate/file.h>). */
 #ifndef BLOOMGATE_FILTER_H
 #define BLOOMGATE_FILTER_H
 
@@ -81,14 +158,34 @@ typedef struct bg_filter_options {
     uint64_t bits;              /* m: explicit size in bits */
     uint32_t hashes;            /* k: explicit probes per key */
     uint64_t seed;              /* hash seed; part of the filter's identity */
-    uint64_t max_bytes;         /* cap on the bit array; 0: BG_DEFAULT_MAX_BYTES */
+    uint64_t max_bytes;         /* cap on the bit array (scalable: on all layers
+                                   together); 0: BG_DEFAULT_MAX_BYTES */
     bg_concurrency concurrency; /* see THREADS above */
+    /* Scalable variant only (non-zero with another variant: BG_EINVAL).
+     * A scalable filter needs capacity and error_rate (its first layer's),
+     * not bits or hashes. */
+    bg_variant layer_variant;   /* standard or blocked; 0: BG_VARIANT_STANDARD */
+    uint32_t expansion;         /* capacity growth per layer, 1..BG_MAX_EXPANSION; 0: 2 */
+    double tightening;          /* error-rate factor per layer, in (0, 1); 0: 0.5 */
+    uint32_t max_layers;        /* 1..BG_MAX_LAYERS; 0: BG_MAX_LAYERS */
+    int nonscaling;             /* non-zero: one layer, BG_EFULL when full */
 } bg_filter_options;
+
+/* The counting variant's counters stop at this value. */
+#define BG_COUNTER_MAX 15u
+
+/* Most layers of a scalable filter. With expansion 2, 64 layers hold 2^64
+ * times the first layer's capacity: a memory cap is always reached first. */
+#define BG_MAX_LAYERS 64u
+
+/* Largest expansion (RedisBloom's bound). */
+#define BG_MAX_EXPANSION 32768u
 
 /* Creates an empty filter sized from `opts` into *out (*out is set to NULL on
  * failure). Returns BG_OK, or the bg_sizing_solve errors, BG_EINVAL (NULL
- * argument, unknown concurrency) or BG_ENOMEM. Allocates; free with
- * bg_filter_free. */
+ * argument, unknown concurrency, scalable options out of range or given for
+ * another variant), BG_EVARIANT (unknown variant or layer variant) or
+ * BG_ENOMEM. Allocates; free with bg_filter_free. */
 BG_API int bg_filter_new(bg_filter **out, const bg_filter_options *opts);
 
 /* Frees a filter. NULL is allowed. `f` is dead after the call. */
@@ -98,13 +195,17 @@ BG_API void bg_filter_free(bg_filter *f);
  * for other filters with the same seed. BG_OK or BG_EINVAL. */
 BG_API int bg_filter_hash(const bg_filter *f, const void *key, size_t len, bg_hash *out);
 
-/* Adds a key. Returns BG_OK or BG_EINVAL (NULL f; NULL key with len > 0). */
+/* Adds a key. Returns BG_OK, BG_EINVAL (NULL f; NULL key with len > 0),
+ * BG_EREADONLY, or a scalable filter's growth errors (as test_and_add). */
 BG_API int bg_filter_add(bg_filter *f, const void *key, size_t len);
 
 /* Adds a key and reports whether it was new: 1 if at least one of its bits
  * was clear (the key was definitely absent before), 0 if all were set (it
  * was maybe present: nothing changed), or a negative status. Two threads
- * adding the same new key at once may both get 1. */
+ * adding the same new key at once may both get 1. A scalable filter that
+ * needs a new layer for the key and cannot have one returns BG_EFULL
+ * (non-scaling), BG_ELAYERS, BG_ETOOBIG (max_bytes) or BG_ENOMEM, and
+ * nothing is added. */
 BG_API int bg_filter_test_and_add(bg_filter *f, const void *key, size_t len);
 
 /* 1 if the key may be present, 0 if it is definitely absent, or a negative
@@ -124,7 +225,9 @@ BG_API int bg_filter_contains_hash(const bg_filter *f, bg_hash h);
  * 1 if the key was new (as bg_filter_test_and_add), for contains_many 1 if
  * it may be present. Both return the number of keys that were new /
  * maybe present (>= 0), or a negative status; on BG_EINVAL (a NULL array, or
- * a NULL key with a non-zero length) nothing was added. */
+ * a NULL key with a non-zero length) nothing was added. On a scalable
+ * filter's growth error (see test_and_add) the keys before the refused one
+ * were added, with their results set, and the rest were not. */
 BG_API int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *lens,
                                   size_t count, uint8_t *results);
 BG_API int64_t bg_filter_contains_many(const bg_filter *f, const void *const *keys,
@@ -136,20 +239,40 @@ BG_API int64_t bg_filter_add_hashes(bg_filter *f, const bg_hash *hashes, size_t 
 BG_API int64_t bg_filter_contains_hashes(const bg_filter *f, const bg_hash *hashes,
                                          size_t count, uint8_t *results);
 
-/* Empties the filter (all bits 0, item count 0). Not concurrent-safe. */
+/* Removes a key from a counting filter: decrements its counters (saturated
+ * ones stay). Returns BG_OK, BG_EABSENT if the key is definitely absent
+ * (some counter is 0: nothing is changed), BG_EVARIANT if the filter is not
+ * a counting one, BG_EREADONLY, or BG_EINVAL. Remove only keys that were
+ * added (COUNTING above). */
+BG_API int bg_filter_remove(bg_filter *f, const void *key, size_t len);
+BG_API int bg_filter_remove_hash(bg_filter *f, bg_hash h);
+
+/* Removes `count` keys as bg_filter_remove does, one after the other;
+ * results[i] (may be NULL) is 1 if key i was removed, 0 if it was definitely
+ * absent. Returns the number removed, or a negative status (then nothing
+ * was removed). */
+BG_API int64_t bg_filter_remove_many(bg_filter *f, const void *const *keys, const size_t *lens,
+                                     size_t count, uint8_t *results);
+
+/* Empties the filter (all bits 0, item count 0; a scalable filter goes back
+ * to one empty layer). Not concurrent-safe. */
 BG_API int bg_filter_clear(bg_filter *f);
 
 /* dst |= src: afterwards dst contains every key of either. dst's item count
  * grows by the number of keys src added as the fill tells it (the cardinality
  * estimate of bg_filter_stats after, minus before), so keys in both count
- * once, and adds running meanwhile still count. Returns BG_OK,
- * BG_EINVAL, or BG_EINCOMPAT unless both have the same variant, m, k and
- * seed (nothing is changed then). Safe concurrently with adds to dst. */
+ * once, and adds running meanwhile still count. Counting filters: the
+ * counter-wise sum, saturating at BG_COUNTER_MAX. Returns BG_OK,
+ * BG_EINVAL, BG_EREADONLY (dst mapped), BG_EVARIANT (a scalable filter: its
+ * layers have no common shape), or BG_EINCOMPAT unless both have the same
+ * variant, m, k and seed (nothing is changed then). Safe concurrently with
+ * adds to dst. */
 BG_API int bg_filter_union(bg_filter *dst, const bg_filter *src);
 
 /* dst &= src: afterwards dst contains every key present in both (and, as
  * with any Bloom intersection, somewhat more false positives than a filter
- * built from the common keys alone). Its item count becomes the cardinality
+ * built from the common keys alone). Counting filters: the counter-wise
+ * minimum. Its item count becomes the cardinality
  * estimate from its new fill. Same errors as
  * bg_filter_union. Not concurrent-safe. */
 BG_API int bg_filter_intersect(bg_filter *dst, const bg_filter *src);
@@ -173,10 +296,38 @@ typedef struct bg_filter_stats {
                                  the mean over blocks and start words s of
                                  prod_j X_{(s+j)%8} / 64, X_w the bits set in
                                  word w */
+    uint64_t saturated;       /* counting: counters at BG_COUNTER_MAX; else 0 */
+    uint32_t layers;          /* scalable: layers now; else 1 */
 } bg_filter_stats;
 
-/* Fills *out. BG_OK or BG_EINVAL. */
+/* Fills *out. BG_OK or BG_EINVAL. For a counting filter "bits" are counters
+ * and bits_set the non-zero ones. For a scalable filter the totals over its
+ * layers: bits, bytes, items, bits_set, capacity and estimated_items are
+ * sums, hashes is the newest layer's, error_rate and estimated_fp_rate are
+ * 1 - prod_i (1 - p_i) over the layers. */
 BG_API int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out);
+
+/* Statistics of one layer of a scalable filter (0 is the oldest, up to
+ * layers - 1); any other filter has one layer, itself. BG_OK, BG_EINVAL
+ * (also for a layer that does not exist). */
+BG_API int bg_filter_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out);
+
+/* How a scalable filter grows, as created (defaults filled in). */
+typedef struct bg_filter_scaling {
+    bg_variant layer_variant;
+    uint64_t capacity;     /* the first layer's */
+    double error_rate;     /* the p asked for (the whole stack's bound) */
+    uint32_t expansion;
+    double tightening;
+    uint32_t max_layers;
+    uint64_t max_bytes;
+    int nonscaling;
+    uint32_t layers;       /* now */
+} bg_filter_scaling;
+
+/* Fills *out for a scalable filter. BG_OK, BG_EVARIANT (not scalable) or
+ * BG_EINVAL. */
+BG_API int bg_filter_scaling_get(const bg_filter *f, bg_filter_scaling *out);
 
 /* Cheap accessors (no scan). They return 0 for a NULL filter. */
 BG_API bg_variant bg_filter_variant(const bg_filter *f);
@@ -186,8 +337,8 @@ BG_API uint64_t bg_filter_seed(const bg_filter *f);
 BG_API uint64_t bg_filter_items(const bg_filter *f);
 BG_API uint64_t bg_filter_bytes(const bg_filter *f);
 
-/* A variant's name ("standard", "blocked") or NULL; and back (BG_OK or
- * BG_EVARIANT). */
+/* A variant's name ("standard", "blocked", "counting", "scalable") or NULL;
+ * and back (BG_OK or BG_EVARIANT). */
 BG_API const char *bg_variant_name(bg_variant v);
 BG_API int bg_variant_parse(const char *name, bg_variant *out);
 

@@ -20,6 +20,13 @@
  * model, not by the standard formula, and the rate asked for is the rate
  * delivered.
  *
+ * Counting variant: m counters where the standard variant has m bits, so the
+ * standard formulas hold (a counter saturates at 15 only after ~15 keys hit
+ * it, which at the optimal load happens with probability < 1e-15 per
+ * counter: Fan et al., "Summary Cache", 2000). Its array is 4 m bits.
+ * Scalable variant: each layer is sized by its own (n, p); bg_sizing_solve
+ * does not size the stack (BG_EVARIANT); see filter.h SCALABLE.
+ *
  * All sizes are uint64_t; every result is checked against 2^64 (BG_EOVERFLOW)
  * and against a cap (BG_ETOOBIG) before it is returned. */
 #ifndef BLOOMGATE_SIZING_H
@@ -37,6 +44,8 @@ extern "C" {
 typedef enum bg_variant {
     BG_VARIANT_STANDARD = 1, /* k probes over the whole array: least space */
     BG_VARIANT_BLOCKED  = 2, /* k probes in one 64-byte cache line: one miss per op */
+    BG_VARIANT_COUNTING = 3, /* standard, with 4-bit counters: keys can be removed */
+    BG_VARIANT_SCALABLE = 4, /* a stack of standard or blocked layers that grows */
 } bg_variant;
 
 /* The variant chosen when none is given: blocked. It is measured faster at

@@ -7,7 +7,7 @@
  * CONVENTIONS
  * Each subcommand is one file (cmd_<name>.c) that fills one cli_command.
  * A subcommand's run function returns the process's exit status:
- * CLI_EXIT_OK, CLI_EXIT_ABSENT (check only) or CLI_EXIT_ERROR. Helpers that
+ * CLI_EXIT_OK, CLI_EXIT_ABSENT (check, and remove --strict) or CLI_EXIT_ERROR. Helpers that
  * can fail print their own message (cli_error) and return -1, so that a
  * caller only has to pass the failure up. Every message starts with
  * "bloomgate: " and names the file it is about. */
@@ -25,7 +25,7 @@
 /* Exit statuses (docs/CLI.md, EXIT STATUS). */
 enum {
     CLI_EXIT_OK = 0,
-    CLI_EXIT_ABSENT = 1, /* check: some key is definitely absent */
+    CLI_EXIT_ABSENT = 1, /* check, remove --strict: some key is definitely absent */
     CLI_EXIT_ERROR = 2,  /* any error, including usage errors */
 };
 
@@ -55,6 +55,7 @@ typedef struct cli_command {
 extern const cli_command cli_cmd_calc;
 extern const cli_command cli_cmd_create;
 extern const cli_command cli_cmd_add;
+extern const cli_command cli_cmd_remove;
 extern const cli_command cli_cmd_check;
 extern const cli_command cli_cmd_info;
 extern const cli_command cli_cmd_merge;
@@ -255,5 +256,18 @@ void cli_fmt_bytes(char *buf, size_t size, uint64_t bytes);
 
 /* Reads a variant name for --variant; -1 (message printed) if unknown. */
 int cli_parse_variant(const char *text, bg_variant *out);
+
+/* ---- growth and removal (add, remove) ---------------------------------- */
+
+/* Explains why keys could not be added to the filter in `path` (status rc
+ * from bg_filter_add_many): for a scalable filter that cannot grow
+ * (BG_EFULL, BG_ELAYERS, BG_ETOOBIG) what limit was reached and how to
+ * raise it. `key` is the 1-based number of the key that failed, 0 if
+ * unknown. Prints "bloomgate: PATH: ..." lines on stderr. */
+void cli_add_error(const bg_filter *f, const char *path, int rc, uint64_t key);
+
+/* The JSON fields and the text that describe a scalable filter's growth
+ * (bg_filter_scaling), shared by create and info. */
+void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc);
 
 #endif

@@ -3,8 +3,9 @@
  * The file is loaded into memory, the keys are added in batches straight
  * from the read buffer (cli.h, "keys"), and the filter is saved back with
  * bg_filter_save only after the last key: any failure before that (a read
- * error, a key over the limit, a signal) leaves the file exactly as it was,
- * and the save itself replaces the file atomically. */
+ * error, a key over the limit, a signal, a scalable filter that cannot grow)
+ * leaves the file exactly as it was, and the save itself replaces the file
+ * atomically. */
 #include "cli.h"
 
 #include <errno.h>
@@ -12,11 +13,74 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The number of the first key of a failed batch that was not added: the
+ * batch calls set results[i] for each key before the failing one and leave
+ * the rest alone, so the results were filled with NOT_ADDED first. 0 if
+ * that cannot be told. */
+#define NOT_ADDED 0xffu
+
+static uint64_t failed_key(const uint8_t *results, size_t count, uint64_t before)
+{
+    for (size_t i = 0; i < count; i++)
+        if (results[i] == NOT_ADDED)
+            return before + i + 1;
+    return 0;
+}
+
+void cli_add_error(const bg_filter *f, const char *path, int rc, uint64_t key)
+{
+    char at[64] = "";
+    if (key)
+        snprintf(at, sizeof at, " (key %llu)", (unsigned long long)key);
+    bg_filter_scaling sc;
+    if (bg_filter_scaling_get(f, &sc) != BG_OK) {
+        cli_error("%s: cannot add%s: %s", path, at, bg_strerror(rc));
+        return;
+    }
+    char cap[32];
+    switch (rc) {
+    case BG_EFULL:
+        cli_error("%s: cannot add%s: the filter is full: it is non-scaling and holds its "
+                  "capacity of %llu keys",
+                  path, at, (unsigned long long)sc.capacity);
+        cli_error("%s: recreate it with a larger -n, or without --nonscaling", path);
+        break;
+    case BG_ELAYERS:
+        cli_error("%s: cannot add%s: the filter cannot grow: it has %u layers, the most it was "
+                  "created with (--max-layers %u)",
+                  path, at, sc.layers, sc.max_layers);
+        break;
+    case BG_ETOOBIG:
+        cli_fmt_bytes(cap, sizeof cap, sc.max_bytes);
+        cli_error("%s: cannot add%s: the filter cannot grow: a new layer would take its %u "
+                  "layers past their cap of %llu bytes (%s, --max-bytes)",
+                  path, at, sc.layers, (unsigned long long)sc.max_bytes, cap);
+        break;
+    default:
+        cli_error("%s: cannot add%s: %s", path, at, bg_strerror(rc));
+    }
+}
+
+/* Adds one batch; `before` keys came before it. Returns the number of new
+ * keys, or -1 (message printed). */
+static int64_t add_batch(bg_filter *f, const char *path, const void *const *keys,
+                         const size_t *lens, size_t count, uint64_t before, uint8_t *results)
+{
+    memset(results, NOT_ADDED, count);
+    int64_t rc = bg_filter_add_many(f, keys, lens, count, results);
+    if (rc < 0) {
+        cli_add_error(f, path, (int)rc, failed_key(results, count, before));
+        return -1;
+    }
+    return rc;
+}
+
 /* Adds argv's keys. Returns the number of new keys, or -1. */
-static int64_t add_args(bg_filter *f, char **keys, size_t n)
+static int64_t add_args(bg_filter *f, const char *path, char **keys, size_t n)
 {
     const void *ptrs[CLI_BATCH];
     size_t lens[CLI_BATCH];
+    uint8_t results[CLI_BATCH];
     int64_t added = 0;
     for (size_t at = 0; at < n; at += CLI_BATCH) {
         size_t count = n - at < CLI_BATCH ? n - at : CLI_BATCH;
@@ -24,11 +88,9 @@ static int64_t add_args(bg_filter *f, char **keys, size_t n)
             ptrs[i] = keys[at + i];
             lens[i] = strlen(keys[at + i]);
         }
-        int64_t rc = bg_filter_add_many(f, ptrs, lens, count, NULL);
-        if (rc < 0) {
-            cli_error("add: %s", bg_strerror((int)rc));
+        int64_t rc = add_batch(f, path, ptrs, lens, count, at, results);
+        if (rc < 0)
             return -1;
-        }
         added += rc;
     }
     return added;
@@ -45,13 +107,14 @@ static int64_t add_stdin(bg_filter *f, char sep, bool quiet, const char *path, u
     snprintf(label, sizeof label, "bloomgate add %s", path);
     cli_progress prog;
     cli_progress_begin(&prog, label, "keys", quiet);
+    uint8_t results[CLI_BATCH];
     int64_t added = 0;
     int n;
     while ((n = cli_keys_next(&r)) > 0) {
-        int64_t rc = bg_filter_add_many(f, r.keys, r.lens, (size_t)n, NULL);
+        int64_t rc = add_batch(f, path, r.keys, r.lens, (size_t)n, r.total_keys - (uint64_t)n,
+                               results);
         if (rc < 0) {
             cli_progress_end(&prog);
-            cli_error("add: %s", bg_strerror((int)rc));
             cli_keys_end(&r);
             return -1;
         }
@@ -116,7 +179,7 @@ static int run(int argc, char **argv)
     }
 
     uint64_t read = nargs;
-    int64_t added = nargs > 0 ? add_args(f, argv + optind, nargs)
+    int64_t added = nargs > 0 ? add_args(f, path, argv + optind, nargs)
                               : add_stdin(f, sep, quiet, path, &read);
     if (added < 0) {
         cli_error("%s: not changed", path);
@@ -135,23 +198,34 @@ static int run(int argc, char **argv)
     uint64_t items = bg_filter_items(f);
     bg_filter_stats s;
     bg_filter_stats_get(f, &s);
+    bg_filter_scaling sc;
+    bool scalable = bg_filter_scaling_get(f, &sc) == BG_OK;
     bg_filter_free(f);
     if (json) {
         printf("{\"file\":");
         cli_json_string(stdout, path);
-        printf(",\"keys\":%llu,\"new\":%lld,\"items\":%llu,\"capacity\":%llu}\n",
+        printf(",\"keys\":%llu,\"new\":%lld,\"items\":%llu,\"capacity\":%llu",
                (unsigned long long)read, (long long)added, (unsigned long long)items,
                (unsigned long long)s.capacity);
+        if (scalable)
+            printf(",\"layers\":%u", sc.layers);
+        printf("}\n");
         if (cli_stdout_close() != 0)
             return CLI_EXIT_ERROR;
     }
     if (!quiet) {
-        if (!json)
-            fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items\n", path,
+        if (!json) {
+            fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items", path,
                     (unsigned long long)read, (long long)added, (unsigned long long)items);
+            if (scalable)
+                fprintf(stderr, " in %u layer%s (capacity %llu)", sc.layers,
+                        sc.layers == 1 ? "" : "s", (unsigned long long)s.capacity);
+            fputc('\n', stderr);
+        }
         /* Past its capacity a filter still never misses a key, but lets more
-         * absent keys through than it was built for: say so. */
-        if (s.capacity > 0 && items > s.capacity)
+         * absent keys through than it was built for: say so. (A scalable
+         * filter grows instead.) */
+        if (!scalable && s.capacity > 0 && items > s.capacity)
             fprintf(stderr,
                     "bloomgate: %s: warning: %llu items exceed the capacity %llu; the "
                     "false-positive rate is now about %.3g (built for %g)\n",
@@ -169,7 +243,9 @@ const cli_command cli_cmd_add = {
         "Adds the KEYs to the filter in FILE, or, when no KEY is given, every key\n"
         "read from standard input: one key per line, or NUL-separated with -0.\n"
         "FILE is replaced only once all keys are in, atomically: if anything fails\n"
-        "(a read error, a key over the limit, an interrupt) it is left unchanged.\n"
+        "(a read error, a key over the limit, an interrupt, a scalable filter\n"
+        "that cannot grow any more) it is left unchanged. A scalable filter adds\n"
+        "layers as it fills; the summary then gives their number.\n"
         "\n"
         "Keys on standard input: every line is a key, byte for byte, without its\n"
         "'\\n' (an empty line is the empty key; a '\\r' is kept); the last line needs\n"
@@ -178,7 +254,8 @@ const cli_command cli_cmd_add = {
         "  -0, --null    keys on stdin end with a NUL byte instead of a newline\n"
         "  -q, --quiet   no summary and no progress line on stderr\n"
         "      --json    print the summary as JSON on stdout: file, keys (read),\n"
-        "                new (definitely absent before), items, capacity\n"
+        "                new (definitely absent before), items, capacity (and\n"
+        "                layers, for a scalable filter)\n"
         "  -h, --help    this help\n"
         "  --            end of options: later arguments are keys, even '-x'\n"
         "\n"

@@ -81,6 +81,20 @@ void cli_fmt_bytes(char *buf, size_t size, uint64_t bytes)
 
 /* ---- calc -------------------------------------------------------------- */
 
+/* Bits per cell of the array: a counting filter has 4-bit counters where
+ * the others have bits, for the same m and k (sizing.h). */
+static unsigned cell_bits(bg_variant v)
+{
+    return v == BG_VARIANT_COUNTING ? 4u : 1u;
+}
+
+/* Bytes of the array: m cells. m <= BG_MAX_BITS / cell_bits after solving
+ * against the cap, so this does not wrap. */
+static uint64_t array_bytes(bg_variant v, uint64_t m)
+{
+    return (m * cell_bits(v) + 7) / 8;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -111,6 +125,13 @@ static int run(int argc, char **argv)
         case 'v':
             if (cli_parse_variant(optarg, &only) != 0)
                 return CLI_EXIT_ERROR;
+            if (only == BG_VARIANT_SCALABLE) {
+                cli_error("calc: --variant scalable: a scalable filter is not sized as a whole: "
+                          "each layer is sized by its own n and p as it is added (see "
+                          "'bloomgate create --help'); size its first layer with --variant "
+                          "standard or blocked");
+                return CLI_EXIT_ERROR;
+            }
             break;
         case 'j':
             json = true;
@@ -127,19 +148,21 @@ static int run(int argc, char **argv)
     if (bad)
         return cli_usage_error(&cli_cmd_calc, "%s", bad);
 
-    bg_variant variants[2] = {BG_VARIANT_STANDARD, BG_VARIANT_BLOCKED};
-    size_t nvariants = 2;
+    bg_variant variants[3] = {BG_VARIANT_STANDARD, BG_VARIANT_BLOCKED, BG_VARIANT_COUNTING};
+    size_t nvariants = 3;
     if (only) {
         variants[0] = only;
         nvariants = 1;
     }
-    bg_sizing out[2];
-    int rcs[2];
-    char why[2][160];
+    bg_sizing out[3];
+    int rcs[3];
+    char why[3][160];
     int ok = 0;
     for (size_t i = 0; i < nvariants; i++) {
         out[i] = given;
-        rcs[i] = bg_sizing_solve(variants[i], &out[i], 0);
+        /* The cap is on bytes (BG_DEFAULT_MAX_BYTES); a counter takes 4 bits. */
+        rcs[i] = bg_sizing_solve(variants[i], &out[i],
+                                 BG_DEFAULT_MAX_BYTES * 8 / cell_bits(variants[i]));
         if (rcs[i] == BG_OK)
             ok++;
         else
@@ -174,10 +197,14 @@ static int run(int argc, char **argv)
                 continue;
             }
             const bg_sizing *s = &out[i];
+            unsigned cb = cell_bits(variants[i]);
             printf("\"n\":%llu,\"m\":%llu,\"k\":%u,\"bytes\":%llu,", (unsigned long long)s->n,
-                   (unsigned long long)s->m, s->k, (unsigned long long)((s->m + 7) / 8));
+                   (unsigned long long)s->m, s->k,
+                   (unsigned long long)array_bytes(variants[i], s->m));
+            if (cb != 1)
+                printf("\"cell_bits\":%u,", cb);
             printf("\"bits_per_key\":%s,",
-                   cli_fmt_double(d, s->n ? (double)s->m / (double)s->n : NAN));
+                   cli_fmt_double(d, s->n ? (double)s->m * cb / (double)s->n : NAN));
             printf("\"p\":%s}", cli_fmt_double(d, s->p));
         }
         printf("]}\n");
@@ -204,13 +231,18 @@ static int run(int argc, char **argv)
             if (rcs[i] != BG_OK)
                 continue;
             const bg_sizing *s = &out[i];
+            uint64_t bytes = array_bytes(variants[i], s->m);
             char size[32];
-            cli_fmt_bytes(size, sizeof size, (s->m + 7) / 8);
+            cli_fmt_bytes(size, sizeof size, bytes);
             printf("%-9s %14llu %16llu %3u %14llu %10s %9.3f %11.4g\n",
                    bg_variant_name(variants[i]), (unsigned long long)s->n,
-                   (unsigned long long)s->m, s->k, (unsigned long long)((s->m + 7) / 8), size,
-                   s->n ? (double)s->m / (double)s->n : 0.0, s->p);
+                   (unsigned long long)s->m, s->k, (unsigned long long)bytes, size,
+                   s->n ? (double)s->m * cell_bits(variants[i]) / (double)s->n : 0.0, s->p);
         }
+        for (size_t i = 0; i < nvariants; i++)
+            if (rcs[i] == BG_OK && variants[i] == BG_VARIANT_COUNTING)
+                printf("(counting: m counts 4-bit counters, not bits; bytes and bits/key "
+                       "include all 4)\n");
     }
     if (cli_stdout_close() != 0)
         return CLI_EXIT_ERROR;
@@ -227,14 +259,17 @@ const cli_command cli_cmd_calc = {
     .help =
         "Solves the sizing model for each variant (or only --variant): from any two\n"
         "of n, p, m and k (or three: n, p, k or m, p, k or n, m, k) it prints n, m,\n"
-        "k, the bit array's bytes, the bits per key and the model's false-positive\n"
-        "rate p at n keys. Nothing is created.\n"
+        "k, the array's bytes, the bits per key and the model's false-positive\n"
+        "rate p at n keys. Nothing is created. The counting variant has the\n"
+        "standard one's m and k, with m 4-bit counters: 4x the bytes and bits per\n"
+        "key. A scalable filter is sized layer by layer as it grows, so it is not\n"
+        "in this table (size its first layer as standard or blocked).\n"
         "\n"
         "  -n, --capacity N     keys the filter is for (e.g. 1000000 or 1e6)\n"
         "  -p, --error-rate P   false-positive rate at n keys, in (0, 1), e.g. 0.01\n"
         "  -m, --bits M         size of the bit array in bits\n"
         "  -k, --hashes K       probes per key (1..32; blocked: 1..8)\n"
-        "      --variant V      standard or blocked (default: both)\n"
+        "      --variant V      standard, blocked or counting (default: all three)\n"
         "      --json           one JSON object on stdout instead of the table\n"
         "  -h, --help           this help\n"
         "\n"

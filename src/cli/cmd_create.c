@@ -101,15 +101,66 @@ static int save_new(const bg_filter *f, const char *path, bool force)
     return 0;
 }
 
+/* The options only a scalable filter takes, as given. */
+typedef struct scaling_opts {
+    const char *first;    /* the first one given, for the message, or NULL */
+    bool expansion_given, max_layers_given, tightening_given;
+} scaling_opts;
+
+static void note_scaling(scaling_opts *so, const char *flag)
+{
+    if (!so->first)
+        so->first = flag;
+}
+
+/* Checks the options against the variant; NULL if they fit, else what is
+ * wrong (for a usage error). */
+static const char *options_error(bg_variant v, const bg_sizing *given, const scaling_opts *so,
+                                 const bg_filter_options *o, char *buf, size_t size)
+{
+    if (v != BG_VARIANT_SCALABLE) {
+        if (so->first) {
+            snprintf(buf, size, "%s applies to --variant scalable only", so->first);
+            return buf;
+        }
+        return cli_sizing_given_error(given);
+    }
+    if (given->m || given->k)
+        return "--variant scalable is sized by -n and -p (the first layer's capacity and the "
+               "error rate of the whole stack); m and k are chosen per layer: drop -m and -k";
+    if (!given->n || given->p == 0)
+        return "--variant scalable needs -n (the first layer's capacity) and -p (the error "
+               "rate of the whole stack)";
+    if (o->nonscaling && (so->expansion_given || so->max_layers_given || so->tightening_given))
+        return "--nonscaling makes one layer that never grows: --expansion, --max-layers and "
+               "--tightening do not apply";
+    return NULL;
+}
+
 static int run(int argc, char **argv)
 {
+    enum {
+        OPT_VARIANT = 'v',
+        OPT_EXPANSION = 256,
+        OPT_NONSCALING,
+        OPT_MAX_LAYERS,
+        OPT_LAYER_VARIANT,
+        OPT_TIGHTENING,
+        OPT_MAX_BYTES,
+    };
     static const struct option longs[] = {
         {"capacity", required_argument, NULL, 'n'},
         {"error-rate", required_argument, NULL, 'p'},
         {"bits", required_argument, NULL, 'm'},
         {"hashes", required_argument, NULL, 'k'},
-        {"variant", required_argument, NULL, 'v'},
+        {"variant", required_argument, NULL, OPT_VARIANT},
         {"seed", required_argument, NULL, 's'},
+        {"expansion", required_argument, NULL, OPT_EXPANSION},
+        {"nonscaling", no_argument, NULL, OPT_NONSCALING},
+        {"max-layers", required_argument, NULL, OPT_MAX_LAYERS},
+        {"layer-variant", required_argument, NULL, OPT_LAYER_VARIANT},
+        {"tightening", required_argument, NULL, OPT_TIGHTENING},
+        {"max-bytes", required_argument, NULL, OPT_MAX_BYTES},
         {"force", no_argument, NULL, 'f'},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},
@@ -118,7 +169,9 @@ static int run(int argc, char **argv)
     };
     bg_sizing given = {0};
     bg_filter_options o = {0};
+    scaling_opts so = {0};
     bool force = false, quiet = false, json = false;
+    uint64_t v64;
     int c;
     optind = 0;
     opterr = 0;
@@ -131,12 +184,50 @@ static int run(int argc, char **argv)
             if (cli_sizing_option(c, optarg, &given) != 0)
                 return CLI_EXIT_ERROR;
             break;
-        case 'v':
+        case OPT_VARIANT:
             if (cli_parse_variant(optarg, &o.variant) != 0)
                 return CLI_EXIT_ERROR;
             break;
         case 's':
             if (cli_parse_seed("--seed", optarg, &o.seed) != 0)
+                return CLI_EXIT_ERROR;
+            break;
+        case OPT_EXPANSION:
+            note_scaling(&so, "--expansion");
+            if (cli_parse_count("--expansion", optarg, 1, BG_MAX_EXPANSION, &v64) != 0)
+                return CLI_EXIT_ERROR;
+            o.expansion = (uint32_t)v64;
+            so.expansion_given = true;
+            break;
+        case OPT_NONSCALING:
+            note_scaling(&so, "--nonscaling");
+            o.nonscaling = 1;
+            break;
+        case OPT_MAX_LAYERS:
+            note_scaling(&so, "--max-layers");
+            if (cli_parse_count("--max-layers", optarg, 1, BG_MAX_LAYERS, &v64) != 0)
+                return CLI_EXIT_ERROR;
+            o.max_layers = (uint32_t)v64;
+            so.max_layers_given = true;
+            break;
+        case OPT_LAYER_VARIANT:
+            note_scaling(&so, "--layer-variant");
+            if (bg_variant_parse(optarg, &o.layer_variant) != BG_OK ||
+                (o.layer_variant != BG_VARIANT_STANDARD && o.layer_variant != BG_VARIANT_BLOCKED)) {
+                cli_error("--layer-variant: '%s' is not a layer variant (standard or blocked)",
+                          optarg);
+                return CLI_EXIT_ERROR;
+            }
+            break;
+        case OPT_TIGHTENING:
+            note_scaling(&so, "--tightening");
+            if (cli_parse_rate("--tightening", optarg, &o.tightening) != 0)
+                return CLI_EXIT_ERROR;
+            so.tightening_given = true;
+            break;
+        case OPT_MAX_BYTES:
+            note_scaling(&so, "--max-bytes");
+            if (cli_parse_count("--max-bytes", optarg, 1, BG_MAX_BITS / 8, &o.max_bytes) != 0)
                 return CLI_EXIT_ERROR;
             break;
         case 'f':
@@ -159,7 +250,9 @@ static int run(int argc, char **argv)
     const char *path = argv[optind++];
     if (optind < argc)
         return cli_usage_error(&cli_cmd_create, "unexpected argument '%s'", argv[optind]);
-    const char *bad = cli_sizing_given_error(&given);
+    bg_variant v = o.variant ? o.variant : BG_VARIANT_DEFAULT;
+    char badbuf[160];
+    const char *bad = options_error(v, &given, &so, &o, badbuf, sizeof badbuf);
     if (bad)
         return cli_usage_error(&cli_cmd_create, "%s", bad);
 
@@ -179,9 +272,14 @@ static int run(int argc, char **argv)
     bg_filter *f;
     int rc = bg_filter_new(&f, &o);
     if (rc != BG_OK) {
-        char why[160];
-        bg_variant v = o.variant ? o.variant : BG_VARIANT_DEFAULT;
-        cli_sizing_explain(v, &given, rc, why, sizeof why);
+        char why[200];
+        if (v == BG_VARIANT_SCALABLE && rc == BG_ETOOBIG)
+            snprintf(why, sizeof why, "its first layer would need more than %llu bytes (%s)",
+                     (unsigned long long)(o.max_bytes ? o.max_bytes : BG_DEFAULT_MAX_BYTES),
+                     o.max_bytes ? "--max-bytes" : "the default cap");
+        else
+            cli_sizing_explain(v == BG_VARIANT_SCALABLE && o.layer_variant ? o.layer_variant : v,
+                               &given, rc, why, sizeof why);
         cli_error("%s: cannot create a %s filter: %s", path, bg_variant_name(v), why);
         return CLI_EXIT_ERROR;
     }
@@ -192,29 +290,60 @@ static int run(int argc, char **argv)
 
     bg_filter_stats s;
     bg_filter_stats_get(f, &s);
+    bg_filter_scaling sc;
+    bool scalable = bg_filter_scaling_get(f, &sc) == BG_OK;
     bg_filter_free(f);
     char d[32];
     if (json) {
         printf("{\"file\":");
         cli_json_string(stdout, path);
+        /* For a scalable filter: the first layer's capacity and the rate
+         * asked for the whole stack. */
         printf(",\"variant\":\"%s\",\"capacity\":%llu,\"error_rate\":%s,",
-               bg_variant_name(s.variant), (unsigned long long)s.capacity,
-               cli_fmt_double(d, s.error_rate));
-        printf("\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"bytes\":%llu}\n",
+               bg_variant_name(s.variant),
+               (unsigned long long)(scalable ? sc.capacity : s.capacity),
+               cli_fmt_double(d, scalable ? sc.error_rate : s.error_rate));
+        printf("\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"bytes\":%llu",
                (unsigned long long)s.bits, s.hashes, (unsigned long long)s.seed,
                (unsigned long long)s.bytes);
+        if (scalable) {
+            putchar(',');
+            cli_print_scaling_json(stdout, &sc);
+            printf(",\"layers\":%u", sc.layers);
+        }
+        printf("}\n");
         if (cli_stdout_close() != 0)
             return CLI_EXIT_ERROR;
     }
     if (!quiet) {
         char size[32];
         cli_fmt_bytes(size, sizeof size, s.bytes);
-        fprintf(stderr, "bloomgate: created %s: %s, m = %llu bits (%s), k = %u", path,
-                bg_variant_name(s.variant), (unsigned long long)s.bits, size, s.hashes);
-        if (s.capacity)
-            fprintf(stderr, ", for %llu keys at p = %.4g (model)", (unsigned long long)s.capacity,
-                    s.error_rate);
-        fputc('\n', stderr);
+        if (scalable) {
+            fprintf(stderr,
+                    "bloomgate: created %s: scalable, %s layers%s; layer 0: m = %llu bits (%s), "
+                    "k = %u, for %llu keys",
+                    path, bg_variant_name(sc.layer_variant), sc.nonscaling ? ", non-scaling" : "",
+                    (unsigned long long)s.bits, size, s.hashes, (unsigned long long)sc.capacity);
+            if (sc.nonscaling) {
+                fprintf(stderr, " at p = %.4g; adding more fails\n", sc.error_rate);
+            } else {
+                char cap[32];
+                cli_fmt_bytes(cap, sizeof cap, sc.max_bytes);
+                fprintf(stderr,
+                        "; grows x%u per layer (error rate x%g), up to %u layers and %s; "
+                        "p <= %g over all layers\n",
+                        sc.expansion, sc.tightening, sc.max_layers, cap, sc.error_rate);
+            }
+        } else {
+            const char *cells = s.variant == BG_VARIANT_COUNTING ? "4-bit counters" : "bits";
+            fprintf(stderr, "bloomgate: created %s: %s, m = %llu %s (%s), k = %u", path,
+                    bg_variant_name(s.variant), (unsigned long long)s.bits, cells, size,
+                    s.hashes);
+            if (s.capacity)
+                fprintf(stderr, ", for %llu keys at p = %.4g (model)",
+                        (unsigned long long)s.capacity, s.error_rate);
+            fputc('\n', stderr);
+        }
     }
     return CLI_EXIT_OK;
 }
@@ -223,7 +352,10 @@ const cli_command cli_cmd_create = {
     .name = "create",
     .summary = "create an empty filter file",
     .usage = "bloomgate create FILE -n N -p P [--variant V] [--seed S] [--force]\n"
-             "       bloomgate create FILE (any two of -n, -p, -m, -k) [...]\n",
+             "       bloomgate create FILE (any two of -n, -p, -m, -k) [...]\n"
+             "       bloomgate create FILE -n N -p P --variant scalable [--expansion E]\n"
+             "                        [--max-layers L] [--layer-variant V] [--tightening T]\n"
+             "                        [--max-bytes B] [--nonscaling] [...]\n",
     .help =
         "Creates FILE holding an empty filter sized for N keys at false-positive\n"
         "rate P (or from any two of n, p, m, k, as 'bloomgate calc' solves them).\n"
@@ -232,10 +364,12 @@ const cli_command cli_cmd_create = {
         "\n"
         "  -n, --capacity N     keys the filter is for (e.g. 1000000 or 1e6)\n"
         "  -p, --error-rate P   false-positive rate at N keys, in (0, 1)\n"
-        "  -m, --bits M         size of the bit array in bits\n"
+        "  -m, --bits M         size of the array in bits (counting: in counters)\n"
         "  -k, --hashes K       probes per key (1..32; blocked: 1..8)\n"
-        "      --variant V      blocked (the default: faster, a few % more bits)\n"
-        "                       or standard (least space)\n"
+        "      --variant V      blocked (the default: faster, a few % more bits),\n"
+        "                       standard (least space), counting (standard with\n"
+        "                       4-bit counters: keys can be removed, 4x the space)\n"
+        "                       or scalable (grows as keys come: below)\n"
         "      --seed S         64-bit hash seed, decimal or 0x hex (default 0);\n"
         "                       only filters with the same seed can be merged\n"
         "  -f, --force          replace FILE if it exists\n"
@@ -243,6 +377,20 @@ const cli_command cli_cmd_create = {
         "      --json           print the new filter's parameters as JSON on stdout\n"
         "  -h, --help           this help\n"
         "\n"
-        "Example: bloomgate create users.bgf -n 1e6 -p 0.001\n",
+        "Scalable filters (--variant scalable) take -n and -p only: N is the first\n"
+        "layer's capacity and P bounds the false-positive rate of all layers\n"
+        "together. When the newest layer holds its capacity, 'add' appends a layer\n"
+        "E times larger with a tighter error rate. These options need it:\n"
+        "      --expansion E     capacity factor per layer, 1..32768 (default 2)\n"
+        "      --max-layers L    most layers, 1..64 (default 64)\n"
+        "      --layer-variant V standard (default) or blocked layers\n"
+        "      --tightening T    error-rate factor per layer, in (0, 1) (default 0.5)\n"
+        "      --max-bytes B     most bytes of all layers together (default 64 GiB)\n"
+        "      --nonscaling      one layer at P that never grows: adding a new key\n"
+        "                        to it when full is an error\n"
+        "\n"
+        "Examples: bloomgate create users.bgf -n 1e6 -p 0.001\n"
+        "          bloomgate create catalogue.bgf -n 1e6 -p 0.01 --variant counting\n"
+        "          bloomgate create events.bgf -n 1e5 -p 0.001 --variant scalable\n",
     .run = run,
 };

@@ -22,10 +22,56 @@ static const char *checksum_word(enum checksum_state ck)
     return ck == CK_OK ? "ok" : ck == CK_MISMATCH ? "mismatch" : "not verified";
 }
 
-static void print_json(const char *path, const bg_file_info *in, const bg_filter_stats *s,
+/* What the statistics say: the whole filter's, and for a scalable filter
+ * its growth parameters and each layer's. */
+typedef struct report {
+    bg_filter_stats s;
+    bool scalable;
+    bg_filter_scaling sc;
+    uint32_t nlayers; /* layer statistics in `layers` */
+    bg_filter_stats layers[BG_MAX_LAYERS];
+} report;
+
+/* Fills r from f. 0, or -1 (message printed). */
+static int gather(const bg_filter *f, const char *path, report *r)
+{
+    int rc = bg_filter_stats_get(f, &r->s);
+    r->scalable = rc == BG_OK && bg_filter_scaling_get(f, &r->sc) == BG_OK;
+    r->nlayers = 0;
+    if (rc == BG_OK && r->scalable) {
+        uint32_t n = r->sc.layers < BG_MAX_LAYERS ? r->sc.layers : BG_MAX_LAYERS;
+        for (uint32_t i = 0; i < n && rc == BG_OK; i++)
+            rc = bg_filter_layer_stats(f, i, &r->layers[i]);
+        r->nlayers = n;
+    }
+    if (rc != BG_OK) {
+        cli_error("%s: cannot read statistics: %s", path, bg_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+static void print_layer_json(const bg_filter_stats *l, uint32_t i)
+{
+    char d[32];
+    printf("{\"layer\":%u,\"variant\":\"%s\",\"capacity\":%llu,\"items\":%llu,", i,
+           bg_variant_name(l->variant), (unsigned long long)l->capacity,
+           (unsigned long long)l->items);
+    printf("\"bits\":%llu,\"hashes\":%u,\"bytes\":%llu,", (unsigned long long)l->bits, l->hashes,
+           (unsigned long long)l->bytes);
+    printf("\"error_rate\":%s,", cli_fmt_double(d, l->error_rate));
+    printf("\"bits_set\":%llu,\"fill_ratio\":%s,", (unsigned long long)l->bits_set,
+           cli_fmt_double(d, l->fill_ratio));
+    printf("\"estimated_items\":%s,", cli_fmt_double(d, l->estimated_items));
+    printf("\"estimated_fp_rate\":%s}", cli_fmt_double(d, l->estimated_fp_rate));
+}
+
+static void print_json(const char *path, const bg_file_info *in, const report *r,
                        enum checksum_state ck)
 {
     char d[32];
+    const bg_filter_stats *s = r ? &r->s : NULL;
+    bool scalable = in->variant == BG_VARIANT_SCALABLE;
     const char *vname = bg_variant_name(in->variant);
     printf("{\"file\":");
     cli_json_string(stdout, path);
@@ -34,12 +80,20 @@ static void print_json(const char *path, const bg_file_info *in, const bg_filter
     printf("\"variant\":\"%s\",\"hash\":\"%s\",\"hash_id\":%u,\"seed\":%llu,",
            vname ? vname : "unknown", hash_name(in->hash_id), in->hash_id,
            (unsigned long long)in->seed);
+    /* A scalable file's header sums up its layers; the statistics have the
+     * same totals from the layers themselves. */
+    uint64_t bits = scalable && s ? s->bits : in->bits;
+    uint32_t hashes = scalable && s ? s->hashes : in->hashes;
+    uint64_t capacity = scalable && s ? s->capacity : in->capacity;
+    uint64_t items = scalable && s ? s->items : in->items;
     printf("\"bits\":%llu,\"hashes\":%u,\"capacity\":%llu,\"items\":%llu,",
-           (unsigned long long)in->bits, in->hashes, (unsigned long long)in->capacity,
-           (unsigned long long)in->items);
+           (unsigned long long)bits, hashes, (unsigned long long)capacity,
+           (unsigned long long)items);
     printf("\"payload_offset\":%llu,\"payload_bytes\":%llu,",
            (unsigned long long)in->payload_offset, (unsigned long long)in->payload_bytes);
-    if (in->capacity)
+    if (scalable)
+        printf("\"error_rate\":%s,", r && r->scalable ? cli_fmt_double(d, r->sc.error_rate) : "null");
+    else if (in->capacity)
         printf("\"error_rate\":%s,",
                cli_fmt_double(d, bg_sizing_fp_rate(in->variant, in->bits, in->capacity,
                                                    in->hashes)));
@@ -51,18 +105,73 @@ static void print_json(const char *path, const bg_file_info *in, const bg_filter
         printf("\"fill_ratio\":%s,", cli_fmt_double(d, s->fill_ratio));
         printf("\"estimated_items\":%s,", cli_fmt_double(d, s->estimated_items));
         printf("\"estimated_fp_rate\":%s,", cli_fmt_double(d, s->estimated_fp_rate));
+        if (in->variant == BG_VARIANT_COUNTING)
+            printf("\"saturated\":%llu,", (unsigned long long)s->saturated);
     } else {
         printf("\"bytes\":null,\"bits_set\":null,\"fill_ratio\":null,"
                "\"estimated_items\":null,\"estimated_fp_rate\":null,");
+        if (in->variant == BG_VARIANT_COUNTING)
+            printf("\"saturated\":null,");
+    }
+    if (scalable && r && r->scalable) {
+        cli_print_scaling_json(stdout, &r->sc);
+        printf(",\"layer_count\":%u,\"layers\":[", r->nlayers);
+        for (uint32_t i = 0; i < r->nlayers; i++) {
+            if (i)
+                putchar(',');
+            print_layer_json(&r->layers[i], i);
+        }
+        printf("],");
+    } else if (scalable) {
+        printf("\"layer_count\":null,\"layers\":null,");
     }
     printf("\"checksum\":\"0x%016llx\",\"checksum_status\":\"%s\"}\n",
            (unsigned long long)in->checksum, checksum_word(ck));
 }
 
-static void print_text(const char *path, const bg_file_info *in, const bg_filter_stats *s,
+/* The scalable part of the text: growth, then one line per layer. */
+static void print_scaling_text(const report *r)
+{
+    const bg_filter_scaling *sc = &r->sc;
+    char cap[32];
+    printf("layer variant:     %s\n", bg_variant_name(sc->layer_variant));
+    if (sc->nonscaling) {
+        printf("scaling:           none (--nonscaling): one layer; adding a new key when it "
+               "is full fails\n");
+    } else {
+        cli_fmt_bytes(cap, sizeof cap, sc->max_bytes);
+        printf("scaling:           capacity x%u and error rate x%g per layer; at most %u "
+               "layers and %llu bytes (%s)\n",
+               sc->expansion, sc->tightening, sc->max_layers, (unsigned long long)sc->max_bytes,
+               cap);
+    }
+    printf("error rate (p):    %g for all layers together (asked); %.6g at the layers' "
+           "capacities now\n",
+           sc->error_rate, r->s.error_rate);
+    printf("layers:            %u\n", r->nlayers);
+    printf("%5s  %-8s %14s %14s %14s %3s %12s  %13s  %8s  %11s\n", "layer", "variant",
+           "capacity", "items", "m (bits)", "k", "bytes", "p at capacity", "fill", "est. p now");
+    for (uint32_t i = 0; i < r->nlayers; i++) {
+        const bg_filter_stats *l = &r->layers[i];
+        printf("%5u  %-8s %14llu %14llu %14llu %3u %12llu  %13.6g  %8.6f  %11.6g\n", i,
+               bg_variant_name(l->variant), (unsigned long long)l->capacity,
+               (unsigned long long)l->items, (unsigned long long)l->bits, l->hashes,
+               (unsigned long long)l->bytes, l->error_rate, l->fill_ratio, l->estimated_fp_rate);
+    }
+    const bg_filter_stats *t = &r->s;
+    printf("%5s  %-8s %14llu %14llu %14llu %3s %12llu  %13.6g  %8.6f  %11.6g\n", "total", "",
+           (unsigned long long)t->capacity, (unsigned long long)t->items,
+           (unsigned long long)t->bits, "", (unsigned long long)t->bytes, t->error_rate,
+           t->fill_ratio, t->estimated_fp_rate);
+}
+
+static void print_text(const char *path, const bg_file_info *in, const report *r,
                        enum checksum_state ck)
 {
     char size[32];
+    const bg_filter_stats *s = r ? &r->s : NULL;
+    bool counting = in->variant == BG_VARIANT_COUNTING;
+    bool scalable = in->variant == BG_VARIANT_SCALABLE;
     const char *vname = bg_variant_name(in->variant);
     cli_fmt_bytes(size, sizeof size, in->file_bytes);
     printf("file:              %s\n", path);
@@ -73,28 +182,51 @@ static void print_text(const char *path, const bg_file_info *in, const bg_filter
     printf("hash:              %s (id %u)\n", hash_name(in->hash_id), in->hash_id);
     printf("seed:              %llu (0x%llx)\n", (unsigned long long)in->seed,
            (unsigned long long)in->seed);
-    printf("bits (m):          %llu\n", (unsigned long long)in->bits);
-    printf("hashes (k):        %u\n", in->hashes);
-    if (in->capacity)
-        printf("capacity (n):      %llu\n", (unsigned long long)in->capacity);
-    else
-        printf("capacity (n):      0 (sized by m and k)\n");
-    if (in->capacity)
-        printf("error rate (p):    %.6g at capacity (the model's)\n",
-               bg_sizing_fp_rate(in->variant, in->bits, in->capacity, in->hashes));
-    printf("items:             %llu\n", (unsigned long long)in->items);
+    if (scalable) {
+        /* Totals over the layers; the table below has each one. */
+        uint64_t bits = s ? s->bits : in->bits;
+        uint64_t capacity = s ? s->capacity : in->capacity;
+        uint64_t items = s ? s->items : in->items;
+        printf("bits (m):          %llu (all layers)\n", (unsigned long long)bits);
+        if (s)
+            printf("hashes (k):        %u (the newest layer)\n", s->hashes);
+        printf("capacity (n):      %llu (all layers)\n", (unsigned long long)capacity);
+        printf("items:             %llu\n", (unsigned long long)items);
+    } else {
+        if (counting)
+            printf("counters (m):      %llu (4 bits each)\n", (unsigned long long)in->bits);
+        else
+            printf("bits (m):          %llu\n", (unsigned long long)in->bits);
+        printf("hashes (k):        %u\n", in->hashes);
+        if (in->capacity)
+            printf("capacity (n):      %llu\n", (unsigned long long)in->capacity);
+        else
+            printf("capacity (n):      0 (sized by m and k)\n");
+        if (in->capacity)
+            printf("error rate (p):    %.6g at capacity (the model's)\n",
+                   bg_sizing_fp_rate(in->variant, in->bits, in->capacity, in->hashes));
+        printf("items:             %llu\n", (unsigned long long)in->items);
+    }
     cli_fmt_bytes(size, sizeof size, in->payload_bytes);
     printf("payload:           %llu bytes (%s) at offset %llu\n",
            (unsigned long long)in->payload_bytes, size, (unsigned long long)in->payload_offset);
     if (s) {
         cli_fmt_bytes(size, sizeof size, s->bytes);
-        printf("bytes:             %llu (%s, the bit array in memory)\n",
-               (unsigned long long)s->bytes, size);
-        printf("bits set:          %llu\n", (unsigned long long)s->bits_set);
+        printf("bytes:             %llu (%s, the %s in memory)\n", (unsigned long long)s->bytes,
+               size, counting ? "counters" : scalable ? "layers' bit arrays" : "bit array");
+        if (counting) {
+            printf("counters set:      %llu (non-zero)\n", (unsigned long long)s->bits_set);
+            printf("saturated:         %llu (counters at %u: they never go down)\n",
+                   (unsigned long long)s->saturated, (unsigned)BG_COUNTER_MAX);
+        } else {
+            printf("bits set:          %llu\n", (unsigned long long)s->bits_set);
+        }
         printf("fill ratio:        %.6f\n", s->fill_ratio);
         printf("estimated items:   %.0f\n", s->estimated_items);
         printf("estimated p now:   %.6g\n", s->estimated_fp_rate);
     }
+    if (r && r->scalable)
+        print_scaling_text(r);
     if (ck == CK_MISMATCH)
         printf("checksum:          MISMATCH (stored 0x%016llx): the file is damaged\n",
                (unsigned long long)in->checksum);
@@ -169,19 +301,27 @@ static int run(int argc, char **argv)
         bg_filter_free(f);
         return CLI_EXIT_ERROR;
     }
-    bg_filter_stats s;
-    bg_filter_stats_get(f, &s);
+    static report r; /* 64 layers' statistics: not on the stack */
+    if (gather(f, path, &r) != 0) {
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
     bg_filter_free(f);
-    if (in.bits != s.bits || in.hashes != s.hashes || in.seed != s.seed ||
-        in.variant != s.variant) {
+    const bg_filter_stats *s = &r.s;
+    /* A scalable file's header sums up its layers: compare the fields that
+     * say what the filter is, not how big it has grown. */
+    bool same = in.seed == s->seed && in.variant == s->variant;
+    if (in.variant != BG_VARIANT_SCALABLE)
+        same = same && in.bits == s->bits && in.hashes == s->hashes;
+    if (!same) {
         cli_error("%s: the file was replaced while being read; try again", path);
         return CLI_EXIT_ERROR;
     }
     enum checksum_state ck = (flags & BG_FILE_NO_VERIFY) ? CK_UNVERIFIED : CK_OK;
     if (json)
-        print_json(path, &in, &s, ck);
+        print_json(path, &in, &r, ck);
     else
-        print_text(path, &in, &s, ck);
+        print_text(path, &in, &r, ck);
     return cli_stdout_close() == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }
 
@@ -193,11 +333,15 @@ const cli_command cli_cmd_info = {
         "Prints every parameter of the filter in FILE (format version, variant,\n"
         "hash, seed, m, k, capacity, items, payload offset and size), the file's\n"
         "size, and what the bit array says now: bits set, fill ratio, estimated\n"
-        "number of keys and estimated current false-positive rate. Verifies the\n"
+        "number of keys and estimated current false-positive rate. A counting\n"
+        "filter also shows its saturated counters; a scalable one its growth\n"
+        "parameters and a table of its layers (capacity, items, m, k, bytes, p at\n"
+        "capacity, fill, estimated p now) with the totals. Verifies the\n"
         "checksum: a damaged file still has its header printed, with\n"
         "'checksum: MISMATCH', and the exit status is 2.\n"
         "\n"
-        "      --json        one JSON object on stdout\n"
+        "      --json        one JSON object on stdout (a scalable filter's layers\n"
+        "                    in a \"layers\" array)\n"
         "      --no-verify   do not verify the checksum\n"
         "  -h, --help        this help\n",
     .run = run,

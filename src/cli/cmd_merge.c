@@ -45,6 +45,19 @@ static bool compatible(const char *cmd, const bg_filter *a, const char *pa, cons
     return false;
 }
 
+/* Scalable filters have layers of different shapes, so there is no
+ * cell-wise union or intersection (bg_filter_union: BG_EVARIANT). Refusing
+ * by name, before anything else is read, gives the better message. */
+static bool refuse_scalable(const char *cmd, const bg_filter *f, const char *path)
+{
+    if (bg_filter_variant(f) != BG_VARIANT_SCALABLE)
+        return false;
+    cli_error("%s: %s: a scalable filter cannot be %s (its layers have different sizes); "
+              "nothing written",
+              cmd, path, strcmp(cmd, "merge") == 0 ? "merged" : "intersected");
+    return true;
+}
+
 /* True if path names the same file as one of the inputs. */
 static bool is_input(const struct stat *out, char **inputs, size_t n)
 {
@@ -114,6 +127,11 @@ static int combine(const cli_command *cmd, bool intersect, int argc, char **argv
         cli_file_error(inputs[0], "cannot load", rc, errno);
         return CLI_EXIT_ERROR;
     }
+    if (refuse_scalable(cmd->name, acc, inputs[0])) {
+        cli_progress_end(&prog);
+        bg_filter_free(acc);
+        return CLI_EXIT_ERROR;
+    }
     cli_progress_update(&prog, 1, 1, n);
     for (size_t i = 1; i < n; i++) {
         bg_filter *g;
@@ -125,7 +143,8 @@ static int combine(const cli_command *cmd, bool intersect, int argc, char **argv
             bg_filter_free(acc);
             return CLI_EXIT_ERROR;
         }
-        if (!compatible(cmd->name, acc, inputs[0], g, inputs[i])) {
+        if (refuse_scalable(cmd->name, g, inputs[i]) ||
+            !compatible(cmd->name, acc, inputs[0], g, inputs[i])) {
             cli_progress_end(&prog);
             bg_filter_free(g);
             bg_filter_free(acc);
@@ -195,8 +214,10 @@ static int run_intersect(int argc, char **argv)
     "\n"                                                                                   \
     "The inputs must have the same variant, m, k and seed (made by the same\n"             \
     "'bloomgate create' options); otherwise nothing is written and the message\n"         \
-    "says what differs. OUT may be one of the inputs; it is replaced atomically,\n"       \
-    "only after every input was read and verified.\n"
+    "says what differs. Counting filters combine counter by counter (union: the\n"      \
+    "sum, stopping at 15; intersection: the minimum); scalable filters cannot be\n"      \
+    "combined. OUT may be one of the inputs; it is replaced atomically, only\n"         \
+    "after every input was read and verified.\n"
 
 const cli_command cli_cmd_merge = {
     .name = "merge",

@@ -13,8 +13,8 @@
     CLI_STR(BG_VERSION_MAJOR) "." CLI_STR(BG_VERSION_MINOR) "." CLI_STR(BG_VERSION_PATCH)
 
 static const cli_command *const commands[] = {
-    &cli_cmd_calc, &cli_cmd_create, &cli_cmd_add,       &cli_cmd_check,
-    &cli_cmd_info, &cli_cmd_merge,  &cli_cmd_intersect,
+    &cli_cmd_calc,  &cli_cmd_create, &cli_cmd_add,   &cli_cmd_remove,
+    &cli_cmd_check, &cli_cmd_info,   &cli_cmd_merge, &cli_cmd_intersect,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -32,15 +32,16 @@ static void overview(FILE *fp)
           "       bloomgate help COMMAND | --help | --version\n"
           "\n"
           "Bloom filter files: build them from key lists, ask them whether keys may\n"
-          "exist, and combine them. A filter never forgets a key that was added.\n"
+          "exist, and combine them. A filter never forgets a key that was added\n"
+          "(unless a counting filter is told to remove it).\n"
           "\n"
           "Commands:\n",
           fp);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(fp, "  %-10s %s\n", commands[i]->name, commands[i]->summary);
     fputs("\n"
-          "Exit status: 0 success; 1 check found a key that is definitely absent;\n"
-          "2 any error.\n"
+          "Exit status: 0 success; 1 check (or remove --strict) found a key that is\n"
+          "definitely absent; 2 any error.\n"
           "Run 'bloomgate help COMMAND' (or 'bloomgate COMMAND --help') for a\n"
           "command's options; docs/CLI.md is the full reference.\n",
           fp);

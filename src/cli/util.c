@@ -226,10 +226,20 @@ int cli_parse_seed(const char *flag, const char *text, uint64_t *out)
 int cli_parse_variant(const char *text, bg_variant *out)
 {
     if (bg_variant_parse(text, out) != BG_OK) {
-        cli_error("--variant: '%s' is not a variant (standard or blocked)", text);
+        cli_error("--variant: '%s' is not a variant (standard, blocked, counting or scalable)",
+                  text);
         return -1;
     }
     return 0;
+}
+
+void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc)
+{
+    char d[32];
+    fprintf(fp, "\"layer_variant\":\"%s\",\"expansion\":%u,\"tightening\":%s,",
+            bg_variant_name(sc->layer_variant), sc->expansion, cli_fmt_double(d, sc->tightening));
+    fprintf(fp, "\"max_layers\":%u,\"max_bytes\":%llu,\"nonscaling\":%s", sc->max_layers,
+            (unsigned long long)sc->max_bytes, sc->nonscaling ? "true" : "false");
 }
 
 /* ---- output ----------------------------------------------------------- */

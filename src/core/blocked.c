@@ -120,6 +120,7 @@ BG__DEFINE_GROUP_OPS(blocked, )
 const bg__filter_ops bg__blocked_scalar_ops = {
     .variant = BG_VARIANT_BLOCKED,
     .name = "blocked",
+    .cell_bits = 1,
     .add = blocked_add,
     .contains = blocked_contains,
     .prefetch_group = blocked_prefetch_group,

@@ -102,6 +102,7 @@ BG__DEFINE_GROUP_OPS(avx512, BG__TARGET)
 static const bg__filter_ops avx512_ops = {
     .variant = BG_VARIANT_BLOCKED,
     .name = "blocked",
+    .cell_bits = 1,
     .add = avx512_add,
     .contains = avx512_contains,
     .prefetch_group = avx512_prefetch_group,

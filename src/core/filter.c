@@ -7,21 +7,28 @@
 #include "alloc_internal.h"
 #include "filter_internal.h"
 #include "hash_inline.h"
+#include "scalable_internal.h"
 
-static const bg__filter_ops *ops_for(bg_variant v)
+const bg__filter_ops *bg__ops_for(bg_variant v)
 {
     switch (v) {
     case BG_VARIANT_STANDARD:
         return &bg__standard_ops;
     case BG_VARIANT_BLOCKED:
         return bg__blocked_ops();
+    case BG_VARIANT_COUNTING:
+        return &bg__counting_ops;
+    case BG_VARIANT_SCALABLE:
+        break; /* no array of its own: not a shape */
     }
     return NULL;
 }
 
 const char *bg_variant_name(bg_variant v)
 {
-    const bg__filter_ops *ops = ops_for(v);
+    if (v == BG_VARIANT_SCALABLE)
+        return bg__scalable_ops.name;
+    const bg__filter_ops *ops = bg__ops_for(v);
     return ops ? ops->name : NULL;
 }
 
@@ -29,7 +36,8 @@ int bg_variant_parse(const char *name, bg_variant *out)
 {
     if (name == NULL || out == NULL)
         return BG_EINVAL;
-    static const bg_variant all[] = {BG_VARIANT_STANDARD, BG_VARIANT_BLOCKED};
+    static const bg_variant all[] = {BG_VARIANT_STANDARD, BG_VARIANT_BLOCKED,
+                                     BG_VARIANT_COUNTING, BG_VARIANT_SCALABLE};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (strcmp(name, bg_variant_name(all[i])) == 0) {
             *out = all[i];
@@ -49,12 +57,19 @@ int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
     if (opts->concurrency != BG_CONCURRENT_WRITERS && opts->concurrency != BG_SINGLE_WRITER)
         return BG_EINVAL;
     bg_variant variant = opts->variant ? opts->variant : BG_VARIANT_DEFAULT;
-    const bg__filter_ops *ops = ops_for(variant);
+    if (variant == BG_VARIANT_SCALABLE)
+        return bg__scalable_new(out, opts);
+    const bg__filter_ops *ops = bg__ops_for(variant);
     if (ops == NULL)
         return BG_EVARIANT;
+    if (opts->layer_variant || opts->expansion || opts->tightening != 0 || opts->max_layers ||
+        opts->nonscaling)
+        return BG_EINVAL; /* scalable options on another variant */
 
+    /* The cap is on bytes; the solver's m counts cells of cell_bits bits. */
     uint64_t max_bytes = opts->max_bytes ? opts->max_bytes : BG_DEFAULT_MAX_BYTES;
     uint64_t max_bits = max_bytes > BG_MAX_BITS / 8 ? BG_MAX_BITS : max_bytes * 8;
+    max_bits /= ops->cell_bits;
     bg_sizing s = {.n = opts->capacity, .p = opts->error_rate, .m = opts->bits, .k = opts->hashes};
     int rc = bg_sizing_solve(variant, &s, max_bits);
     if (rc != BG_OK)
@@ -76,21 +91,23 @@ int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
 
 int bg__filter_shape_check(const bg__filter_shape *s, uint64_t max_bits)
 {
-    if (ops_for(s->variant) == NULL)
+    const bg__filter_ops *ops = bg__ops_for(s->variant);
+    if (ops == NULL)
         return BG_EVARIANT;
     if (s->m < BG_MIN_BITS || s->k < 1 || s->k > BG_MAX_K)
         return BG_ECORRUPT;
     if (s->variant == BG_VARIANT_BLOCKED && (s->m % BG_BLOCK_BITS != 0 || s->k > BG_BLOCKED_MAX_K))
         return BG_ECORRUPT;
-    if (s->m > max_bits || s->m > BG_MAX_BITS)
+    /* max_bits is on the array, m * cell_bits bits. */
+    if (s->m > max_bits / ops->cell_bits || s->m > BG_MAX_BITS / ops->cell_bits)
         return BG_ETOOBIG;
     return BG_OK;
 }
 
-/* m <= BG_MAX_BITS = 2^63, so this fits in uint64_t. */
+/* m cell_bits <= BG_MAX_BITS = 2^63 (shape_check), so this fits in uint64_t. */
 uint64_t bg__filter_array_bytes(const bg__filter_shape *s)
 {
-    return (s->m + 63) / 64 * 8;
+    return (s->m * bg__ops_for(s->variant)->cell_bits + 63) / 64 * 8;
 }
 
 static bg_filter *shell_new(const bg__filter_shape *s)
@@ -98,10 +115,10 @@ static bg_filter *shell_new(const bg__filter_shape *s)
     bg_filter *f = bg__calloc(1, sizeof *f);
     if (f == NULL)
         return NULL;
-    f->ops = ops_for(s->variant);
+    f->ops = bg__ops_for(s->variant);
     f->m = s->m;
     f->k = s->k;
-    f->nwords = (s->m + 63) / 64;
+    f->nwords = bg__filter_array_bytes(s) / 8;
     f->nblocks = s->variant == BG_VARIANT_BLOCKED ? s->m / BG_BLOCK_BITS : 0;
     f->seed = s->seed;
     f->capacity = s->capacity;
@@ -152,6 +169,10 @@ void bg_filter_free(bg_filter *f)
 {
     if (f == NULL)
         return;
+    if (f->scalable) {
+        bg__scalable_free(f);
+        return;
+    }
     if (f->mapping)
         bg__unmap(f->mapping, f->mapping_bytes);
     else
@@ -199,6 +220,8 @@ int bg_filter_test_and_add_hash(bg_filter *f, bg_hash h)
         return BG_EINVAL;
     if (f->read_only)
         return BG_EREADONLY;
+    if (f->scalable)
+        return bg__scalable_test_and_add(f, h);
     int added = f->ops->add(f, h);
     count_new(f, (uint64_t)added);
     return added;
@@ -214,6 +237,8 @@ int bg_filter_contains_hash(const bg_filter *f, bg_hash h)
 {
     if (f == NULL)
         return BG_EINVAL;
+    if (f->scalable)
+        return bg__scalable_contains(f, h);
     return f->ops->contains(f, h);
 }
 
@@ -234,7 +259,7 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
 {
     if (f == NULL || (key == NULL && len != 0))
         return BG_EINVAL;
-    return f->ops->contains(f, bg__hash(key, len, f->seed));
+    return bg_filter_contains_hash(f, bg__hash(key, len, f->seed));
 }
 
 /* BATCHES
@@ -290,6 +315,8 @@ int64_t bg_filter_add_hashes(bg_filter *f, const bg_hash *hashes, size_t count, 
         return BG_EINVAL;
     if (f->read_only)
         return BG_EREADONLY;
+    if (f->scalable)
+        return bg__scalable_run_hashes(f, hashes, count, results, true);
     int64_t added = run_hashes(f, hashes, count, results, true);
     count_new(f, (uint64_t)added);
     return added;
@@ -302,6 +329,8 @@ int64_t bg_filter_contains_hashes(const bg_filter *f, const bg_hash *hashes, siz
 {
     if (f == NULL || (hashes == NULL && count != 0))
         return BG_EINVAL;
+    if (f->scalable)
+        return bg__scalable_run_hashes((bg_filter *)f, hashes, count, results, false);
     return run_hashes((bg_filter *)f, hashes, count, results, false);
 }
 
@@ -315,6 +344,8 @@ int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *
     int rc = check_keys(keys, lens, count);
     if (rc != BG_OK)
         return rc;
+    if (f->scalable)
+        return bg__scalable_run_keys(f, keys, lens, count, results, true);
     int64_t added = f->ops->run_keys(f, keys, lens, count, results, true);
     count_new(f, (uint64_t)added);
     return added;
@@ -328,6 +359,8 @@ int64_t bg_filter_contains_many(const bg_filter *f, const void *const *keys, con
     int rc = check_keys(keys, lens, count);
     if (rc != BG_OK)
         return rc;
+    if (f->scalable)
+        return bg__scalable_run_keys((bg_filter *)f, keys, lens, count, results, false);
     return f->ops->run_keys((bg_filter *)f, keys, lens, count, results, false);
 }
 
@@ -337,10 +370,78 @@ int bg_filter_clear(bg_filter *f)
         return BG_EINVAL;
     if (f->read_only)
         return BG_EREADONLY;
+    if (f->scalable)
+        return bg__scalable_clear(f);
     for (uint64_t i = 0; i < f->nwords; i++)
         atomic_store_explicit(&f->words[i], 0, memory_order_relaxed);
     atomic_store_explicit(&f->items, 0, memory_order_relaxed);
     return BG_OK;
+}
+
+/* items -= 1 for a removed key, never below 0 (a counting filter's count
+ * is of adds that were new, so removes of repeated keys can outnumber it). */
+static void count_removed(bg_filter *f)
+{
+    uint64_t v = bg__load(&f->items);
+    if (f->single_writer) {
+        if (v > 0 && v != UINT64_MAX)
+            atomic_store_explicit(&f->items, v - 1, memory_order_relaxed);
+        return;
+    }
+    while (v > 0 && v != UINT64_MAX &&
+           !atomic_compare_exchange_weak_explicit(&f->items, &v, v - 1, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+    }
+}
+
+/* BG_OK if keys can be removed from f. */
+static int check_removable(const bg_filter *f)
+{
+    if (f == NULL)
+        return BG_EINVAL;
+    if (f->ops->remove == NULL)
+        return BG_EVARIANT;
+    if (f->read_only)
+        return BG_EREADONLY;
+    return BG_OK;
+}
+
+int bg_filter_remove_hash(bg_filter *f, bg_hash h)
+{
+    int rc = check_removable(f);
+    if (rc != BG_OK)
+        return rc;
+    if (!f->ops->remove(f, h))
+        return BG_EABSENT;
+    count_removed(f);
+    return BG_OK;
+}
+
+int bg_filter_remove(bg_filter *f, const void *key, size_t len)
+{
+    if (f == NULL || (key == NULL && len != 0))
+        return BG_EINVAL;
+    return bg_filter_remove_hash(f, bg__hash(key, len, f->seed));
+}
+
+int64_t bg_filter_remove_many(bg_filter *f, const void *const *keys, const size_t *lens,
+                              size_t count, uint8_t *results)
+{
+    int rc = check_removable(f);
+    if (rc == BG_OK)
+        rc = check_keys(keys, lens, count);
+    if (rc != BG_OK)
+        return rc;
+    int64_t removed = 0;
+    for (size_t i = 0; i < count; i++) {
+        int r = f->ops->remove(f, bg__hash(keys[i], lens[i], f->seed));
+        if (r)
+            count_removed(f);
+        if (results)
+            results[i] = (uint8_t)r;
+        removed += r;
+    }
+    return removed;
 }
 
 /* Whether src can be merged into dst. */
@@ -348,6 +449,8 @@ static int check_compatible(const bg_filter *a, const bg_filter *b)
 {
     if (a == NULL || b == NULL)
         return BG_EINVAL;
+    if (a->scalable || b->scalable)
+        return BG_EVARIANT; /* layers of different shapes: no cell-wise merge */
     if (a->ops->variant != b->ops->variant || a->m != b->m || a->k != b->k || a->seed != b->seed)
         return BG_EINCOMPAT;
     if (a->read_only)
@@ -373,12 +476,16 @@ int bg_filter_union(bg_filter *dst, const bg_filter *src)
     if (dst == src)
         return BG_OK;
     uint64_t before = 0, after = 0;
-    for (uint64_t i = 0; i < dst->nwords; i++) {
-        uint64_t w = bg__load(&src->words[i]), old = bg__load(&dst->words[i]);
-        before += (uint64_t)__builtin_popcountll(old);
-        after += (uint64_t)__builtin_popcountll(old | w);
-        if (w & ~old)
-            bg__set_bits(dst, &dst->words[i], w);
+    if (dst->ops->merge) {
+        dst->ops->merge(dst, src, true, &before, &after);
+    } else {
+        for (uint64_t i = 0; i < dst->nwords; i++) {
+            uint64_t w = bg__load(&src->words[i]), old = bg__load(&dst->words[i]);
+            before += (uint64_t)__builtin_popcountll(old);
+            after += (uint64_t)__builtin_popcountll(old | w);
+            if (w & ~old)
+                bg__set_bits(dst, &dst->words[i], w);
+        }
     }
     double gained = dst->ops->items_for_bits(dst, (double)after) -
                     dst->ops->items_for_bits(dst, (double)before);
@@ -397,10 +504,15 @@ int bg_filter_intersect(bg_filter *dst, const bg_filter *src)
     if (dst == src)
         return BG_OK;
     uint64_t set = 0;
-    for (uint64_t i = 0; i < dst->nwords; i++) {
-        uint64_t w = bg__load(&dst->words[i]) & bg__load(&src->words[i]);
-        set += (uint64_t)__builtin_popcountll(w);
-        atomic_store_explicit(&dst->words[i], w, memory_order_relaxed);
+    if (dst->ops->merge) {
+        uint64_t before = 0;
+        dst->ops->merge(dst, src, false, &before, &set);
+    } else {
+        for (uint64_t i = 0; i < dst->nwords; i++) {
+            uint64_t w = bg__load(&dst->words[i]) & bg__load(&src->words[i]);
+            set += (uint64_t)__builtin_popcountll(w);
+            atomic_store_explicit(&dst->words[i], w, memory_order_relaxed);
+        }
     }
     atomic_store_explicit(&dst->items, items_from_estimate(dst->ops->items_for_bits(dst, (double)set)),
                           memory_order_relaxed);
@@ -419,8 +531,11 @@ int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out)
 {
     if (f == NULL || out == NULL)
         return BG_EINVAL;
+    if (f->scalable)
+        return bg__scalable_stats(f, out);
     bg_filter_stats st;
     memset(&st, 0, sizeof st);
+    st.layers = 1;
     st.variant = f->ops->variant;
     st.bits = f->m;
     st.hashes = f->k;
@@ -435,6 +550,24 @@ int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out)
     return BG_OK;
 }
 
+int bg_filter_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
+{
+    if (f == NULL || out == NULL)
+        return BG_EINVAL;
+    if (f->scalable)
+        return bg__scalable_layer_stats(f, layer, out);
+    return layer == 0 ? bg_filter_stats_get(f, out) : BG_EINVAL;
+}
+
+int bg_filter_scaling_get(const bg_filter *f, bg_filter_scaling *out)
+{
+    if (f == NULL || out == NULL)
+        return BG_EINVAL;
+    if (!f->scalable)
+        return BG_EVARIANT;
+    return bg__scalable_scaling(f, out);
+}
+
 bg_variant bg_filter_variant(const bg_filter *f)
 {
     return f ? f->ops->variant : (bg_variant)0;
@@ -442,12 +575,12 @@ bg_variant bg_filter_variant(const bg_filter *f)
 
 uint64_t bg_filter_bits(const bg_filter *f)
 {
-    return f ? f->m : 0;
+    return f == NULL ? 0 : f->scalable ? bg__scalable_bits(f) : f->m;
 }
 
 uint32_t bg_filter_hashes(const bg_filter *f)
 {
-    return f ? f->k : 0;
+    return f == NULL ? 0 : f->scalable ? bg__scalable_hashes(f) : f->k;
 }
 
 uint64_t bg_filter_seed(const bg_filter *f)
@@ -457,10 +590,10 @@ uint64_t bg_filter_seed(const bg_filter *f)
 
 uint64_t bg_filter_items(const bg_filter *f)
 {
-    return f ? bg__load(&f->items) : 0;
+    return f == NULL ? 0 : f->scalable ? bg__scalable_items(f) : bg__load(&f->items);
 }
 
 uint64_t bg_filter_bytes(const bg_filter *f)
 {
-    return f ? f->nwords * 8 : 0;
+    return f == NULL ? 0 : f->scalable ? bg__scalable_bytes(f) : f->nwords * 8;
 }

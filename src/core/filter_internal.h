@@ -16,6 +16,9 @@
 typedef struct bg__filter_ops {
     bg_variant variant;
     const char *name;
+    /* Bits per cell of the array: 1 (a bit), 4 (the counting variant's
+     * counters). The array holds m cells, m * cell_bits bits. */
+    unsigned cell_bits;
     /* Sets the key's bits; returns 1 if at least one was clear, else 0. */
     int (*add)(bg_filter *f, bg_hash h);
     /* 1 if all of the key's bits are set, else 0. */
@@ -35,8 +38,18 @@ typedef struct bg__filter_ops {
     /* The number of distinct keys that set `bits_set` bits on average (the
      * inverse of the expected fill; +inf when every bit is set). */
     double (*items_for_bits)(const bg_filter *f, double bits_set);
-    /* Scans the array once: bits_set, estimated_items, estimated_fp_rate. */
+    /* Scans the array once: bits_set, estimated_items, estimated_fp_rate
+     * (and saturated, for counters). */
     void (*estimate)(const bg_filter *f, bg_filter_stats *st);
+    /* Counting only (NULL otherwise): decrements the key's counters if none
+     * is 0 and returns 1, else changes nothing and returns 0. */
+    int (*remove)(bg_filter *f, bg_hash h);
+    /* dst's cells op= src's (union if is_union, else intersection), adding
+     * to *before and *after the cells of dst set (non-zero) before and after.
+     * Union must be safe concurrently with adds to dst; intersection need
+     * not be. NULL: bitwise or / and on the words (filter.c). */
+    void (*merge)(bg_filter *dst, const bg_filter *src, bool is_union, uint64_t *before,
+                  uint64_t *after);
 } bg__filter_ops;
 
 struct bg_filter {
@@ -53,6 +66,11 @@ struct bg_filter {
     _Atomic uint64_t *words; /* 64-byte aligned; bit i as in <bloomgate/filter.h> */
     void *mapping;        /* the file mapping `words` lies in, or NULL (own memory) */
     size_t mapping_bytes;
+    /* Scalable filters only (else NULL): the layers and their parameters
+     * (scalable.c). Such a filter has no array of its own: ops is
+     * bg__scalable_ops, words is NULL, and filter.c hands every call to the
+     * bg__scalable_* functions (scalable_internal.h). */
+    struct bg__scalable *scalable;
 };
 
 /* What a filter is, apart from its bits: what bg_filter_new derives from its
@@ -73,7 +91,7 @@ typedef struct bg__filter_shape {
  * or BG_ECORRUPT. */
 int bg__filter_shape_check(const bg__filter_shape *s, uint64_t max_bits);
 
-/* Bytes of the bit array of a checked shape: 8 ceil(m / 64). */
+/* Bytes of the array of a checked shape: 8 ceil(m cell_bits / 64). */
 uint64_t bg__filter_array_bytes(const bg__filter_shape *s);
 
 /* A new filter of a checked shape with a zeroed bit array of its own.
@@ -88,6 +106,11 @@ int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *wo
                             void *mapping, size_t mapping_bytes);
 
 extern const bg__filter_ops bg__standard_ops;
+extern const bg__filter_ops bg__counting_ops;
+
+/* The ops of a variant with an array of its own (standard, blocked,
+ * counting), or NULL. */
+const bg__filter_ops *bg__ops_for(bg_variant v);
 
 /* The blocked variant has a portable implementation and an AVX-512 one
  * (blocked_avx512.c, chosen at run time); bg__blocked_ops returns the one
@@ -117,6 +140,14 @@ static inline uint64_t bg__reduce(uint64_t x, uint64_t range)
     uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
     return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
 #endif
+}
+
+/* (x + y) mod m for x, y < m, without a division: one step of the standard
+ * (and counting) variant's enhanced double hashing (filter.h BIT LAYOUT). */
+static inline uint64_t bg__step_mod(uint64_t x, uint64_t y, uint64_t m)
+{
+    x += y;
+    return x >= m ? x - m : x;
 }
 
 /* The mask of bit b (0..63, in payload numbering: byte b / 8, mask

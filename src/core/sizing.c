@@ -75,6 +75,13 @@ static double fp_model(bg_variant v, double m, double n, unsigned k)
     return v == BG_VARIANT_BLOCKED ? fp_blocked(m, n, k) : fp_standard(m, n, k);
 }
 
+/* A counting filter's m counters stand where a standard filter's m bits do:
+ * the same model and the same solver. */
+static bg_variant math_variant(bg_variant v)
+{
+    return v == BG_VARIANT_COUNTING ? BG_VARIANT_STANDARD : v;
+}
+
 static bool variant_known(bg_variant v)
 {
     return v == BG_VARIANT_STANDARD || v == BG_VARIANT_BLOCKED;
@@ -88,6 +95,7 @@ static unsigned max_k(bg_variant v)
 
 double bg_sizing_fp_rate(bg_variant variant, uint64_t m, uint64_t n, uint32_t k)
 {
+    variant = math_variant(variant);
     if (!variant_known(variant) || m == 0 || k == 0 || k > max_k(variant))
         return NAN;
     return fp_model(variant, (double)m, (double)n, k);
@@ -246,6 +254,7 @@ static double most_items(bg_variant v, double m, double p, unsigned k)
 
 int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits)
 {
+    variant = math_variant(variant);
     if (s == NULL)
         return BG_EINVAL;
     if (!variant_known(variant))

@@ -20,12 +20,6 @@
 #include "filter_internal.h"
 #include "hash_inline.h"
 
-static inline uint64_t step_mod(uint64_t x, uint64_t y, uint64_t m)
-{
-    x += y;
-    return x >= m ? x - m : x;
-}
-
 static int standard_add(bg_filter *f, bg_hash h)
 {
     uint64_t m = f->m;
@@ -36,8 +30,8 @@ static int standard_add(bg_filter *f, bg_hash h)
         added |= bg__set_bits(f, &f->words[x >> 6], bg__bit(x & 63));
         if (++j == f->k)
             break;
-        x = step_mod(x, y, m);
-        y = step_mod(y, j - 1, m);
+        x = bg__step_mod(x, y, m);
+        y = bg__step_mod(y, j - 1, m);
     }
     return added;
 }
@@ -52,8 +46,8 @@ static int standard_contains(const bg_filter *f, bg_hash h)
             return 0;
         if (++j == f->k)
             return 1;
-        x = step_mod(x, y, m);
-        y = step_mod(y, j - 1, m);
+        x = bg__step_mod(x, y, m);
+        y = bg__step_mod(y, j - 1, m);
     }
 }
 
@@ -65,7 +59,7 @@ static void standard_prefetch(const bg_filter *f, bg_hash h)
     uint64_t x = bg__reduce(h.h1, m);
     uint64_t y = bg__reduce(h.h2, m - 1) + 1;
     bg__prefetch(&f->words[x >> 6]);
-    bg__prefetch(&f->words[step_mod(x, y, m) >> 6]);
+    bg__prefetch(&f->words[bg__step_mod(x, y, m) >> 6]);
 }
 
 /* E[X] / m = 1 - (1 - 1/m)^(k n) inverts to the cardinality estimate
@@ -91,6 +85,7 @@ BG__DEFINE_GROUP_OPS(standard, )
 const bg__filter_ops bg__standard_ops = {
     .variant = BG_VARIANT_STANDARD,
     .name = "standard",
+    .cell_bits = 1,
     .add = standard_add,
     .contains = standard_contains,
     .prefetch_group = standard_prefetch_group,

@@ -1,4 +1,7 @@
-/* The filter file format, version 1. Internal; docs/FORMAT.md is the spec.
+/* The filter file format, versions 1 and 2. Internal; docs/FORMAT.md is the
+ * spec.
+ *
+ * VERSION 1: one standard, blocked or counting filter.
  *
  *    0        8       10      12  13  14      16      20      24
  *    +--------+-------+-------+---+---+-------+-------+-------+
@@ -24,7 +27,31 @@
  * checksum. checksum is XXH3-64 (seed 0) of header bytes [0, 120) followed by
  * the payload. Version 1 is canonical: hdr len and pay off are 128, flags and
  * reserved bytes 0, the payload's bits past m 0; a reader rejects anything
- * else, so one filter has exactly one image. */
+ * else, so one filter has exactly one image.
+ *
+ * VERSION 2: a scalable filter, a container of version-1 layer images.
+ *
+ *    0        8       10      12  13  14      16      20      24
+ *    +--------+-------+-------+---+---+-------+-------+-------+
+ *    | magic  |version|hdr len|var|hsh| flags | layers| expan |
+ *    +--------+-------+-------+---+---+-------+-------+-------+
+ *   24       32       40       48       56       64    68  69  72
+ *    +--------+--------+--------+--------+--------+-----+---+---+
+ *    | tight  |  p     |  seed  |  n0    | items  |max L|lv |rsv|
+ *    +--------+--------+--------+--------+--------+-----+---+---+
+ *   72       80       88       96                      120      128
+ *    +--------+--------+--------+-------------------------+--------+
+ *    |max byte|1st lay | total  | reserved (24 zero bytes)|checksum|
+ *    +--------+--------+--------+-------------------------+--------+
+ *   128: layer 0 (a version-1 image: header, payload) zero-padded to a
+ *        multiple of 64 bytes, then layer 1, ... up to `total`
+ *
+ * var 4 (scalable); flags bit 0 = non-scaling, the others 0; tight and p are
+ * IEEE-754 binary64 bit patterns; lv is the layer variant; 1st lay is 128.
+ * Each layer image is what version 1 writes for that layer, except that its
+ * checksum field is 0: the container's checksum, XXH3-64 of header bytes
+ * [0, 120) followed by bytes [128, total), covers every layer. The checks
+ * (bg__file_plan_read, docs/FORMAT.md) make version 2 canonical too. */
 #ifndef BG_FILE_FORMAT_H
 #define BG_FILE_FORMAT_H
 
@@ -35,9 +62,14 @@
 #include <bloomgate/file.h>
 
 #include "core/filter_internal.h"
+#include "core/scalable_internal.h"
 
 #define BG__FILE_MAGIC "\x89" "BGF\r\n\x1a\n"
 #define BG__FILE_MAGIC_LEN 8u
+
+/* The versions, and the variant each one holds. */
+#define BG__FILE_V1 1u /* standard, blocked, counting */
+#define BG__FILE_V2 2u /* scalable */
 
 /* Byte offsets of the version-1 header's fields. */
 enum {
@@ -59,29 +91,55 @@ enum {
     BG__OFF_CHECKSUM = 120,      /* u64 */
 };
 
+/* Byte offsets of the version-2 header's fields; magic, version, header
+ * length, variant, hash, flags and checksum are where version 1 has them. */
+enum {
+    BG__V2_OFF_LAYERS = 16,        /* u32, 1..max layers */
+    BG__V2_OFF_EXPANSION = 20,     /* u32; 0 iff non-scaling */
+    BG__V2_OFF_TIGHTENING = 24,    /* binary64 */
+    BG__V2_OFF_ERROR_RATE = 32,    /* binary64 */
+    BG__V2_OFF_SEED = 40,          /* u64 */
+    BG__V2_OFF_CAPACITY = 48,      /* u64, n0 */
+    BG__V2_OFF_ITEMS = 56,         /* u64, the layers' sum */
+    BG__V2_OFF_MAX_LAYERS = 64,    /* u32 */
+    BG__V2_OFF_LAYER_VARIANT = 68, /* u8 */
+    BG__V2_OFF_RESERVED0 = 69,     /* 3 bytes, 0 */
+    BG__V2_OFF_MAX_BYTES = 72,     /* u64 */
+    BG__V2_OFF_FIRST_LAYER = 80,   /* u64, 128 */
+    BG__V2_OFF_TOTAL = 88,         /* u64, the file's length */
+    BG__V2_OFF_RESERVED1 = 96,     /* 24 bytes, 0 */
+};
+
+/* Flag bits of a version-2 header. */
+#define BG__V2_NONSCALING 1u
+
+/* Layer images are padded to this, so every payload is 64-byte aligned. */
+#define BG__V2_ALIGN 64u
+
 _Static_assert(BG__OFF_CHECKSUM + 8 == BG_FILE_HEADER_BYTES, "the checksum ends the header");
 _Static_assert(BG_FILE_HEADER_BYTES % 64 == 0, "the payload after the header is 64-byte aligned");
+_Static_assert(BG__V2_OFF_RESERVED1 + 24 == BG__OFF_CHECKSUM, "v2: reserved bytes up to the checksum");
+_Static_assert(BG_FILE_HEADER_BYTES % BG__V2_ALIGN == 0, "v2: the first layer is aligned");
 
 /* A version-1 header for `f` (item count read once, now), checksum field 0. */
 void bg__file_header_build(const bg_filter *f, uint8_t out[BG_FILE_HEADER_BYTES]);
 
-/* Parses and validates the header at head[0, head_len) of an input of
- * `file_len` bytes (head_len = min(file_len, BG_FILE_HEADER_BYTES)): every
- * field, against the others and against file_len. Fills *info (checksum
- * status 1, "not computed") and *shape. Returns BG_OK or a TRUST status of
- * file.h. Does not look at the payload. */
-int bg__file_header_parse(const uint8_t *head, size_t head_len, uint64_t file_len,
-                          bg_file_info *info, bg__filter_shape *shape);
+/* Bits of a payload: m cells of the variant's cell_bits (1, counting 4).
+ * The variant must be one bg__ops_for knows, and m checked by
+ * bg__filter_shape_check (so the product fits). */
+uint64_t bg__file_payload_bits(bg_variant variant, uint64_t m);
 
-/* The payload's last byte may only have bits below m set (the bits past m
- * are never probed, but a popcount would count them). */
-bool bg__file_tail_ok(uint64_t m, uint8_t last_byte);
+/* The payload's last byte may only have bits below payload_bits set (the
+ * bits past the last cell are never probed, but a popcount would count
+ * them). */
+bool bg__file_tail_ok(uint64_t payload_bits, uint8_t last_byte);
 
 /* Only flags that file.h defines are set. */
 bool bg__file_flags_ok(unsigned flags);
 
-/* The checksum of a whole image in memory (header and payload contiguous). */
-uint64_t bg__file_checksum(const uint8_t *image, uint64_t payload_bytes);
+/* The checksum of a whole image of `len` bytes in memory: XXH3-64 of bytes
+ * [0, 120) then [128, len) (both versions). */
+uint64_t bg__file_checksum(const uint8_t *image, uint64_t len);
 
 /* Copies payload bytes [from, from + n) of `f` into dst (`from` a multiple of
  * 8; n may end anywhere up to ceil(m / 8)). Each 64-bit word is read with one
@@ -92,5 +150,63 @@ void bg__file_copy_payload(const bg_filter *f, uint64_t from, uint8_t *dst, size
 /* Little-endian stores and loads, whatever the CPU. */
 void bg__put_le(uint8_t *p, uint64_t v, unsigned bytes);
 uint64_t bg__get_le(const uint8_t *p, unsigned bytes);
+
+/* ---- reading: the plan ------------------------------------------------- */
+
+/* Where an input's bytes come from: memory, or a file read with pread. */
+typedef struct bg__file_src {
+    const uint8_t *buf; /* the input in memory, or NULL: read fd */
+    int fd;
+    uint64_t len;       /* the input's length */
+} bg__file_src;
+
+/* Reads n bytes at `off` (off + n <= len). BG_OK, BG_ETRUNC (the file
+ * shrank) or BG_EIO (errno set). */
+int bg__file_src_read(const bg__file_src *src, uint64_t off, void *dst, size_t n);
+
+/* One filter array in the input: the whole filter (version 1) or a layer. */
+typedef struct bg__file_part {
+    bg__filter_shape shape;
+    uint64_t head_offset;    /* its version-1 header */
+    uint64_t payload_offset;
+    uint64_t payload_bytes;
+    uint64_t pad_bytes;      /* zeros after the payload (version 2) */
+} bg__file_part;
+
+/* Everything a reader needs, validated, before it allocates. */
+typedef struct bg__file_plan {
+    bg_file_info info;               /* checksum_status 1: not computed */
+    uint8_t head[BG_FILE_HEADER_BYTES];
+    bg__scalable_params params;      /* version 2 */
+    uint32_t parts;                  /* 1 (version 1) or the layers */
+    bg__file_part part[BG_MAX_LAYERS];
+    uint8_t part_head[BG_MAX_LAYERS][BG_FILE_HEADER_BYTES]; /* version 2 */
+} bg__file_plan;
+
+/* Reads and validates an input's structure: the header, and for version 2
+ * every layer's header, padding and placement (docs/FORMAT.md, "Rules for
+ * readers"), and each payload's last byte. Does not read payloads or
+ * compute the checksum. BG_OK, a TRUST status of file.h, or BG_EIO. */
+int bg__file_plan_read(const bg__file_src *src, bg__file_plan *plan);
+
+/* ---- version 2 writing --------------------------------------------------- */
+
+/* A scalable filter as it will be written: its layers at one moment (count
+ * loaded once; each layer's item count read once, into its header), the
+ * container header with checksum 0, and the image's size. */
+typedef struct bg__file_v2 {
+    uint32_t layers;
+    const bg_filter *layer[BG_MAX_LAYERS];
+    uint8_t layer_head[BG_MAX_LAYERS][BG_FILE_HEADER_BYTES];
+    uint64_t payload_bytes[BG_MAX_LAYERS];
+    uint64_t pad_bytes[BG_MAX_LAYERS];
+    uint8_t head[BG_FILE_HEADER_BYTES];
+    uint64_t total;
+} bg__file_v2;
+
+void bg__file_v2_snapshot(const bg_filter *f, bg__file_v2 *out);
+
+/* Bytes of a layer image (header and payload) padded to BG__V2_ALIGN. */
+uint64_t bg__file_v2_padded(uint64_t payload_bytes);
 
 #endif

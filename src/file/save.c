@@ -7,7 +7,9 @@
  *    system, so rename is atomic);
  * 2. write the header with a zero checksum, then the payload in 1 MiB chunks,
  *    each copied from the filter with atomic loads, hashed, and written, so
- *    the checksum is of exactly the bytes on disk even while threads add;
+ *    the checksum is of exactly the bytes on disk even while threads add (a
+ *    scalable filter: the container header, then each layer's header,
+ *    payload and padding, for the layers there were when the save began);
  * 3. write the header again with the checksum; fsync: the data and the size
  *    are on disk before the name points at them;
  * 4. rename over the target: POSIX makes this atomic, so every open of the
@@ -104,9 +106,62 @@ static int sync_dir(const char *path)
     return rc;
 }
 
+/* Writes n bytes of `f`'s payload from its start to fd in CHUNK pieces
+ * (copied with atomic loads, then hashed, then written). */
+static int write_payload(const bg_filter *f, uint64_t n, int fd, uint8_t *buf, XXH3_state_t *st)
+{
+    int rc = BG_OK;
+    for (uint64_t at = 0; rc == BG_OK && at < n; at += CHUNK) {
+        size_t len = (size_t)(n - at < CHUNK ? n - at : CHUNK);
+        bg__file_copy_payload(f, at, buf, len);
+        XXH3_64bits_update(st, buf, len);
+        rc = write_all(fd, buf, len);
+    }
+    return rc;
+}
+
+/* Step 3: the header again, now with the checksum, then fsync. */
+static int finish_image(int fd, uint8_t *head, XXH3_state_t *st)
+{
+    bg__put_le(head + BG__OFF_CHECKSUM, XXH3_64bits_digest(st), 8);
+    if (pwrite(fd, head, BG_FILE_HEADER_BYTES, 0) != (ssize_t)BG_FILE_HEADER_BYTES)
+        return BG_EIO;
+    return fsync(fd) == 0 ? BG_OK : BG_EIO;
+}
+
+/* Steps 2 and 3 for a scalable filter: the layers as of one moment
+ * (bg__file_v2_snapshot: a layer added meanwhile is not written), each
+ * layer's header, payload and padding in turn. */
+static int write_image_v2(const bg_filter *f, int fd, uint8_t *buf)
+{
+    static const uint8_t zeros[BG__V2_ALIGN];
+    bg__file_v2 v;
+    bg__file_v2_snapshot(f, &v);
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, v.head, BG__OFF_CHECKSUM);
+    int rc = write_all(fd, v.head, BG_FILE_HEADER_BYTES);
+    for (uint32_t i = 0; rc == BG_OK && i < v.layers; i++) {
+        XXH3_64bits_update(&st, v.layer_head[i], BG_FILE_HEADER_BYTES);
+        rc = write_all(fd, v.layer_head[i], BG_FILE_HEADER_BYTES);
+        if (rc == BG_OK)
+            rc = write_payload(v.layer[i], v.payload_bytes[i], fd, buf, &st);
+        if (rc == BG_OK) {
+            XXH3_64bits_update(&st, zeros, (size_t)v.pad_bytes[i]);
+            rc = write_all(fd, zeros, (size_t)v.pad_bytes[i]);
+        }
+    }
+    if (rc != BG_OK)
+        return rc;
+    return finish_image(fd, v.head, &st);
+}
+
 /* Steps 2 and 3 on an open temporary file. */
 static int write_image(const bg_filter *f, int fd, uint8_t *buf)
 {
+    if (f->scalable)
+        return write_image_v2(f, fd, buf);
     uint8_t head[BG_FILE_HEADER_BYTES];
     bg__file_header_build(f, head);
     XXH3_state_t st;
@@ -114,19 +169,11 @@ static int write_image(const bg_filter *f, int fd, uint8_t *buf)
     XXH3_64bits_reset(&st);
     XXH3_64bits_update(&st, head, BG__OFF_CHECKSUM);
     int rc = write_all(fd, head, sizeof head);
-    uint64_t payload = (f->m + 7) / 8;
-    for (uint64_t at = 0; rc == BG_OK && at < payload; at += CHUNK) {
-        size_t n = (size_t)(payload - at < CHUNK ? payload - at : CHUNK);
-        bg__file_copy_payload(f, at, buf, n);
-        XXH3_64bits_update(&st, buf, n);
-        rc = write_all(fd, buf, n);
-    }
+    if (rc == BG_OK)
+        rc = write_payload(f, (f->m * f->ops->cell_bits + 7) / 8, fd, buf, &st);
     if (rc != BG_OK)
         return rc;
-    bg__put_le(head + BG__OFF_CHECKSUM, XXH3_64bits_digest(&st), 8);
-    if (pwrite(fd, head, sizeof head, 0) != (ssize_t)sizeof head)
-        return BG_EIO;
-    return fsync(fd) == 0 ? BG_OK : BG_EIO;
+    return finish_image(fd, head, &st);
 }
 
 int bg_filter_save(const bg_filter *f, const char *path)

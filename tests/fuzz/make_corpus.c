@@ -2,9 +2,12 @@
  *
  *   make_corpus DIR
  *
- * Valid files of both variants across shapes that reach different code
+ * Valid files of every variant across shapes that reach different code
  * (m = 64, odd m, a single block, a few KB; k from 1 to the maximum; sized
- * by n and p or by m and k; empty, with keys, saturated; several seeds),
+ * by n and p or by m and k; empty, with keys, saturated; several seeds;
+ * counting filters with an odd m and saturated counters; scalable filters
+ * with one to several layers, standard or blocked layers, non-scaling, and
+ * grown to each limit),
  * then invalid ones, each wrong in one way the loader must name (checked
  * here: a seed that does not get its status stops the run). The files
  * are made at run time with this build's encoder, so the corpus always
@@ -36,8 +39,10 @@ static void write_file(const char *name, const uint8_t *buf, size_t len)
 }
 
 /* A filter of the given shape holding `nkeys` keys, encoded into a new
- * buffer (*len bytes; the caller frees it). */
-static uint8_t *image(bg_filter_options o, uint64_t nkeys, size_t *len)
+ * buffer (*len bytes; the caller frees it). A scalable filter that cannot
+ * grow stops taking keys at the first add that returns `stop` (0: none may
+ * fail). */
+static uint8_t *image_until(bg_filter_options o, uint64_t nkeys, int stop, size_t *len)
 {
     bg_filter *f;
     int rc = bg_filter_new(&f, &o);
@@ -46,9 +51,14 @@ static uint8_t *image(bg_filter_options o, uint64_t nkeys, size_t *len)
     for (uint64_t i = 0; i < nkeys; i++) {
         char key[32];
         int n = snprintf(key, sizeof key, "key:%" PRIu64, i);
-        if ((rc = bg_filter_add(f, key, (size_t)n)) != BG_OK)
+        rc = bg_filter_add(f, key, (size_t)n);
+        if (stop != 0 && rc == stop)
+            break;
+        if (rc != BG_OK)
             die("bg_filter_add", rc);
     }
+    if (stop != 0 && rc != stop)
+        die("the filter did not fill up", 0);
     uint64_t size;
     if ((rc = bg_filter_encoded_size(f, &size)) != BG_OK)
         die("bg_filter_encoded_size", rc);
@@ -59,6 +69,11 @@ static uint8_t *image(bg_filter_options o, uint64_t nkeys, size_t *len)
         die("bg_filter_encode", rc);
     bg_filter_free(f);
     return buf;
+}
+
+static uint8_t *image(bg_filter_options o, uint64_t nkeys, size_t *len)
+{
+    return image_until(o, nkeys, 0, len);
 }
 
 /* Writes buf[0, len) as `name` after checking that the loader says `want`
@@ -83,6 +98,146 @@ static void valid(const char *name, bg_filter_options o, uint64_t nkeys)
     free(buf);
 }
 
+/* A valid scalable image that must have `layers` layers (after adding until
+ * `stop`, as image_until). */
+static void valid_layers(const char *name, bg_filter_options o, uint64_t nkeys, int stop,
+                         uint32_t layers)
+{
+    size_t len;
+    uint8_t *buf = image_until(o, nkeys, stop, &len);
+    bg_file_info info;
+    int rc = bg_file_inspect_buffer(buf, len, 0, &info);
+    if (rc != BG_OK || info.version != 2 || info.layers != layers) {
+        fprintf(stderr, "make_corpus: %s: %s, version %u, %u layers, not version 2 with %u\n",
+                name, bg_err_name(rc), info.version, info.layers, layers);
+        exit(1);
+    }
+    seed(name, buf, len, BG_OK);
+    free(buf);
+}
+
+/* Sets `bytes` little-endian bytes at buf[off] to v. */
+static void put_le(uint8_t *buf, size_t off, uint64_t v, unsigned bytes)
+{
+    for (unsigned i = 0; i < bytes; i++)
+        buf[off + i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *buf, size_t off, unsigned bytes)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < bytes; i++)
+        v |= (uint64_t)buf[off + i] << (8 * i);
+    return v;
+}
+
+/* Writes a copy of buf[0, len) with `bytes` bytes at `off` set to v
+ * (little-endian), after checking that the loader says `want` of it. */
+static void mutant(const char *name, const uint8_t *buf, size_t len, size_t off, uint64_t v,
+                   unsigned bytes, int want)
+{
+    uint8_t *copy = malloc(len);
+    if (copy == NULL)
+        die("malloc", 0);
+    memcpy(copy, buf, len);
+    put_le(copy, off, v, bytes);
+    seed(name, copy, len, want);
+    free(copy);
+}
+
+/* Scalable filters: format version 2, a container of version-1 layer
+ * images (docs/FORMAT.md). Valid ones with 1, 2 and many layers, standard
+ * and blocked layers, non-scaling, and grown to their limits; then invalid
+ * ones, each wrong in one way. Small first layers keep every image well
+ * under the fuzzer's -max_len. */
+static void scalable_seeds(void)
+{
+    const bg_variant SC = BG_VARIANT_SCALABLE, B = BG_VARIANT_BLOCKED;
+    valid_layers("scl-1layer-empty",
+                 (bg_filter_options){.variant = SC, .capacity = 100, .error_rate = 0.01}, 0, 0, 1);
+    valid_layers("scl-1layer",
+                 (bg_filter_options){.variant = SC, .capacity = 100, .error_rate = 0.01,
+                                     .seed = 21},
+                 60, 0, 1);
+    valid_layers("scl-2layers",
+                 (bg_filter_options){.variant = SC, .capacity = 50, .error_rate = 0.01,
+                                     .seed = 22},
+                 80, 0, 2);
+    valid_layers("scl-6layers",
+                 (bg_filter_options){.variant = SC, .capacity = 10, .error_rate = 0.01,
+                                     .seed = 23},
+                 500, 0, 6);
+    valid_layers("scl-blocked-3layers",
+                 (bg_filter_options){.variant = SC, .capacity = 100, .error_rate = 0.001,
+                                     .layer_variant = B, .seed = 24},
+                 500, 0, 3);
+    valid_layers("scl-exp4-tight08",
+                 (bg_filter_options){.variant = SC, .capacity = 16, .error_rate = 0.05,
+                                     .expansion = 4, .tightening = 0.8, .seed = 25},
+                 200, 0, 3);
+    valid_layers("scl-exp1",
+                 (bg_filter_options){.variant = SC, .capacity = 30, .error_rate = 0.01,
+                                     .expansion = 1, .seed = 26},
+                 100, 0, 4);
+    valid_layers("scl-nonscaling",
+                 (bg_filter_options){.variant = SC, .capacity = 200, .error_rate = 0.01,
+                                     .nonscaling = 1, .seed = 27},
+                 100, 0, 1);
+    valid_layers("scl-nonscaling-full",
+                 (bg_filter_options){.variant = SC, .capacity = 40, .error_rate = 0.01,
+                                     .nonscaling = 1, .seed = 28},
+                 1000, BG_EFULL, 1);
+    valid_layers("scl-maxlayers-full",
+                 (bg_filter_options){.variant = SC, .capacity = 10, .error_rate = 0.01,
+                                     .max_layers = 3, .seed = 29},
+                 1000, BG_ELAYERS, 3);
+    valid_layers("scl-maxbytes-full",
+                 (bg_filter_options){.variant = SC, .capacity = 10, .error_rate = 0.01,
+                                     .max_bytes = 600, .seed = 30},
+                 1000, BG_ETOOBIG, 4);
+
+    /* Invalid, one fault each. Container offsets: 8 version, 16 layers,
+     * 56 items, 68 layer variant, 69 reserved, 80 first layer, 88 total;
+     * the first layer's version-1 header is at 128 (its checksum field at
+     * 248, its payload length at 192), its payload at 256. */
+    size_t len;
+    uint8_t *buf = image((bg_filter_options){.variant = SC, .capacity = 50, .error_rate = 0.01,
+                                             .seed = 31},
+                         80, &len);
+    seed("scl-bad-truncated", buf, len - 1, BG_ETRUNC);
+    seed("scl-bad-header-only", buf, 128, BG_ETRUNC);
+    uint8_t *longer = malloc(len + 64);
+    if (longer == NULL)
+        die("malloc", 0);
+    memcpy(longer, buf, len);
+    memset(longer + len, 0, 64);
+    seed("scl-bad-trailing-layer-pad", longer, len + 64, BG_ETRAILING);
+    free(longer);
+    mutant("scl-bad-version-3", buf, len, 8, 3, 2, BG_EVERSION);
+    mutant("scl-bad-version-1", buf, len, 8, 1, 2, BG_ECORRUPT);
+    mutant("scl-bad-layers-more", buf, len, 16, get_le(buf, 16, 4) + 1, 4, BG_ECORRUPT);
+    mutant("scl-bad-layers-fewer", buf, len, 16, get_le(buf, 16, 4) - 1, 4, BG_ECORRUPT);
+    mutant("scl-bad-layers-zero", buf, len, 16, 0, 4, BG_ECORRUPT);
+    mutant("scl-bad-items", buf, len, 56, get_le(buf, 56, 8) + 1, 8, BG_ECORRUPT);
+    mutant("scl-bad-layer-variant", buf, len, 68, B, 1, BG_ECORRUPT);
+    mutant("scl-bad-reserved", buf, len, 69, 1, 1, BG_ECORRUPT);
+    mutant("scl-bad-first-layer", buf, len, 80, 192, 8, BG_ECORRUPT);
+    mutant("scl-bad-total", buf, len, 88, len + 64, 8, BG_ETRUNC);
+    mutant("scl-bad-nonscaling-2layers", buf, len, 14, 1, 2, BG_ECORRUPT);
+    mutant("scl-bad-layer-checksum-field", buf, len, 248, 1, 1, BG_ECORRUPT);
+    mutant("scl-bad-layer-magic", buf, len, 129, 'b', 1, BG_ECORRUPT);
+    mutant("scl-bad-layer-payload-length", buf, len, 192, get_le(buf, 192, 8) + 1, 8,
+           BG_ECORRUPT);
+    /* the padding after the first layer's payload must be zeros */
+    uint64_t pad_at = 256 + get_le(buf, 192, 8);
+    if (pad_at % 64 == 0)
+        die("scl-bad-padding: the first layer has no padding", 0);
+    mutant("scl-bad-padding", buf, len, (size_t)pad_at, 1, 1, BG_ECORRUPT);
+    /* a payload bit: only the checksum notices */
+    mutant("scl-bad-checksum", buf, len, 256, buf[256] ^ 0x80u, 1, BG_ECHECKSUM);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -90,7 +245,7 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[1];
-    const bg_variant S = BG_VARIANT_STANDARD, B = BG_VARIANT_BLOCKED;
+    const bg_variant S = BG_VARIANT_STANDARD, B = BG_VARIANT_BLOCKED, C = BG_VARIANT_COUNTING;
 
     /* Standard. */
     valid("std-m64-k1-empty", (bg_filter_options){.variant = S, .bits = 64, .hashes = 1}, 0);
@@ -119,6 +274,20 @@ int main(int argc, char **argv)
           300);
     valid("blk-4k-k6",
           (bg_filter_options){.variant = B, .bits = 8 * 4096, .hashes = 6, .seed = 42}, 2000);
+
+    /* Counting: 4-bit counters, two per payload byte. An odd m leaves the
+     * last byte's low nibble unused (the tail the loader checks); many keys
+     * in few counters saturate them at 15. */
+    valid("cnt-m64-k1-empty", (bg_filter_options){.variant = C, .bits = 64, .hashes = 1}, 0);
+    valid("cnt-m101-k3",
+          (bg_filter_options){.variant = C, .bits = 101, .hashes = 3, .seed = 7}, 5);
+    valid("cnt-m101-k32-saturated",
+          (bg_filter_options){.variant = C, .bits = 101, .hashes = BG_MAX_K, .seed = 8}, 300);
+    valid("cnt-n200-p01",
+          (bg_filter_options){.variant = C, .capacity = 200, .error_rate = 0.01, .seed = 9},
+          100);
+    valid("cnt-4k-k5",
+          (bg_filter_options){.variant = C, .bits = 2 * 4096, .hashes = 5, .seed = 77}, 1500);
 
     /* Invalid, one fault each (fault offsets: docs/FORMAT.md). */
     size_t len;
@@ -150,6 +319,22 @@ int main(int argc, char **argv)
     buf[8] = 1;
     buf[12] = 9; /* variant */
     seed("bad-variant", buf, len, BG_EVARIANT);
+    /* A standard filter's payload (m bits) under the counting variant's
+     * id, which needs 4 m bits: the lengths contradict each other. */
+    buf[12] = (uint8_t)C;
+    seed("bad-counting-payload-length", buf, len, BG_ECORRUPT);
     free(buf);
+
+    /* Counting, m = 101: 404 payload bits, so the last byte's low nibble is
+     * past the last counter and must be 0. */
+    buf = image((bg_filter_options){.variant = C, .bits = 101, .hashes = 3, .seed = 7}, 5, &len);
+    buf[len - 1] |= 0x01;
+    seed("bad-cnt-tail-nibble", buf, len, BG_ECORRUPT);
+    buf[len - 1] &= 0xf0;
+    buf[len - 1] ^= 0x10; /* counter 100: a value the checksum no longer covers */
+    seed("bad-cnt-checksum", buf, len, BG_ECHECKSUM);
+    free(buf);
+
+    scalable_seeds();
     return 0;
 }

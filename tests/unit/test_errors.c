@@ -28,6 +28,9 @@ static void status_names_and_messages(void **state)
         {BG_ETRAILING, "BG_ETRAILING"},
         {BG_ECORRUPT, "BG_ECORRUPT"},
         {BG_EREADONLY, "BG_EREADONLY"},
+        {BG_EABSENT, "BG_EABSENT"},
+        {BG_EFULL, "BG_EFULL"},
+        {BG_ELAYERS, "BG_ELAYERS"},
     };
     /* The values are ABI: pinned. */
     TU_EQ_I(BG_OK, 0);
@@ -46,6 +49,9 @@ static void status_names_and_messages(void **state)
     TU_EQ_I(BG_ETRAILING, -13);
     TU_EQ_I(BG_ECORRUPT, -14);
     TU_EQ_I(BG_EREADONLY, -15);
+    TU_EQ_I(BG_EABSENT, -16);
+    TU_EQ_I(BG_EFULL, -17);
+    TU_EQ_I(BG_ELAYERS, -18);
 
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -64,7 +70,7 @@ static void status_names_and_messages(void **state)
     assert_string_equal(bg_strerror(BG_OK), "success");
     assert_string_equal(bg_strerror(BG_ENOMEM), "out of memory");
 
-    static const int unknown[] = {1, 2, -16, -100, 1000, INT32_MAX, INT32_MIN};
+    static const int unknown[] = {1, 2, -19, -100, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         tu_ctx("unknown status %d", unknown[i]);
         assert_string_equal(bg_strerror(unknown[i]), "unknown error");
@@ -96,8 +102,14 @@ static void variant_names(void **state)
     assert_string_equal(bg_variant_name(BG_VARIANT_STANDARD), "standard");
     assert_string_equal(bg_variant_name(BG_VARIANT_BLOCKED), "blocked");
     TU_TRUE(bg_variant_name((bg_variant)0) == NULL);
-    TU_TRUE(bg_variant_name((bg_variant)3) == NULL);
+    assert_string_equal(bg_variant_name(BG_VARIANT_COUNTING), "counting");
+    assert_string_equal(bg_variant_name(BG_VARIANT_SCALABLE), "scalable");
+    TU_TRUE(bg_variant_name((bg_variant)5) == NULL);
     bg_variant v = (bg_variant)0;
+    TU_EQ_I(bg_variant_parse("counting", &v), BG_OK);
+    TU_EQ_I(v, BG_VARIANT_COUNTING);
+    TU_EQ_I(bg_variant_parse("scalable", &v), BG_OK);
+    TU_EQ_I(v, BG_VARIANT_SCALABLE);
     TU_EQ_I(bg_variant_parse("standard", &v), BG_OK);
     TU_EQ_I(v, BG_VARIANT_STANDARD);
     TU_EQ_I(bg_variant_parse("blocked", &v), BG_OK);

@@ -34,6 +34,8 @@ static const config configs[] = {
     {BG_VARIANT_BLOCKED, BG_SINGLE_WRITER, false, "blocked/single-writer"},
     {BG_VARIANT_BLOCKED, BG_CONCURRENT_WRITERS, true, "blocked-portable/concurrent-writers"},
     {BG_VARIANT_BLOCKED, BG_SINGLE_WRITER, true, "blocked-portable/single-writer"},
+    {BG_VARIANT_COUNTING, BG_CONCURRENT_WRITERS, false, "counting/concurrent-writers"},
+    {BG_VARIANT_COUNTING, BG_SINGLE_WRITER, false, "counting/single-writer"},
 };
 #define NCONFIGS (sizeof configs / sizeof configs[0])
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -339,7 +341,7 @@ static void fp_rate_and_estimates(void **state)
             }
             /* The fill matches the model. */
             double m = (double)st.bits, k = (double)st.hashes, fill;
-            if (configs[c].variant == BG_VARIANT_STANDARD)
+            if (configs[c].variant != BG_VARIANT_BLOCKED) /* standard, counting */
                 fill = -expm1(k * (double)n * log1p(-1.0 / m));
             else /* k bits in k distinct words, each uniform over 64 */
                 fill = -expm1(-k * (double)n / m);
@@ -860,8 +862,9 @@ static void stats_fields(void **state)
             TU_EQ_U(st.bits, s.m);
             TU_EQ_U(st.hashes, s.k);
             TU_EQ_U(st.seed, o.seed);
-            TU_EQ_U(st.bytes, (s.m + 63) / 64 * 8);
-            TU_TRUE(st.bytes * 8 >= st.bits && st.bytes * 8 < st.bits + 64);
+            uint64_t cell_bits = v == BG_VARIANT_COUNTING ? 4 : 1;
+            TU_EQ_U(st.bytes, (s.m * cell_bits + 63) / 64 * 8);
+            TU_TRUE(st.bytes * 8 >= st.bits * cell_bits && st.bytes * 8 < st.bits * cell_bits + 64);
             if (shapes[i].n) {
                 TU_EQ_U(st.capacity, shapes[i].n);
                 TU_EQ_D(st.error_rate, bg_sizing_fp_rate(v, s.m, s.n, s.k));

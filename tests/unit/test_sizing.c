@@ -574,7 +574,11 @@ static void fp_rate_bad_args(void **state)
     (void)state;
     tu_ctx("fp_rate bad args");
     TU_TRUE(isnan(bg_sizing_fp_rate((bg_variant)0, 1024, 10, 3)));
-    TU_TRUE(isnan(bg_sizing_fp_rate((bg_variant)3, 1024, 10, 3)));
+    TU_TRUE(isnan(bg_sizing_fp_rate((bg_variant)5, 1024, 10, 3)));
+    TU_TRUE(isnan(bg_sizing_fp_rate(BG_VARIANT_SCALABLE, 1024, 10, 3))); /* sized per layer */
+    /* m counters model as m bits. */
+    TU_TRUE(bg_sizing_fp_rate(BG_VARIANT_COUNTING, 1024, 10, 3) ==
+            bg_sizing_fp_rate(BG_VARIANT_STANDARD, 1024, 10, 3));
     TU_TRUE(isnan(bg_sizing_fp_rate((bg_variant)-1, 1024, 10, 3)));
     for (size_t vi = 0; vi < NVARIANTS; vi++) {
         bg_variant v = variants[vi];
@@ -612,7 +616,16 @@ static void bad_arguments(void **state)
 
     tu_ctx("unknown variant");
     expect_error((bg_variant)0, (bg_sizing){.n = 1000, .p = 0.01}, 0, BG_EVARIANT);
-    expect_error((bg_variant)3, (bg_sizing){.n = 1000, .p = 0.01}, 0, BG_EVARIANT);
+    expect_error((bg_variant)5, (bg_sizing){.n = 1000, .p = 0.01}, 0, BG_EVARIANT);
+    expect_error(BG_VARIANT_SCALABLE, (bg_sizing){.n = 1000, .p = 0.01}, 0, BG_EVARIANT);
+
+    tu_ctx("counting sizes as standard");
+    bg_sizing sc = {.n = 1000, .p = 0.01}, ss = sc;
+    TU_EQ_I(bg_sizing_solve(BG_VARIANT_COUNTING, &sc, 0), BG_OK);
+    TU_EQ_I(bg_sizing_solve(BG_VARIANT_STANDARD, &ss, 0), BG_OK);
+    TU_EQ_U(sc.m, 9586);
+    TU_EQ_U(sc.k, 7);
+    TU_EQ_U(sc.m, ss.m);
     expect_error((bg_variant)-7, (bg_sizing){.n = 1000, .p = 0.01}, 0, BG_EVARIANT);
 
     for (size_t vi = 0; vi < NVARIANTS; vi++) {

@@ -1,0 +1,228 @@
+/* bloomgate remove: removes keys from a counting filter file.
+ *
+ * The same shape as add (cmd_add.c): the file is loaded into memory, the
+ * keys are removed in batches straight from the read buffer with
+ * bg_filter_remove_many, and the filter is saved back only after the last
+ * key, so any failure before that leaves the file exactly as it was.
+ *
+ * A key that is definitely absent (one of its counters is 0) is not an
+ * error: the library changes nothing for it, and it is counted and
+ * reported. With --strict, one such key makes the whole run change nothing
+ * (exit status 1), for callers that want all the removals or none. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct remover {
+    bg_filter *f;
+    const char *path;
+    uint64_t keys, removed;
+    uint64_t first_absent; /* 1-based number of the first absent key, 0: none yet */
+    uint8_t results[CLI_BATCH];
+} remover;
+
+/* Removes one batch. 0, or -1 (message printed). */
+static int remove_batch(remover *r, const void *const *keys, const size_t *lens, size_t n)
+{
+    int64_t rc = bg_filter_remove_many(r->f, keys, lens, n, r->results);
+    if (rc < 0) {
+        cli_error("%s: cannot remove: %s", r->path, bg_strerror((int)rc));
+        return -1;
+    }
+    for (size_t i = 0; r->first_absent == 0 && i < n; i++)
+        if (r->results[i] == 0)
+            r->first_absent = r->keys + i + 1;
+    r->keys += n;
+    r->removed += (uint64_t)rc;
+    return 0;
+}
+
+static int remove_args(remover *r, char **keys, size_t n)
+{
+    const void *ptrs[CLI_BATCH];
+    size_t lens[CLI_BATCH];
+    for (size_t at = 0; at < n; at += CLI_BATCH) {
+        size_t count = n - at < CLI_BATCH ? n - at : CLI_BATCH;
+        for (size_t i = 0; i < count; i++) {
+            ptrs[i] = keys[at + i];
+            lens[i] = strlen(keys[at + i]);
+        }
+        if (remove_batch(r, ptrs, lens, count) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int remove_stdin(remover *r, char sep, bool quiet)
+{
+    cli_keys in;
+    if (cli_keys_begin(&in, STDIN_FILENO, sep) != 0)
+        return -1;
+    char label[256];
+    snprintf(label, sizeof label, "bloomgate remove %s", r->path);
+    cli_progress prog;
+    cli_progress_begin(&prog, label, "keys", quiet);
+    int n, rc = 0;
+    while ((n = cli_keys_next(&in)) > 0) {
+        if (remove_batch(r, in.keys, in.lens, (size_t)n) != 0) {
+            rc = -1;
+            break;
+        }
+        cli_progress_update(&prog, in.total_keys, in.bytes_read, in.input_bytes);
+    }
+    cli_progress_end(&prog);
+    if (n < 0) {
+        cli_keys_error(&in, "remove");
+        rc = -1;
+    }
+    cli_keys_end(&in);
+    return rc;
+}
+
+static int run(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        {"null", no_argument, NULL, '0'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},
+        {"strict", no_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    char sep = '\n';
+    bool quiet = false, json = false, strict = false;
+    int c;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":0qh", longs, NULL)) != -1) {
+        switch (c) {
+        case '0':
+            sep = '\0';
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'S':
+            strict = true;
+            break;
+        case 'h':
+            return cli_help(&cli_cmd_remove);
+        default:
+            return cli_bad_option(&cli_cmd_remove, c, argv);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(&cli_cmd_remove, "no FILE given");
+    const char *path = argv[optind++];
+    size_t nargs = (size_t)(argc - optind);
+
+    bg_filter *f;
+    int rc = bg_filter_load(&f, path, BG_FILE_SINGLE_WRITER);
+    if (rc != BG_OK) {
+        cli_file_error(path, "cannot load", rc, errno);
+        return CLI_EXIT_ERROR;
+    }
+    /* Before reading any key: a pipe feeding us should not be drained for
+     * nothing. */
+    bg_variant v = bg_filter_variant(f);
+    if (v != BG_VARIANT_COUNTING) {
+        const char *name = bg_variant_name(v);
+        cli_error("%s: not a counting filter (variant %s); only counting filters can remove "
+                  "keys",
+                  path, name ? name : "unknown");
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
+
+    remover r = {.f = f, .path = path};
+    int failed = nargs > 0 ? remove_args(&r, argv + optind, nargs) : remove_stdin(&r, sep, quiet);
+    if (failed) {
+        cli_error("%s: not changed", path);
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
+    uint64_t absent = r.keys - r.removed;
+    if (strict && absent > 0) {
+        bg_filter_free(f);
+        if (json) {
+            printf("{\"file\":");
+            cli_json_string(stdout, path);
+            printf(",\"keys\":%llu,\"removed\":0,\"absent\":%llu,\"changed\":false}\n",
+                   (unsigned long long)r.keys, (unsigned long long)absent);
+            if (cli_stdout_close() != 0)
+                return CLI_EXIT_ERROR;
+        }
+        if (!quiet)
+            cli_error("%s: %llu of %llu keys are definitely absent (the first: key %llu); "
+                      "--strict: not changed",
+                      path, (unsigned long long)absent, (unsigned long long)r.keys,
+                      (unsigned long long)r.first_absent);
+        return CLI_EXIT_ABSENT;
+    }
+    int err;
+    rc = cli_save(f, path, &err);
+    if (rc != BG_OK) {
+        cli_file_error(path, "cannot save", rc, err);
+        cli_error("%s: not changed", path);
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
+    uint64_t items = bg_filter_items(f);
+    bg_filter_free(f);
+    if (json) {
+        printf("{\"file\":");
+        cli_json_string(stdout, path);
+        printf(",\"keys\":%llu,\"removed\":%llu,\"absent\":%llu,\"changed\":%s,\"items\":%llu}\n",
+               (unsigned long long)r.keys, (unsigned long long)r.removed,
+               (unsigned long long)absent, "true", (unsigned long long)items);
+        if (cli_stdout_close() != 0)
+            return CLI_EXIT_ERROR;
+    } else if (!quiet) {
+        fprintf(stderr, "bloomgate: %s: %llu keys read, %llu removed, %llu definitely absent "
+                        "(nothing to remove); %llu items\n",
+                path, (unsigned long long)r.keys, (unsigned long long)r.removed,
+                (unsigned long long)absent, (unsigned long long)items);
+    }
+    return CLI_EXIT_OK;
+}
+
+const cli_command cli_cmd_remove = {
+    .name = "remove",
+    .summary = "remove keys (arguments, or lines of stdin) from a counting filter file",
+    .usage = "bloomgate remove [-0] [-q] [--json] [--strict] FILE [--] [KEY...]\n",
+    .help =
+        "Removes the KEYs from the counting filter in FILE (made with 'create\n"
+        "--variant counting'), or, when no KEY is given, every key read from\n"
+        "standard input, as for 'bloomgate add'. Each key's counters are\n"
+        "decremented (counters stuck at 15 stay). A key that is definitely absent\n"
+        "(some counter is 0) is left alone and counted in the summary. FILE is\n"
+        "replaced only once all keys are done, atomically: if anything fails it is\n"
+        "left unchanged. Other variants cannot remove keys: that is an error.\n"
+        "\n"
+        "Remove only keys that were added. A key that was never added but is a\n"
+        "false positive gets removed anyway, and lowers counters that other keys\n"
+        "rely on: those keys can then be reported absent. Every counting Bloom\n"
+        "filter has this limit.\n"
+        "\n"
+        "  -0, --null    keys on stdin end with a NUL byte instead of a newline\n"
+        "  -q, --quiet   no summary and no progress line on stderr\n"
+        "      --json    print the summary as JSON on stdout: file, keys (read),\n"
+        "                removed, absent, changed, items\n"
+        "      --strict  all or nothing: if any key is definitely absent, change\n"
+        "                nothing and exit with status 1\n"
+        "  -h, --help    this help\n"
+        "  --            end of options: later arguments are keys, even '-x'\n"
+        "\n"
+        "Exit status: 0 done (absent keys included, unless --strict); 1 with\n"
+        "--strict, some key was definitely absent and FILE is unchanged; 2 error.\n"
+        "\n"
+        "Example: psql -At -c 'select id from deleted_products' |\n"
+        "           bloomgate remove products.bgf\n",
+    .run = run,
+};

@@ -1,0 +1,314 @@
+/* The counting variant: the standard variant with m 4-bit counters where it
+ * has m bits, so that keys can be removed (Fan, Cao, Almeida, Broder,
+ * "Summary Cache: A Scalable Wide-Area Web Cache Sharing Protocol", 2000).
+ *
+ * LAYOUT
+ * Counter i is a nibble of payload byte i / 2: the high one (bits 7..4) when
+ * i is even, the low one when odd (filter.h COUNTING). Sixteen counters fill
+ * a 64-bit word: counter i is counter c = i % 16 of word i / 16. Loaded
+ * natively on a little-endian CPU, payload byte j of a word is machine bits
+ * 8j..8j+7, so counter c sits at shift 8 (c / 2) + 4 (1 - c % 2) = 4 (c ^ 1);
+ * on a big-endian CPU byte j is bits 56 - 8j..63 - 8j and the shift is
+ * 4 (15 - c) (counter_shift; compare bg__bit). The key's k counters are at
+ * exactly the standard variant's bit positions (standard.c, HOW PROBES ARE
+ * MADE): same m, k and seed, same keys, and the non-zero counters are the
+ * standard filter's set bits. So the sizing (sizing.h), the false-positive
+ * rate and the fill-based estimates are the standard variant's, with
+ * "non-zero counter" for "set bit".
+ *
+ * OPERATIONS
+ *   add       increments the k counters, each saturating at BG_COUNTER_MAX;
+ *             "new" (1) if one of them was 0.
+ *   contains  all k counters > 0.
+ *   remove    if one of the k counters is 0, nothing (0: definitely
+ *             absent); else decrements each counter that is not saturated
+ *             (1). A key whose probes meet the same counter twice
+ *             increments it twice and decrements it twice.
+ * A decrement never takes a counter below 0: a remove of a key that was
+ * never added (a false positive) may pass the check and then meet a counter
+ * that one of its own earlier probes, or another thread, has just taken to
+ * 0; it leaves that counter at 0. That keeps the array well formed; the
+ * damage such a remove does to other keys (filter.h COUNTING) is unavoidable.
+ *
+ * WHY 4 BITS
+ * After n distinct keys with k probes each, a counter holds
+ * c ~ Binomial(n k, 1 / m), and
+ *   P(c >= j) <= C(n k, j) m^-j <= (e n k / (j m))^j.
+ * With the optimal k = (m / n) ln 2 (what bg_sizing_solve picks), e n k / m
+ * = e ln 2, so P(c >= j) <= (e ln 2 / j)^j for every counter, and by the
+ * union bound
+ *   P(some counter >= 16) <= m (e ln 2 / 16)^16 = 1.37e-15 m
+ * (Fan et al., section V.C). A filter of m = 1e9 counters overflows 4 bits
+ * with probability < 1.4e-6. The bound is loose: a counter is about
+ * Poisson(ln 2), whose tail P(c >= 16) is 7.1e-17. For 3 bits the same tail,
+ * P(c >= 8) = 7.2e-7, means about 7 overflowing counters in a filter of 1e7
+ * (about 1e6 keys at p = 0.01), so 4 bits is the least that never
+ * saturates in practice. The price is 4x the memory of a standard filter
+ * for the same n and p. All this assumes distinct keys, at most
+ * capacity of them: adding one key j times adds j to each of its counters
+ * (15 adds of one key saturate them all), and filling past capacity raises
+ * e n k / m.
+ *
+ * SATURATION
+ * A counter that reaches BG_COUNTER_MAX stays there: its true count is
+ * unknown from then on, and decrementing it could take it to 0 while a key
+ * still relies on it (a false negative). A saturated counter behaves like a
+ * standard filter's bit: it can never be cleared, so removals leak a little
+ * there, never lose a key. bg_filter_stats reports how many are saturated.
+ *
+ * THREADS
+ * Concurrent writers: each counter update is a compare-and-swap loop on its
+ * 64-bit word (relaxed order, as the other variants' fetch-or), so adds,
+ * removes, unions and queries from any threads never lose an increment or a
+ * decrement. Single writer: plain loads and stores (the caller serializes
+ * adds, removes and unions); readers see each word whole, old or new.
+ * A remove's check and its decrements are separate steps, not one atomic
+ * act over k counters; what that allows and forbids is in filter.h THREADS.
+ * Statistics read each word once and see some state between the one before
+ * a concurrent write and the one after.
+ *
+ * COST
+ * As the standard variant, up to k cache misses per operation; an add or a
+ * remove does k compare-and-swaps (concurrent writers) where a standard add
+ * does a fetch-or only for bits not yet set, and the array is 4x larger, so
+ * more of it misses the caches. */
+#include <math.h>
+
+#include "filter_internal.h"
+#include "hash_inline.h"
+
+#define NIBBLE UINT64_C(0xf)
+#define LOW_NIBBLES UINT64_C(0x0f0f0f0f0f0f0f0f) /* the low nibble of each byte */
+#define BYTE_BIT4 UINT64_C(0x1010101010101010)  /* bit 4 of each byte */
+#define NIBBLE_ONES UINT64_C(0x1111111111111111) /* bit 0 of each nibble */
+
+_Static_assert(BG_COUNTER_MAX == 15u, "counters are 4 bits");
+
+/* Shift of counter i inside its word (see LAYOUT). */
+static inline unsigned counter_shift(uint64_t i)
+{
+    unsigned c = (unsigned)(i & 15);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return 4 * (15 - c);
+#else
+    return 4 * (c ^ 1);
+#endif
+}
+
+/* The standard variant's probe sequence (standard.c), one step at a time. */
+typedef struct probe {
+    uint64_t x, y, m;
+    uint32_t j;
+} probe;
+
+static inline probe probe_first(const bg_filter *f, bg_hash h)
+{
+    probe p = {bg__reduce(h.h1, f->m), bg__reduce(h.h2, f->m - 1) + 1, f->m, 0};
+    return p;
+}
+
+/* Moves to probe j + 1: x += y, then y += j (both mod m). */
+static inline void probe_next(probe *p)
+{
+    p->x = bg__step_mod(p->x, p->y, p->m);
+    p->y = bg__step_mod(p->y, p->j, p->m);
+    p->j++;
+}
+
+/* Increments (up) or decrements counter i, unless it is saturated or, for a
+ * decrement, 0. Returns the counter's value before. */
+static inline unsigned counter_update(const bg_filter *f, uint64_t i, bool up)
+{
+    _Atomic uint64_t *w = &f->words[i >> 4];
+    unsigned s = counter_shift(i);
+    uint64_t one = UINT64_C(1) << s;
+    uint64_t old = bg__load(w);
+    for (;;) {
+        unsigned v = (unsigned)((old >> s) & NIBBLE);
+        if (v == BG_COUNTER_MAX || (!up && v == 0))
+            return v;
+        uint64_t next = up ? old + one : old - one; /* stays inside the nibble */
+        if (f->single_writer) {
+            atomic_store_explicit(w, next, memory_order_relaxed);
+            return v;
+        }
+        /* On failure `old` is reloaded and the counter re-examined. */
+        if (atomic_compare_exchange_weak_explicit(w, &old, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return v;
+    }
+}
+
+static inline unsigned counter_get(const bg_filter *f, uint64_t i)
+{
+    return (unsigned)((bg__load(&f->words[i >> 4]) >> counter_shift(i)) & NIBBLE);
+}
+
+static int counting_add(bg_filter *f, bg_hash h)
+{
+    probe p = probe_first(f, h);
+    int added = 0;
+    for (;;) {
+        added |= counter_update(f, p.x, true) == 0;
+        if (p.j + 1 == f->k)
+            return added;
+        probe_next(&p);
+    }
+}
+
+static int counting_contains(const bg_filter *f, bg_hash h)
+{
+    probe p = probe_first(f, h);
+    for (;;) {
+        if (counter_get(f, p.x) == 0)
+            return 0;
+        if (p.j + 1 == f->k)
+            return 1;
+        probe_next(&p);
+    }
+}
+
+/* Check first, so that an absent key changes nothing; then decrement. The
+ * second pass recomputes the probes (a few adds each) rather than keeping
+ * up to BG_MAX_K of them. */
+static int counting_remove(bg_filter *f, bg_hash h)
+{
+    if (!counting_contains(f, h))
+        return 0;
+    probe p = probe_first(f, h);
+    for (;;) {
+        (void)counter_update(f, p.x, false);
+        if (p.j + 1 == f->k)
+            return 1;
+        probe_next(&p);
+    }
+}
+
+/* The first two probes' lines, as the standard variant. */
+static void counting_prefetch(const bg_filter *f, bg_hash h)
+{
+    probe p = probe_first(f, h);
+    bg__prefetch(&f->words[p.x >> 4]);
+    bg__prefetch(&f->words[bg__step_mod(p.x, p.y, p.m) >> 4]);
+}
+
+BG__DEFINE_GROUP_OPS(counting, )
+
+/* ---- word-at-a-time counter arithmetic ------------------------------- */
+
+/* 1 in bit 0 of each nibble of w that is non-zero / equal to 15. */
+static inline uint64_t nonzero_nibbles(uint64_t w)
+{
+    return (w | w >> 1 | w >> 2 | w >> 3) & NIBBLE_ONES;
+}
+
+static inline uint64_t full_nibbles(uint64_t w)
+{
+    return w & w >> 1 & w >> 2 & w >> 3 & NIBBLE_ONES;
+}
+
+static inline uint64_t popcount(uint64_t w)
+{
+    return (uint64_t)__builtin_popcountll(w);
+}
+
+/* Saturating sum of the nibbles held one per byte (low nibbles of a and b):
+ * each byte's sum is at most 30, so no carry crosses a byte, and bit 4 says
+ * it passed 15. Nibble order does not matter, so neither does endianness. */
+static inline uint64_t sat_add_lanes(uint64_t a, uint64_t b)
+{
+    uint64_t s = a + b;
+    uint64_t over = ((s & BYTE_BIT4) >> 4) * NIBBLE; /* 0x0f in bytes that overflowed */
+    return (s | over) & LOW_NIBBLES;
+}
+
+/* Minimum of the nibbles held one per byte: 16 + a - b is in [1, 31], with
+ * bit 4 set exactly when a >= b. */
+static inline uint64_t min_lanes(uint64_t a, uint64_t b)
+{
+    uint64_t ge = ((((a | BYTE_BIT4) - b) & BYTE_BIT4) >> 4) * NIBBLE;
+    return (b & ge) | (a & ~ge & LOW_NIBBLES);
+}
+
+static inline uint64_t sat_add_words(uint64_t a, uint64_t b)
+{
+    return sat_add_lanes(a & LOW_NIBBLES, b & LOW_NIBBLES) |
+           sat_add_lanes(a >> 4 & LOW_NIBBLES, b >> 4 & LOW_NIBBLES) << 4;
+}
+
+static inline uint64_t min_words(uint64_t a, uint64_t b)
+{
+    return min_lanes(a & LOW_NIBBLES, b & LOW_NIBBLES) |
+           min_lanes(a >> 4 & LOW_NIBBLES, b >> 4 & LOW_NIBBLES) << 4;
+}
+
+/* Union: each dst word becomes the saturating sum, by one compare-and-swap
+ * per word (concurrent writers), so adds and removes running meanwhile are
+ * neither lost nor double-counted. Intersection: the minimum, plain stores
+ * (not concurrent-safe, filter.h). Counters past m are 0 in both, and stay
+ * so. */
+static void counting_merge(bg_filter *dst, const bg_filter *src, bool is_union, uint64_t *before,
+                           uint64_t *after)
+{
+    for (uint64_t i = 0; i < dst->nwords; i++) {
+        uint64_t s = bg__load(&src->words[i]);
+        _Atomic uint64_t *w = &dst->words[i];
+        uint64_t old = bg__load(w), next;
+        if (!is_union) {
+            next = min_words(old, s);
+            atomic_store_explicit(w, next, memory_order_relaxed);
+        } else if (dst->single_writer) {
+            next = sat_add_words(old, s);
+            atomic_store_explicit(w, next, memory_order_relaxed);
+        } else {
+            do
+                next = sat_add_words(old, s);
+            while (next != old &&
+                   !atomic_compare_exchange_weak_explicit(w, &old, next, memory_order_relaxed,
+                                                          memory_order_relaxed));
+        }
+        *before += popcount(nonzero_nibbles(old));
+        *after += popcount(nonzero_nibbles(next));
+    }
+}
+
+/* ---- statistics -------------------------------------------------------- */
+
+/* The standard variant's estimate, with X non-zero counters for X set bits:
+ *   n = ln(1 - X / m) / (k ln(1 - 1/m))   (Swamidass & Baldi 2007). */
+static double counting_items_for_bits(const bg_filter *f, double x)
+{
+    double m = (double)f->m;
+    return x >= m ? INFINITY : log1p(-x / m) / ((double)f->k * log1p(-1.0 / m));
+}
+
+/* One pass: non-zero counters (the fill), saturated ones, and from the fill
+ * the rate (X / m)^k and the cardinality, as the standard variant. */
+static void counting_estimate(const bg_filter *f, bg_filter_stats *st)
+{
+    uint64_t nonzero = 0, saturated = 0;
+    for (uint64_t i = 0; i < f->nwords; i++) {
+        uint64_t w = bg__load(&f->words[i]);
+        nonzero += popcount(nonzero_nibbles(w));
+        saturated += popcount(full_nibbles(w));
+    }
+    st->bits_set = nonzero;
+    st->saturated = saturated;
+    st->estimated_fp_rate = pow((double)nonzero / (double)f->m, (double)f->k);
+    st->estimated_items = counting_items_for_bits(f, (double)nonzero);
+}
+
+const bg__filter_ops bg__counting_ops = {
+    .variant = BG_VARIANT_COUNTING,
+    .name = "counting",
+    .cell_bits = 4,
+    .add = counting_add,
+    .contains = counting_contains,
+    .prefetch_group = counting_prefetch_group,
+    .run_group = counting_run_group,
+    .run_keys = counting_run_keys,
+    .items_for_bits = counting_items_for_bits,
+    .estimate = counting_estimate,
+    .remove = counting_remove,
+    .merge = counting_merge,
+};

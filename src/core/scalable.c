@@ -1,0 +1,570 @@
+/* The scalable variant (filter.h SCALABLE): a stack of standard or blocked
+ * filters, the layers, that grows one layer at a time.
+ *
+ * HOW IT WORKS
+ * Layer i is an ordinary bg_filter made by bg_filter_new with capacity
+ * n_i = n0 e^i and error rate p_i = p0 t^i, p0 = p (1 - t) (e the expansion,
+ * t the tightening), every layer with the filter's seed: a key is hashed once
+ * and the same bg_hash probes every layer. A key is present if any layer has
+ * it. test-and-add looks for the key in every layer, newest first (the newest
+ * is the largest, so most present keys are found there at the first try);
+ * only a key no layer has is added, to the newest layer, so repeats never
+ * use capacity. When the newest layer's item count has reached its capacity
+ * the next new key first opens layer i + 1. The compound false-positive rate
+ * is 1 - prod_i (1 - p_i) <= sum_i p_i < p0 / (1 - t) = p, however many
+ * layers there are (Almeida, Baquero, Preguica, Hutchison, "Scalable Bloom
+ * Filters", 2007). RedisBloom's BF.* commands behave the same way with e =
+ * EXPANSION and t = 0.5 (its first link gets p / 2); its NONSCALING filters
+ * are one layer at p, not p (1 - t), and so are ours.
+ *
+ * GROWTH AND ITS LIMITS
+ * A new layer may fail: BG_EFULL (non-scaling), BG_ELAYERS (max_layers
+ * reached, or p_i below what the layer variant can be sized for:
+ * BG_BLOCKED_MIN_P for blocked layers, which with p = 0.01, t = 0.5 is
+ * layer 33; or p_i rounding to 0), BG_ETOOBIG (n_i overflows 64 bits, or the
+ * layer does not fit in what max_bytes leaves: every layer is made with
+ * max_bytes = the budget not used by the layers before it, rounded down to
+ * whole 64-bit words), BG_ENOMEM. The key is then not added. All but
+ * BG_ENOMEM are permanent until bg_filter_clear, so the first one is
+ * remembered (`stuck`) and later adds fail at once, without the lock or the
+ * sizing solver.
+ *
+ * THREADS
+ * The layers live in a fixed array of BG_MAX_LAYERS atomic pointers and a
+ * count. A new layer is built completely, its pointer stored, then the count
+ * raised, both with release order; readers load the count with acquire
+ * order, so every layer below the count they see is complete, and they never
+ * lock or wait. Adds run lock-free on the layers' atomic bits and counters
+ * (filter.h THREADS); growth takes a mutex, and the thread that gets it
+ * first checks that no one grew the stack meanwhile. Consequences, all
+ * documented in filter.h:
+ *   - a layer can overshoot its capacity by up to the number of threads
+ *     adding at the moment it fills (each saw it not yet full);
+ *   - two threads adding the same new key at once may both get 1 (as with a
+ *     plain filter); one of them may then have added it to a layer that a
+ *     growth just retired, the other to the new one;
+ *   - bg_filter_clear and bg_filter_free are not concurrent-safe.
+ * The mutex is a pthread mutex, not C11's mtx_t: ThreadSanitizer (GCC 12)
+ * intercepts only the former. */
+#define _POSIX_C_SOURCE 200809L /* pthread mutexes under -std=c11 */
+#include <pthread.h>
+#include <string.h>
+
+#include "alloc_internal.h"
+#include "hash_inline.h"
+#include "scalable_internal.h"
+
+const bg__filter_ops bg__scalable_ops = {
+    .variant = BG_VARIANT_SCALABLE,
+    .name = "scalable",
+    .cell_bits = 1,
+};
+
+struct bg__scalable {
+    bg__scalable_params p;
+    _Atomic(bg_filter *) layers[BG_MAX_LAYERS];
+    _Atomic uint32_t count;
+    _Atomic int stuck;    /* the permanent growth error met, or 0 */
+    pthread_mutex_t grow; /* held while a layer is added */
+    bool borrowed;        /* the layers' arrays lie in the outer filter's mapping */
+};
+
+/* Keys per step of the batch calls. */
+#define CHUNK 64
+
+/* ---- parameters --------------------------------------------------------- */
+
+static bool rate_ok(double x)
+{
+    return x > 0.0 && x < 1.0; /* false for NaN */
+}
+
+int bg__scalable_params_check(const bg__scalable_params *p)
+{
+    if (p->layer_variant != BG_VARIANT_STANDARD && p->layer_variant != BG_VARIANT_BLOCKED)
+        return BG_EVARIANT;
+    if (p->capacity == 0 || !rate_ok(p->error_rate) || !rate_ok(p->tightening) ||
+        p->max_layers < 1 || p->max_layers > BG_MAX_LAYERS || p->max_bytes == 0)
+        return BG_ECORRUPT;
+    if (p->nonscaling ? p->expansion != 0 : p->expansion < 1 || p->expansion > BG_MAX_EXPANSION)
+        return BG_ECORRUPT;
+    return BG_OK;
+}
+
+bool bg__scalable_layer_capacity(const bg__scalable_params *p, uint32_t i, uint64_t *out)
+{
+    uint64_t n = p->capacity;
+    for (uint32_t j = 0; j < i && !p->nonscaling; j++) {
+        if (n > UINT64_MAX / p->expansion)
+            return false;
+        n *= p->expansion;
+    }
+    *out = n;
+    return true;
+}
+
+/* p_i = p (1 - t) t^i, by repeated multiplication (no pow(): the same
+ * bits on every platform); p itself for a non-scaling filter. */
+static double layer_rate(const bg__scalable_params *p, uint32_t i)
+{
+    if (p->nonscaling)
+        return p->error_rate;
+    double r = p->error_rate * (1.0 - p->tightening);
+    for (uint32_t j = 0; j < i; j++)
+        r *= p->tightening;
+    return r;
+}
+
+/* Layer i for a stack whose layers below it use `used` bytes. */
+static int layer_new(const bg__scalable_params *p, uint32_t i, uint64_t used, bg_filter **out)
+{
+    *out = NULL;
+    uint64_t cap;
+    if (!bg__scalable_layer_capacity(p, i, &cap))
+        return BG_ETOOBIG;
+    double rate = layer_rate(p, i);
+    /* Layer 0's rate is what the caller asked for: the solver's verdict
+     * (BG_EINVAL) stands. A later layer's is ours: too small a rate means
+     * the stack cannot tighten further. */
+    if (i > 0 && !(p->layer_variant == BG_VARIANT_BLOCKED ? rate >= BG_BLOCKED_MIN_P : rate > 0.0))
+        return BG_ELAYERS;
+    uint64_t budget = used < p->max_bytes ? (p->max_bytes - used) & ~UINT64_C(7) : 0;
+    if (budget == 0)
+        return BG_ETOOBIG;
+    bg_filter_options o = {
+        .variant = p->layer_variant,
+        .capacity = cap,
+        .error_rate = rate,
+        .seed = p->seed,
+        .max_bytes = budget,
+        .concurrency = p->single_writer ? BG_SINGLE_WRITER : BG_CONCURRENT_WRITERS,
+    };
+    int rc = bg_filter_new(out, &o);
+    return rc == BG_EOVERFLOW ? BG_ETOOBIG : rc;
+}
+
+/* ---- the stack ------------------------------------------------------------ */
+
+static uint32_t count_of(const struct bg__scalable *s)
+{
+    return atomic_load_explicit(&s->count, memory_order_acquire);
+}
+
+/* Layer i, below a count loaded with count_of: the acquire load ordered it
+ * after the layer's publication, so a relaxed load suffices. */
+static bg_filter *layer_at(const struct bg__scalable *s, uint32_t i)
+{
+    return atomic_load_explicit(&s->layers[i], memory_order_relaxed);
+}
+
+uint32_t bg__scalable_count(const bg_filter *f)
+{
+    return count_of(f->scalable);
+}
+
+bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i)
+{
+    return layer_at(f->scalable, i);
+}
+
+void bg__scalable_params_get(const bg_filter *f, bg__scalable_params *out)
+{
+    *out = f->scalable->p;
+}
+
+/* Appends a complete layer: pointer first, then the count, both released. */
+static void publish(struct bg__scalable *s, uint32_t n, bg_filter *layer)
+{
+    atomic_store_explicit(&s->layers[n], layer, memory_order_release);
+    atomic_store_explicit(&s->count, n + 1, memory_order_release);
+}
+
+int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
+{
+    *out = NULL;
+    bg_filter *f = bg__calloc(1, sizeof *f);
+    struct bg__scalable *s = bg__calloc(1, sizeof *s);
+    if (f == NULL || s == NULL || pthread_mutex_init(&s->grow, NULL) != 0) {
+        bg__free(f);
+        bg__free(s);
+        return BG_ENOMEM;
+    }
+    s->p = *p;
+    for (uint32_t i = 0; i < BG_MAX_LAYERS; i++)
+        atomic_init(&s->layers[i], NULL);
+    atomic_init(&s->count, 0);
+    atomic_init(&s->stuck, 0);
+    f->ops = &bg__scalable_ops;
+    f->seed = p->seed;
+    f->single_writer = p->single_writer;
+    atomic_init(&f->items, 0);
+    f->scalable = s;
+    *out = f;
+    return BG_OK;
+}
+
+void bg__scalable_push(bg_filter *f, bg_filter *layer)
+{
+    struct bg__scalable *s = f->scalable;
+    publish(s, count_of(s), layer);
+}
+
+void bg__scalable_adopt_mapping(bg_filter *f, void *mapping, size_t mapping_bytes)
+{
+    f->mapping = mapping;
+    f->mapping_bytes = mapping_bytes;
+    f->read_only = true;
+    f->scalable->borrowed = true;
+}
+
+/* A layer over borrowed words: what bg__filter_wrap_mapping builds, except
+ * that the layer does not own the mapping (only the outer filter unmaps,
+ * once), so it is released with bg__free, not bg_filter_free. */
+int bg__scalable_push_mapped(bg_filter *f, const bg__filter_shape *sh, void *words)
+{
+    bg_filter *l = bg__calloc(1, sizeof *l);
+    if (l == NULL)
+        return BG_ENOMEM;
+    l->ops = bg__ops_for(sh->variant);
+    l->m = sh->m;
+    l->k = sh->k;
+    l->nwords = bg__filter_array_bytes(sh) / 8;
+    l->nblocks = sh->variant == BG_VARIANT_BLOCKED ? sh->m / BG_BLOCK_BITS : 0;
+    l->seed = sh->seed;
+    l->capacity = sh->capacity;
+    l->single_writer = sh->single_writer;
+    atomic_init(&l->items, sh->items);
+    l->words = words;
+    l->read_only = true;
+    bg__scalable_push(f, l);
+    return BG_OK;
+}
+
+int bg__scalable_new(bg_filter **out, const bg_filter_options *o)
+{
+    *out = NULL;
+    if (o->capacity == 0 || !rate_ok(o->error_rate) || o->bits != 0 || o->hashes != 0)
+        return BG_EINVAL;
+    bg__scalable_params p = {
+        .layer_variant = o->layer_variant ? o->layer_variant : BG_VARIANT_STANDARD,
+        .capacity = o->capacity,
+        .error_rate = o->error_rate,
+        .expansion = o->nonscaling ? 0 : o->expansion ? o->expansion : 2,
+        .tightening = o->tightening != 0 ? o->tightening : 0.5,
+        .max_layers = o->max_layers ? o->max_layers : BG_MAX_LAYERS,
+        .max_bytes = o->max_bytes ? o->max_bytes : BG_DEFAULT_MAX_BYTES,
+        .nonscaling = o->nonscaling != 0,
+        .seed = o->seed,
+        .single_writer = o->concurrency == BG_SINGLE_WRITER,
+    };
+    /* RedisBloom: "Nonscaling filters cannot expand". */
+    if (o->nonscaling && o->expansion != 0)
+        return BG_EINVAL;
+    int rc = bg__scalable_params_check(&p);
+    if (rc != BG_OK)
+        return rc == BG_EVARIANT ? BG_EVARIANT : BG_EINVAL;
+    bg_filter *layer;
+    if ((rc = layer_new(&p, 0, 0, &layer)) != BG_OK)
+        return rc;
+    bg_filter *f;
+    if ((rc = bg__scalable_shell(&f, &p)) != BG_OK) {
+        bg_filter_free(layer);
+        return rc;
+    }
+    bg__scalable_push(f, layer);
+    *out = f;
+    return BG_OK;
+}
+
+static void free_layer(const struct bg__scalable *s, bg_filter *l)
+{
+    if (s->borrowed)
+        bg__free(l);
+    else
+        bg_filter_free(l);
+}
+
+void bg__scalable_free(bg_filter *f)
+{
+    struct bg__scalable *s = f->scalable;
+    uint32_t n = count_of(s);
+    for (uint32_t i = 0; i < n; i++)
+        free_layer(s, layer_at(s, i));
+    pthread_mutex_destroy(&s->grow);
+    if (f->mapping)
+        bg__unmap(f->mapping, f->mapping_bytes);
+    bg__free(s);
+    bg__free(f);
+}
+
+int bg__scalable_clear(bg_filter *f)
+{
+    struct bg__scalable *s = f->scalable;
+    uint32_t n = count_of(s);
+    for (uint32_t i = 1; i < n; i++) {
+        free_layer(s, layer_at(s, i));
+        atomic_store_explicit(&s->layers[i], NULL, memory_order_relaxed);
+    }
+    atomic_store_explicit(&s->count, 1, memory_order_release);
+    atomic_store_explicit(&s->stuck, 0, memory_order_relaxed);
+    return bg_filter_clear(layer_at(s, 0));
+}
+
+/* ---- adding and querying ------------------------------------------------- */
+
+static bool full(const bg_filter *l)
+{
+    return bg__load(&l->items) >= l->capacity;
+}
+
+/* Adds layer n to a stack of n layers whose newest is full. BG_OK also when
+ * another thread did it first; else a growth error (GROWTH AND ITS LIMITS). */
+static int grow(bg_filter *f, uint32_t n)
+{
+    struct bg__scalable *s = f->scalable;
+    int rc = atomic_load_explicit(&s->stuck, memory_order_relaxed);
+    if (rc != 0)
+        return rc;
+    if (s->p.nonscaling)
+        return BG_EFULL;
+    if (n >= s->p.max_layers)
+        return BG_ELAYERS;
+    pthread_mutex_lock(&s->grow);
+    if (count_of(s) == n) {
+        uint64_t used = 0;
+        for (uint32_t i = 0; i < n; i++)
+            used += layer_at(s, i)->nwords * 8;
+        bg_filter *layer;
+        rc = layer_new(&s->p, n, used, &layer);
+        if (rc == BG_OK)
+            publish(s, n, layer);
+        else if (rc != BG_ENOMEM)
+            atomic_store_explicit(&s->stuck, rc, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&s->grow);
+    return rc;
+}
+
+/* Adds h, which layers [0, checked) did not contain a moment ago: checks the
+ * layers that could have gained it since (those above, and the newest when
+ * it is no longer the one we would add to), grows if the newest is full,
+ * then adds to the newest. 1, 0 or a growth error. */
+static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
+{
+    struct bg__scalable *s = f->scalable;
+    for (;;) {
+        uint32_t n = count_of(s);
+        for (uint32_t i = n - 1; i-- > checked;)
+            if (bg_filter_contains_hash(layer_at(s, i), h))
+                return 0;
+        bg_filter *top = layer_at(s, n - 1);
+        if (!full(top))
+            return bg_filter_test_and_add_hash(top, h); /* 0 if it has the key */
+        if (n - 1 >= checked && bg_filter_contains_hash(top, h))
+            return 0;
+        int rc = grow(f, n);
+        if (rc != BG_OK)
+            return rc;
+        checked = n;
+    }
+}
+
+/* Whether any of layers [0, n) has h, newest first. */
+static int any_layer(const struct bg__scalable *s, uint32_t n, bg_hash h)
+{
+    for (uint32_t i = n; i-- > 0;)
+        if (bg_filter_contains_hash(layer_at(s, i), h))
+            return 1;
+    return 0;
+}
+
+int bg__scalable_contains(const bg_filter *f, bg_hash h)
+{
+    const struct bg__scalable *s = f->scalable;
+    return any_layer(s, count_of(s), h);
+}
+
+int bg__scalable_test_and_add(bg_filter *f, bg_hash h)
+{
+    const struct bg__scalable *s = f->scalable;
+    uint32_t n = count_of(s);
+    if (any_layer(s, n, h))
+        return 0;
+    return add_absent(f, h, n);
+}
+
+/* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK). Each
+ * layer, newest first, gets one batch call (prefetched, pipelined) on the
+ * keys no newer layer had. */
+static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash *h, size_t count,
+                         uint8_t *present)
+{
+    bg_hash todo[CHUNK];
+    uint8_t found[CHUNK];
+    uint8_t at[CHUNK];
+    size_t left = count;
+    for (size_t i = 0; i < count; i++) {
+        present[i] = 0;
+        todo[i] = h[i];
+        at[i] = (uint8_t)i;
+    }
+    for (uint32_t l = n; l-- > 0 && left > 0;) {
+        (void)bg_filter_contains_hashes(layer_at(s, l), todo, left, found);
+        size_t kept = 0;
+        for (size_t i = 0; i < left; i++) {
+            if (found[i]) {
+                present[at[i]] = 1;
+            } else {
+                todo[kept] = todo[i];
+                at[kept++] = at[i];
+            }
+        }
+        left = kept;
+    }
+}
+
+/* One chunk of a batch; *hits grows by the 1s. BG_OK or a growth error
+ * (results before the failing key are set). */
+static int run_chunk(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results, bool adding,
+                     int64_t *hits)
+{
+    const struct bg__scalable *s = f->scalable;
+    uint8_t present[CHUNK];
+    uint32_t n = count_of(s);
+    find_present(s, n, h, count, present);
+    for (size_t i = 0; i < count; i++) {
+        int r = present[i];
+        /* checked = n - 1: keys earlier in this batch may have gone into
+         * the newest layer since find_present looked at it. */
+        if (adding && (r = r ? 0 : add_absent(f, h[i], n - 1)) < 0)
+            return r;
+        if (results)
+            results[i] = (uint8_t)r;
+        *hits += r;
+    }
+    return BG_OK;
+}
+
+int64_t bg__scalable_run_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
+                                bool adding)
+{
+    int64_t hits = 0;
+    for (size_t at = 0; at < count; at += CHUNK) {
+        size_t n = count - at < CHUNK ? count - at : CHUNK;
+        int rc = run_chunk(f, h + at, n, results ? results + at : NULL, adding, &hits);
+        if (rc != BG_OK)
+            return rc;
+    }
+    return hits;
+}
+
+int64_t bg__scalable_run_keys(bg_filter *f, const void *const *keys, const size_t *lens,
+                              size_t count, uint8_t *results, bool adding)
+{
+    bg_hash h[CHUNK];
+    int64_t hits = 0;
+    for (size_t at = 0; at < count; at += CHUNK) {
+        size_t n = count - at < CHUNK ? count - at : CHUNK;
+        for (size_t i = 0; i < n; i++)
+            h[i] = bg__hash(keys[at + i], lens[at + i], f->seed);
+        int rc = run_chunk(f, h, n, results ? results + at : NULL, adding, &hits);
+        if (rc != BG_OK)
+            return rc;
+    }
+    return hits;
+}
+
+/* ---- statistics ----------------------------------------------------------- */
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+int bg__scalable_stats(const bg_filter *f, bg_filter_stats *out)
+{
+    const struct bg__scalable *s = f->scalable;
+    uint32_t n = count_of(s);
+    bg_filter_stats st;
+    memset(&st, 0, sizeof st);
+    st.variant = BG_VARIANT_SCALABLE;
+    st.seed = f->seed;
+    st.layers = n;
+    double keep = 1.0, keep_est = 1.0; /* prod (1 - p_i), prod (1 - est_i) */
+    for (uint32_t i = 0; i < n; i++) {
+        bg_filter_stats ls;
+        (void)bg_filter_stats_get(layer_at(s, i), &ls);
+        st.bits = add_sat(st.bits, ls.bits);
+        st.bytes = add_sat(st.bytes, ls.bytes);
+        st.items = add_sat(st.items, ls.items);
+        st.bits_set = add_sat(st.bits_set, ls.bits_set);
+        st.capacity = add_sat(st.capacity, ls.capacity);
+        st.estimated_items += ls.estimated_items;
+        st.hashes = ls.hashes;
+        keep *= 1.0 - ls.error_rate;
+        keep_est *= 1.0 - ls.estimated_fp_rate;
+    }
+    st.error_rate = 1.0 - keep;
+    st.estimated_fp_rate = 1.0 - keep_est;
+    st.fill_ratio = st.bits ? (double)st.bits_set / (double)st.bits : 0.0;
+    *out = st;
+    return BG_OK;
+}
+
+int bg__scalable_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
+{
+    const struct bg__scalable *s = f->scalable;
+    if (layer >= count_of(s))
+        return BG_EINVAL;
+    return bg_filter_stats_get(layer_at(s, layer), out);
+}
+
+int bg__scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
+{
+    const struct bg__scalable *s = f->scalable;
+    *out = (bg_filter_scaling){
+        .layer_variant = s->p.layer_variant,
+        .capacity = s->p.capacity,
+        .error_rate = s->p.error_rate,
+        .expansion = s->p.expansion,
+        .tightening = s->p.tightening,
+        .max_layers = s->p.max_layers,
+        .max_bytes = s->p.max_bytes,
+        .nonscaling = s->p.nonscaling,
+        .layers = count_of(s),
+    };
+    return BG_OK;
+}
+
+uint64_t bg__scalable_bits(const bg_filter *f)
+{
+    const struct bg__scalable *s = f->scalable;
+    uint64_t sum = 0;
+    for (uint32_t i = 0, n = count_of(s); i < n; i++)
+        sum = add_sat(sum, layer_at(s, i)->m);
+    return sum;
+}
+
+uint64_t bg__scalable_bytes(const bg_filter *f)
+{
+    const struct bg__scalable *s = f->scalable;
+    uint64_t sum = 0;
+    for (uint32_t i = 0, n = count_of(s); i < n; i++)
+        sum = add_sat(sum, layer_at(s, i)->nwords * 8);
+    return sum;
+}
+
+uint64_t bg__scalable_items(const bg_filter *f)
+{
+    const struct bg__scalable *s = f->scalable;
+    uint64_t sum = 0;
+    for (uint32_t i = 0, n = count_of(s); i < n; i++)
+        sum = add_sat(sum, bg__load(&layer_at(s, i)->items));
+    return sum;
+}
+
+uint32_t bg__scalable_hashes(const bg_filter *f)
+{
+    const struct bg__scalable *s = f->scalable;
+    return layer_at(s, count_of(s) - 1)->k;
+}
