@@ -8,8 +8,10 @@
 #   check a few keys against a 1 GB filter file, verifying       < 1 s
 #
 # with `wc -l` on the same input, in the same run, as the baseline for what
-# merely reading the input costs. Not a test: it prints a table and exits 0
-# whether or not the targets are met.
+# merely reading the input costs; then, without targets, the same add and
+# check on a counting filter (and a remove of half the keys) and on a
+# scalable filter that starts at 10^4 keys and grows to hold the 10^7. Not a
+# test: it prints a table and exits 0 whether or not the targets are met.
 #
 #   bench/cli_bench.sh [PATH/TO/bloomgate]
 #
@@ -89,6 +91,24 @@ row "check 10^7 keys, half present, >file ($(stat -c %s out.txt) B)" "$t" 2
 best t 'true' '"$BG" check -c f.bgf <check.txt >/dev/null || [ $? -eq 1 ]'
 row "check -c 10^7 keys (totals only)" "$t" ""
 fp=$("$BG" check -c --present f.bgf < <(seq -f 'key-%012.0f' 10000000 14999999) || true)
+
+# Counting (4x the bytes) and scalable (layers): the same inputs.
+head -n 5000000 add.txt >half.txt
+"$BG" create emptyc.bgf -n 1e7 -p 0.01 --variant counting -q
+best t 'cp emptyc.bgf c.bgf' '"$BG" add -q c.bgf <add.txt'
+row "counting: add 10^7 keys ($(stat -c %s emptyc.bgf) byte file)" "$t" ""
+best t 'true' '"$BG" check c.bgf <check.txt >/dev/null || [ $? -eq 1 ]'
+row "counting: check 10^7 keys, half present" "$t" ""
+cp c.bgf cfull.bgf
+best t 'cp cfull.bgf c.bgf' '"$BG" remove -q c.bgf <half.txt'
+row "counting: remove 5 * 10^6 keys" "$t" ""
+"$BG" create emptys.bgf -n 1e4 -p 0.01 --variant scalable -q
+best t 'cp emptys.bgf s.bgf' '"$BG" add -q s.bgf <add.txt'
+layers=$("$BG" add --json s.bgf </dev/null | sed 's/.*"layers":\([0-9]*\).*/\1/')
+row "scalable (n0 = 10^4): add 10^7 keys ($layers layers)" "$t" ""
+best t 'true' '"$BG" check s.bgf <check.txt >/dev/null || [ $? -eq 1 ]'
+row "scalable: check 10^7 keys, half present" "$t" ""
+rm -f c.bgf cfull.bgf s.bgf half.txt
 
 best t 'rm -f big.bgf' '"$BG" create -q big.bgf -m 8e9 -k 7'
 row "create a 1 GB filter file ($(stat -c %s big.bgf) bytes)" "$t" ""

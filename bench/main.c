@@ -2,6 +2,10 @@
  * and both against this machine's memory, with the targets of the
  * performance issue checked at the end. docs/PERFORMANCE.md explains the
  * method and holds the figures; `bloomgate-bench --help` lists the options.
+ * Every variant is measured the same way (inserts, present and absent
+ * queries, single and batched); the counting variant also gets remove
+ * passes, and the scalable one starts at n / SCALABLE_SHRINK keys so that
+ * the inserts make it grow.
  *
  * HOW A FIGURE IS MADE
  * Keys are made a window of --batch keys at a time into a buffer that stays
@@ -39,8 +43,19 @@
 #define MAX_REPS 25
 #define GIB (UINT64_C(1) << 30)
 
-enum { V_STANDARD, V_BLOCKED, V_LIBBLOOM, V_COUNT };
-static const char *const variant_names[V_COUNT] = {"standard", "blocked", "libbloom"};
+/* A scalable filter starts with this fraction of n as its first layer's
+ * capacity, so that it grows about this many times over an insert pass
+ * (expansion 2: 10 layers). */
+#define SCALABLE_SHRINK 1000
+
+/* Without --variant, the counting and scalable variants run only up to this
+ * n (their 1e8 cells alone would take longer than the rest of the run);
+ * naming them in --variant runs them at every n. */
+#define NEW_VARIANTS_DEFAULT_MAX_N UINT64_C(10000000)
+
+enum { V_STANDARD, V_BLOCKED, V_LIBBLOOM, V_COUNTING, V_SCALABLE, V_COUNT };
+static const char *const variant_names[V_COUNT] = {"standard", "blocked", "libbloom", "counting",
+                                                   "scalable"};
 enum { W_CONCURRENT, W_SINGLE, W_COUNT };
 static const char *const writer_names[W_COUNT] = {"concurrent", "single"};
 
@@ -50,6 +65,8 @@ typedef struct options {
     double p[MAX_LIST];
     size_t p_count;
     bool variant[V_COUNT];
+    bool variant_given; /* --variant was given (NEW_VARIANTS_DEFAULT_MAX_N) */
+    bg_variant layer_variant; /* of the scalable filter's layers */
     bool writers[W_COUNT];
     size_t batch;
     double min_time;
@@ -72,6 +89,10 @@ typedef struct row {
     double ins_single, ins_batch;
     double present_single, present_batch;
     double absent_single, absent_batch;
+    double remove_single, remove_batch; /* counting only */
+    uint32_t layers;                    /* scalable: after the n inserts; else 1 */
+    double capacity_p;                  /* scalable: the layers' compound rate at capacity */
+    uint64_t first_capacity;            /* scalable: the first layer's */
     uint64_t present_queried, present_hits;
     uint64_t absent_queried, fp_count;
     double model_p;
@@ -158,6 +179,29 @@ static double bg_query_batch(pass_ctx *c)
     });
 }
 
+/* Removes: on a filter that holds the pass's keys (remove_reset), so each
+ * call finds its key and decrements its counters. */
+static double bg_remove_single(pass_ctx *c)
+{
+    bg_filter *f = c->f;
+    uint64_t removed = 0;
+    c->hits = 0;
+    TIMED_WINDOWS(c, {
+        for (size_t i = 0; i < n; i++)
+            removed += bg_filter_remove(f, ptr[i], len[i]) == BG_OK;
+        c->hits = removed;
+    });
+}
+
+static double bg_remove_batch(pass_ctx *c)
+{
+    c->hits = 0;
+    TIMED_WINDOWS(c, {
+        int64_t r = bg_filter_remove_many(c->f, ptr, len, n, c->results);
+        c->hits += r > 0 ? (uint64_t)r : 0;
+    });
+}
+
 static double lb_insert(pass_ctx *c)
 {
     struct bloom *b = c->lb;
@@ -206,6 +250,17 @@ static double mean_len(bench_keys *ks)
 static void bg_reset(pass_ctx *c)
 {
     bg_filter_clear(c->f);
+}
+
+/* Empty the filter, then add the pass's keys (untimed), for a remove pass. */
+static void remove_reset(pass_ctx *c)
+{
+    bg_filter_clear(c->f);
+    for (size_t at = 0; at < c->count; at += BENCH_WINDOW) {
+        size_t n = c->count - at < BENCH_WINDOW ? c->count - at : BENCH_WINDOW;
+        bench_keys_window(c->keys, at, n);
+        bg_filter_add_many(c->f, c->keys->ptr, c->keys->len, n, NULL);
+    }
 }
 
 static void lb_reset(pass_ctx *c)
@@ -258,6 +313,9 @@ static row *new_row(uint64_t n, double p, int variant, int writers)
     r->ins_single = r->ins_batch = NAN;
     r->present_single = r->present_batch = NAN;
     r->absent_single = r->absent_batch = NAN;
+    r->remove_single = r->remove_batch = NAN;
+    r->layers = 1;
+    r->capacity_p = NAN;
     r->model_p = NAN;
     r->huge_mib = -1;
     return r;
@@ -313,37 +371,100 @@ static void run_queries(row *r, pass_ctx *c, pass_fn single, pass_fn batch,
     }
 }
 
+static bg_variant lib_variant(int variant)
+{
+    switch (variant) {
+    case V_STANDARD:
+        return BG_VARIANT_STANDARD;
+    case V_BLOCKED:
+        return BG_VARIANT_BLOCKED;
+    case V_COUNTING:
+        return BG_VARIANT_COUNTING;
+    default:
+        return BG_VARIANT_SCALABLE;
+    }
+}
+
+/* The size of the filter as it is now (a scalable one grows). */
+static void record_shape(row *r, const bg_filter *f)
+{
+    bg_filter_stats st;
+    bg_filter_stats_get(f, &st);
+    r->bits = st.bits;
+    r->k = st.hashes;
+    r->bytes = st.bytes;
+    r->layers = st.layers;
+    /* A scalable stack's expected rate depends on how full each layer
+     * really is: its first layers are small, so their fill, and with it
+     * fill^k, varies from one filter to the next by several percent (a
+     * layer of 1000 keys: about 8%). The rate from the fill,
+     * 1 - prod_i (1 - fill_i^k_i) (bg_filter_stats), is what this filter
+     * is expected to give; the layers' compound rate at capacity, what p
+     * bounds, is kept beside it. The others: the model's rate at n. */
+    r->capacity_p = st.error_rate;
+    r->model_p = r->variant == V_SCALABLE ? st.estimated_fp_rate
+                                          : bg_sizing_fp_rate(st.variant, st.bits, r->n, st.hashes);
+}
+
+/* Remove passes on a counting filter: every key must be found (it was
+ * added), and a filter emptied by removing all its keys has no non-zero
+ * counter left (distinct keys at capacity saturate none). */
+static void run_removes(row *r, pass_ctx *c, const options *o)
+{
+    const char *v = variant_names[r->variant];
+    const char *w = writer_names[r->writers];
+    progress("%s %s: removes, single", v, w);
+    r->remove_single = measure(bg_remove_single, remove_reset, c, o->min_time);
+    check_no_false_negatives(r, c->hits, c->count, "remove single");
+    progress("%s %s: removes, batched", v, w);
+    r->remove_batch = measure(bg_remove_batch, remove_reset, c, o->min_time);
+    check_no_false_negatives(r, c->hits, c->count, "remove batched");
+    bg_filter_stats st;
+    bg_filter_stats_get(c->f, &st);
+    if (st.bits_set != st.saturated) {
+        fprintf(stderr, "bloomgate-bench: counting: %llu counters non-zero after removing every "
+                        "key (%llu saturated)\n",
+                (unsigned long long)st.bits_set, (unsigned long long)st.saturated);
+        exit(1);
+    }
+}
+
 static void run_bloomgate(uint64_t n, double p, int variant, bench_keys *present,
                           bench_keys *absent, const options *o, uint8_t *results)
 {
     bool queried = false;
+    bool scalable = variant == V_SCALABLE;
     for (int w = 0; w < W_COUNT; w++) {
         if (!o->writers[w])
             continue;
         bg_filter_options fo = {
-            .variant = variant == V_STANDARD ? BG_VARIANT_STANDARD : BG_VARIANT_BLOCKED,
+            .variant = lib_variant(variant),
             .capacity = n,
             .error_rate = p,
             .seed = 0x62656e6368,
             .concurrency = w == W_SINGLE ? BG_SINGLE_WRITER : BG_CONCURRENT_WRITERS,
         };
+        if (scalable) {
+            fo.capacity = n / SCALABLE_SHRINK ? n / SCALABLE_SHRINK : 1;
+            fo.layer_variant = o->layer_variant;
+        }
         bg_filter *f;
         double huge_before = bench_anon_huge_mib();
         int rc = bg_filter_new(&f, &fo);
         if (rc != BG_OK) {
-            fprintf(stderr, "bloomgate-bench: bg_filter_new(n=%llu, p=%g): %s\n",
-                    (unsigned long long)n, p, bg_strerror(rc));
+            fprintf(stderr, "bloomgate-bench: bg_filter_new(%s, n=%llu, p=%g): %s\n",
+                    variant_names[variant], (unsigned long long)fo.capacity, p, bg_strerror(rc));
             exit(1);
         }
         row *r = new_row(n, p, variant, w);
-        r->bits = bg_filter_bits(f);
-        r->k = bg_filter_hashes(f);
-        r->bytes = bg_filter_bytes(f);
-        r->model_p = bg_sizing_fp_rate(fo.variant, r->bits, n, r->k);
+        r->first_capacity = fo.capacity;
+        record_shape(r, f);
 
         bg_filter_clear(f); /* faults every page in */
         double huge_after = bench_anon_huge_mib();
-        if (huge_before >= 0 && huge_after >= 0)
+        /* A scalable filter's layers come and go with each pass: no one
+         * array to look at. */
+        if (!scalable && huge_before >= 0 && huge_after >= 0)
             r->huge_mib = huge_after - huge_before;
         pass_ctx c = {.f = f, .keys = present, .count = (size_t)n, .batch = o->batch,
                       .results = results};
@@ -351,11 +472,18 @@ static void run_bloomgate(uint64_t n, double p, int variant, bench_keys *present
         r->ins_single = measure(bg_insert_single, bg_reset, &c, o->min_time);
         progress("%s %s: inserts, batched", variant_names[variant], writer_names[w]);
         r->ins_batch = measure(bg_insert_batch, bg_reset, &c, o->min_time);
-        /* The filter now holds the n keys. Queries do not depend on the
-         * writers mode (same bits, same read path): measured once. */
+        /* The filter now holds the n keys (a scalable one has grown to hold
+         * them). Queries do not depend on the writers mode (same bits, same
+         * read path): measured once. */
+        record_shape(r, f);
         if (!queried) {
             run_queries(r, &c, bg_query_single, bg_query_batch, present, absent, o);
             queried = true;
+        }
+        if (variant == V_COUNTING) {
+            c.keys = present;
+            c.count = (size_t)n;
+            run_removes(r, &c, o);
         }
         bg_filter_free(f);
     }
@@ -506,36 +634,52 @@ static void print_block(FILE *out, uint64_t n, double p, const options *o)
         print_probe_line(out, "filter-sized, 4 KiB", &ps->small);
         print_probe_line(out, "filter-sized, THP asked", &ps->small_huge);
     }
-    fprintf(out, "  %-9s %-10s %8s %3s %9s %4s | %-15s | %-15s | %-15s | %-9s %6s %9s\n",
-            "variant", "writers", "bits/key", "k", "MiB", "THP", " insert ns/op",
-            "present q ns/op", " absent q ns/op", "FP rate", "FP/p", "model p");
-    fprintf(out, "  %-9s %-10s %8s %3s %9s %4s | %7s %7s | %7s %7s | %7s %7s |\n", "", "", "", "",
-            "", "", "single", "batch", "single", "batch", "single", "batch");
+    fprintf(out, "  %-9s %-10s %8s %6s %3s %9s %4s | %-15s | %-15s | %-15s | %-15s | %-9s %6s %9s\n",
+            "variant", "writers", "bits/key", "B/key", "k", "MiB", "THP", " insert ns/op",
+            "present q ns/op", " absent q ns/op", " remove ns/op", "FP rate", "FP/p", "model p");
+    fprintf(out, "  %-9s %-10s %8s %6s %3s %9s %4s | %7s %7s | %7s %7s | %7s %7s | %7s %7s |\n", "",
+            "", "", "", "", "", "", "single", "batch", "single", "batch", "single", "batch",
+            "single", "batch");
+    const row *sc = NULL;
     for (size_t i = 0; i < row_count; i++) {
         const row *r = &rows[i];
         if (r->n != n || r->p != p)
             continue;
-        char a[6][16];
+        if (r->variant == V_SCALABLE && !sc)
+            sc = r;
+        char a[8][16];
         fmt_ns(a[0], sizeof a[0], r->ins_single);
         fmt_ns(a[1], sizeof a[1], r->ins_batch);
         fmt_ns(a[2], sizeof a[2], r->present_single);
         fmt_ns(a[3], sizeof a[3], r->present_batch);
         fmt_ns(a[4], sizeof a[4], r->absent_single);
         fmt_ns(a[5], sizeof a[5], r->absent_batch);
+        fmt_ns(a[6], sizeof a[6], r->remove_single);
+        fmt_ns(a[7], sizeof a[7], r->remove_batch);
         char thp[8] = "?";
         if (r->huge_mib >= 0) {
             double share = r->huge_mib * 1048576.0 / (double)r->bytes;
             snprintf(thp, sizeof thp, "%.0f%%", share > 1 ? 100.0 : share * 100);
         }
-        fprintf(out, "  %-9s %-10s %8.3f %3u %9.1f %4s | %s %s | ", variant_names[r->variant],
+        /* bits/key counts m (a counting filter's m counters, a scalable
+         * one's bits over all layers); B/key is the memory. */
+        fprintf(out, "  %-9s %-10s %8.3f %6.3f %3u %9.1f %4s | %s %s | ", variant_names[r->variant],
                 r->writers < 0 ? "-" : writer_names[r->writers], (double)r->bits / (double)n,
-                r->k, (double)r->bytes / 1048576.0, thp, a[0], a[1]);
+                (double)r->bytes / (double)n, r->k, (double)r->bytes / 1048576.0, thp, a[0], a[1]);
         if (r->absent_queried)
-            fprintf(out, "%s %s | %s %s | %9.6f %6.3f %9.6f\n", a[2], a[3], a[4], a[5],
-                    fp_rate(r), fp_rate(r) / p, r->model_p);
+            fprintf(out, "%s %s | %s %s | %s %s | %9.6f %6.3f %9.6f\n", a[2], a[3], a[4], a[5], a[6],
+                    a[7], fp_rate(r), fp_rate(r) / p, r->model_p);
         else
-            fprintf(out, "%-15s | %-15s |\n", "(as above)", "(as above)");
+            fprintf(out, "%-15s | %-15s | %s %s |\n", "(as above)", "(as above)", a[6], a[7]);
     }
+    if (sc)
+        fprintf(out, "  scalable: %s layers, first layer for n/%d = %llu keys, expansion 2, "
+                     "tightening 0.5: %u layers after the n inserts (each insert pass starts "
+                     "from one empty layer and grows; its allocations are timed); k is the "
+                     "newest layer's; model p is the rate its layers' fill gives (their "
+                     "compound rate at capacity: %.6f)\n",
+                bg_variant_name(o->layer_variant), SCALABLE_SHRINK,
+                (unsigned long long)sc->first_capacity, sc->layers, sc->capacity_p);
     const row *bl = query_row(n, p, V_BLOCKED), *lb = query_row(n, p, V_LIBBLOOM);
     if (bl && ps)
         fprintf(out, "  blocked batched absent query = %.2fx the probe's best independent read "
@@ -641,6 +785,18 @@ static void print_targets(FILE *out, const options *o)
             continue;
         }
         any = true;
+        if (r->variant == V_SCALABLE) {
+            /* p bounds the stack's expected rate at capacity (filter.h
+             * SCALABLE); a given stack's rate is the one its fill gives
+             * (record_shape), which is what the measurement must match. */
+            double vs_fill = fp_rate(r) / r->model_p;
+            verdict(out, &t, fabs(vs_fill - 1) <= 0.10,
+                    "T3 n=%.0e p=%g scalable: FP %.6f = %.3fx the rate from its layers' fill "
+                    "%.6f (target 0.9..1.1); %.3fx p, %.3fx the compound rate at capacity",
+                    (double)r->n, r->p, fp_rate(r), vs_fill, r->model_p, ratio,
+                    fp_rate(r) / r->capacity_p);
+            continue;
+        }
         verdict(out, &t, fabs(ratio - 1) <= 0.10,
                 "T3 n=%.0e p=%g %s: FP %.6f = %.3fx p (+-%.3f at 2 sigma; target 0.9..1.1)",
                 (double)r->n, r->p, variant_names[r->variant], fp_rate(r), ratio, two_sigma);
@@ -677,12 +833,13 @@ static void write_csv(const char *path)
     fprintf(out, "n,p,variant,writers,bits,k,bytes,bits_per_key,insert_single_ns,insert_batch_ns,"
                  "present_single_ns,present_batch_ns,absent_single_ns,absent_batch_ns,"
                  "present_queried,absent_queried,fp_count,fp_rate,fp_ratio,model_p,"
-                 "probe_dependent_ns,probe_independent_ns\n");
+                 "probe_dependent_ns,probe_independent_ns,bytes_per_key,remove_single_ns,"
+                 "remove_batch_ns,layers\n");
     for (size_t i = 0; i < row_count; i++) {
         const row *r = &rows[i];
         const probe_set *ps = find_probe(r->n, r->p);
         fprintf(out, "%llu,%g,%s,%s,%llu,%u,%llu,%.4f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu,"
-                     "%.7f,%.4f,%.7f,%.3f,%.3f\n",
+                     "%.7f,%.4f,%.7f,%.3f,%.3f,%.4f,%.3f,%.3f,%u\n",
                 (unsigned long long)r->n, r->p, variant_names[r->variant],
                 r->writers < 0 ? "-" : writer_names[r->writers], (unsigned long long)r->bits, r->k,
                 (unsigned long long)r->bytes, (double)r->bits / (double)r->n, r->ins_single,
@@ -690,7 +847,8 @@ static void write_csv(const char *path)
                 r->absent_batch, (unsigned long long)r->present_queried,
                 (unsigned long long)r->absent_queried, (unsigned long long)r->fp_count,
                 fp_rate(r), fp_rate(r) / r->p, r->model_p, ps ? ps->small.dependent_ns : NAN,
-                ps ? best_independent(ps) : NAN);
+                ps ? best_independent(ps) : NAN, (double)r->bytes / (double)r->n,
+                r->remove_single, r->remove_batch, r->layers);
     }
     if (out != stdout)
         fclose(out);
@@ -738,10 +896,14 @@ static void write_json(const char *path)
         json_num(out, "present_batch_ns", r->present_batch, ", ");
         json_num(out, "absent_single_ns", r->absent_single, ", ");
         json_num(out, "absent_batch_ns", r->absent_batch, ", ");
+        json_num(out, "remove_single_ns", r->remove_single, ", ");
+        json_num(out, "remove_batch_ns", r->remove_batch, ", ");
+        fprintf(out, "\"layers\": %u, ", r->layers);
         fprintf(out, "\"absent_queried\": %llu, \"fp_count\": %llu, ",
                 (unsigned long long)r->absent_queried, (unsigned long long)r->fp_count);
         json_num(out, "fp_rate", fp_rate(r), ", ");
         json_num(out, "model_p", r->model_p, ", ");
+        json_num(out, "capacity_p", r->capacity_p, ", ");
         json_num(out, "thp_mib", r->huge_mib, "");
         fprintf(out, "}%s\n", i + 1 < row_count ? "," : "");
     }
@@ -771,7 +933,9 @@ static void usage(FILE *out)
             "usage: bloomgate-bench [options]\n"
             "  --n LIST          key counts, e.g. 1e6,1e7 (default 1e6,1e7,1e8)\n"
             "  --p LIST          false-positive rates (default 0.01,0.001)\n"
-            "  --variant LIST    standard,blocked,libbloom (default all)\n"
+            "  --variant LIST    standard,blocked,libbloom,counting,scalable (default all;\n"
+            "                    without --variant, counting and scalable only at n <= 1e7)\n"
+            "  --layer-variant V the scalable filter's layers: standard (default) or blocked\n"
             "  --writers LIST    concurrent,single: bloomgate's insert modes (default both)\n"
             "  --batch N         keys per *_many call and per key window (default and max 1024)\n"
             "  --min-time S      seconds of passes per figure, at least (default 0.25)\n"
@@ -801,8 +965,10 @@ static int parse_list(const char *arg, const char *opt, options *o)
         o->n_count = 0;
     if (strcmp(opt, "p") == 0)
         o->p_count = 0;
-    if (strcmp(opt, "variant") == 0)
+    if (strcmp(opt, "variant") == 0) {
         memset(o->variant, 0, sizeof o->variant);
+        o->variant_given = true;
+    }
     if (strcmp(opt, "writers") == 0)
         memset(o->writers, 0, sizeof o->writers);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
@@ -867,6 +1033,13 @@ static int parse_args(int argc, char **argv, options *o)
             strcmp(name, "writers") == 0) {
             if (parse_list(val, name, o) != 0)
                 return -1;
+        } else if (strcmp(name, "layer-variant") == 0) {
+            if (strcmp(val, "standard") == 0)
+                o->layer_variant = BG_VARIANT_STANDARD;
+            else if (strcmp(val, "blocked") == 0)
+                o->layer_variant = BG_VARIANT_BLOCKED;
+            else
+                return -1;
         } else if (strcmp(name, "batch") == 0) {
             if (parse_count(val, &u) != 0 || u > BENCH_WINDOW)
                 return -1;
@@ -904,7 +1077,8 @@ int main(int argc, char **argv)
         .n_count = 3,
         .p = {0.01, 0.001},
         .p_count = 2,
-        .variant = {true, true, true},
+        .variant = {true, true, true, true, true},
+        .layer_variant = BG_VARIANT_STANDARD,
         .writers = {true, true},
         .batch = 1024,
         .min_time = 0.25,
@@ -979,6 +1153,14 @@ int main(int argc, char **argv)
                 run_bloomgate(n, p, V_BLOCKED, &present, &absent, &o, results);
             if (o.variant[V_LIBBLOOM])
                 run_libbloom(n, p, &present, &absent, &o);
+            bool new_ok = o.variant_given || n <= NEW_VARIANTS_DEFAULT_MAX_N;
+            if (o.variant[V_COUNTING] && new_ok)
+                run_bloomgate(n, p, V_COUNTING, &present, &absent, &o, results);
+            if (o.variant[V_SCALABLE] && new_ok)
+                run_bloomgate(n, p, V_SCALABLE, &present, &absent, &o, results);
+            if (!new_ok && (o.variant[V_COUNTING] || o.variant[V_SCALABLE]))
+                progress("counting, scalable: skipped at n > 1e7 by default (name them in "
+                         "--variant to run them)");
             print_block(stdout, n, p, &o);
             fflush(stdout);
         }

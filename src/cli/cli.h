@@ -257,17 +257,11 @@ void cli_fmt_bytes(char *buf, size_t size, uint64_t bytes);
 /* Reads a variant name for --variant; -1 (message printed) if unknown. */
 int cli_parse_variant(const char *text, bg_variant *out);
 
-/* ---- growth and removal (add, remove) ---------------------------------- */
+/* ---- scalable filters (create, info) ---------------------------------- */
 
-/* Explains why keys could not be added to the filter in `path` (status rc
- * from bg_filter_add_many): for a scalable filter that cannot grow
- * (BG_EFULL, BG_ELAYERS, BG_ETOOBIG) what limit was reached and how to
- * raise it. `key` is the 1-based number of the key that failed, 0 if
- * unknown. Prints "bloomgate: PATH: ..." lines on stderr. */
-void cli_add_error(const bg_filter *f, const char *path, int rc, uint64_t key);
-
-/* The JSON fields and the text that describe a scalable filter's growth
- * (bg_filter_scaling), shared by create and info. */
+/* The JSON fields that describe a scalable filter's growth
+ * (bg_filter_scaling), without braces or a trailing comma: shared by create
+ * and info. */
 void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc);
 
 #endif

@@ -27,7 +27,12 @@ static uint64_t failed_key(const uint8_t *results, size_t count, uint64_t before
     return 0;
 }
 
-void cli_add_error(const bg_filter *f, const char *path, int rc, uint64_t key)
+/* Explains why keys could not be added to the filter in `path` (status rc
+ * from bg_filter_add_many): for a scalable filter that cannot grow
+ * (BG_EFULL, BG_ELAYERS, BG_ETOOBIG), what limit was reached and how to
+ * raise it. `key` is the 1-based number of the key that failed, 0 if
+ * unknown. */
+static void add_error(const bg_filter *f, const char *path, int rc, uint64_t key)
 {
     char at[64] = "";
     if (key)
@@ -69,7 +74,7 @@ static int64_t add_batch(bg_filter *f, const char *path, const void *const *keys
     memset(results, NOT_ADDED, count);
     int64_t rc = bg_filter_add_many(f, keys, lens, count, results);
     if (rc < 0) {
-        cli_add_error(f, path, (int)rc, failed_key(results, count, before));
+        add_error(f, path, (int)rc, failed_key(results, count, before));
         return -1;
     }
     return rc;

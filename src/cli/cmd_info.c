@@ -66,12 +66,22 @@ static void print_layer_json(const bg_filter_stats *l, uint32_t i)
     printf("\"estimated_fp_rate\":%s}", cli_fmt_double(d, l->estimated_fp_rate));
 }
 
+/* A scalable filter's growth: from the filter, or, when the file is damaged
+ * and there is no filter, from its header. NULL for other variants. */
+static const bg_filter_scaling *scaling_of(const bg_file_info *in, const report *r)
+{
+    if (in->variant != BG_VARIANT_SCALABLE)
+        return NULL;
+    return r && r->scalable ? &r->sc : &in->scaling;
+}
+
 static void print_json(const char *path, const bg_file_info *in, const report *r,
                        enum checksum_state ck)
 {
     char d[32];
     const bg_filter_stats *s = r ? &r->s : NULL;
     bool scalable = in->variant == BG_VARIANT_SCALABLE;
+    const bg_filter_scaling *sc = scaling_of(in, r);
     const char *vname = bg_variant_name(in->variant);
     printf("{\"file\":");
     cli_json_string(stdout, path);
@@ -92,7 +102,7 @@ static void print_json(const char *path, const bg_file_info *in, const report *r
     printf("\"payload_offset\":%llu,\"payload_bytes\":%llu,",
            (unsigned long long)in->payload_offset, (unsigned long long)in->payload_bytes);
     if (scalable)
-        printf("\"error_rate\":%s,", r && r->scalable ? cli_fmt_double(d, r->sc.error_rate) : "null");
+        printf("\"error_rate\":%s,", cli_fmt_double(d, sc->error_rate));
     else if (in->capacity)
         printf("\"error_rate\":%s,",
                cli_fmt_double(d, bg_sizing_fp_rate(in->variant, in->bits, in->capacity,
@@ -113,26 +123,32 @@ static void print_json(const char *path, const bg_file_info *in, const report *r
         if (in->variant == BG_VARIANT_COUNTING)
             printf("\"saturated\":null,");
     }
-    if (scalable && r && r->scalable) {
-        cli_print_scaling_json(stdout, &r->sc);
-        printf(",\"layer_count\":%u,\"layers\":[", r->nlayers);
-        for (uint32_t i = 0; i < r->nlayers; i++) {
-            if (i)
-                putchar(',');
-            print_layer_json(&r->layers[i], i);
+    if (scalable) {
+        /* The layers' statistics need the filter; a damaged file has only
+         * its header's count. */
+        cli_print_scaling_json(stdout, sc);
+        printf(",\"layer_count\":%u,\"layers\":", r ? r->nlayers : in->layers);
+        if (r) {
+            putchar('[');
+            for (uint32_t i = 0; i < r->nlayers; i++) {
+                if (i)
+                    putchar(',');
+                print_layer_json(&r->layers[i], i);
+            }
+            printf("],");
+        } else {
+            printf("null,");
         }
-        printf("],");
-    } else if (scalable) {
-        printf("\"layer_count\":null,\"layers\":null,");
     }
     printf("\"checksum\":\"0x%016llx\",\"checksum_status\":\"%s\"}\n",
            (unsigned long long)in->checksum, checksum_word(ck));
 }
 
-/* The scalable part of the text: growth, then one line per layer. */
-static void print_scaling_text(const report *r)
+/* The scalable part of the text: growth, then one line per layer (r: the
+ * statistics, NULL for a damaged file). */
+static void print_scaling_text(const bg_filter_scaling *sc, const bg_file_info *in,
+                               const report *r)
 {
-    const bg_filter_scaling *sc = &r->sc;
     char cap[32];
     printf("layer variant:     %s\n", bg_variant_name(sc->layer_variant));
     if (sc->nonscaling) {
@@ -144,6 +160,11 @@ static void print_scaling_text(const report *r)
                "layers and %llu bytes (%s)\n",
                sc->expansion, sc->tightening, sc->max_layers, (unsigned long long)sc->max_bytes,
                cap);
+    }
+    if (!r) {
+        printf("error rate (p):    %g for all layers together (asked)\n", sc->error_rate);
+        printf("layers:            %u\n", in->layers);
+        return;
     }
     printf("error rate (p):    %g for all layers together (asked); %.6g at the layers' "
            "capacities now\n",
@@ -225,8 +246,9 @@ static void print_text(const char *path, const bg_file_info *in, const report *r
         printf("estimated items:   %.0f\n", s->estimated_items);
         printf("estimated p now:   %.6g\n", s->estimated_fp_rate);
     }
-    if (r && r->scalable)
-        print_scaling_text(r);
+    const bg_filter_scaling *sc = scaling_of(in, r);
+    if (sc)
+        print_scaling_text(sc, in, r);
     if (ck == CK_MISMATCH)
         printf("checksum:          MISMATCH (stored 0x%016llx): the file is damaged\n",
                (unsigned long long)in->checksum);

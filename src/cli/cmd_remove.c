@@ -194,7 +194,7 @@ static int run(int argc, char **argv)
 
 const cli_command cli_cmd_remove = {
     .name = "remove",
-    .summary = "remove keys (arguments, or lines of stdin) from a counting filter file",
+    .summary = "remove keys from a counting filter file (keys given as for add)",
     .usage = "bloomgate remove [-0] [-q] [--json] [--strict] FILE [--] [KEY...]\n",
     .help =
         "Removes the KEYs from the counting filter in FILE (made with 'create\n"

@@ -134,7 +134,7 @@ case_help() {
     has out "--strict"
     run 2 "$BG" remove
     has err "no FILE given"
-    has <("$BG" --help) "remove keys (arguments, or lines of stdin) from a counting filter file"
+    has <("$BG" --help) "remove keys from a counting filter file"
     # create's help has the scalable options
     run 0 "$BG" create --help
     for opt in --expansion --max-layers --layer-variant --tightening --max-bytes --nonscaling; do
@@ -902,6 +902,24 @@ case_scalable() {
     jq -e '.layers | all(.variant == "standard" and .hashes > 0 and .bytes > 0 and .fill_ratio > 0)' out >/dev/null ||
         fail "layer fields"
     eq "$(jq -r '.checksum_status' out)" ok "checksum"
+    # damaged: the header (with its growth parameters) is still shown
+    cp s.bgf d.bgf
+    local b
+    b=$(od -An -tu1 -j 300 -N 1 d.bgf | tr -d ' ')
+    printf "$(printf '\\%03o' $((b ^ 0x10)))" | dd of=d.bgf bs=1 seek=300 conv=notrunc status=none
+    run 2 "$BG" info d.bgf
+    has out "checksum:          MISMATCH"
+    has out "layers:            $layers"
+    has out "scaling:           capacity x2 and error rate x0.5 per layer"
+    has err "d.bgf: checksum mismatch"
+    run 2 "$BG" info --json d.bgf
+    json_ok out
+    eq "$(jq -c '[.layer_count, .layers, .expansion, .error_rate, .checksum_status]' out)" \
+        "[$layers,null,2,0.01,\"mismatch\"]" "damaged scalable JSON"
+    run 2 "$BG" check d.bgf u-1
+    has err "d.bgf: checksum mismatch"
+    run 2 "$BG" add d.bgf u-1
+    has err "d.bgf: checksum mismatch"
     # blocked layers, expansion 4
     run 0 "$BG" create b.bgf -n 1000 -p 0.001 --variant scalable --layer-variant blocked --expansion 4 -q
     run 0 "$BG" add -q b.bgf <in.txt
