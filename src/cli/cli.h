@@ -208,6 +208,20 @@ int cli_keys_next(cli_keys *r);
 void cli_keys_error(const cli_keys *r, const char *cmd);
 void cli_keys_end(cli_keys *r);
 
+/* What add, remove and check do with each batch of keys: the keys are
+ * valid during the call only, and `before` keys came in earlier batches.
+ * Returns 0 to go on, or -1 to stop (after printing why). */
+typedef int (*cli_batch_fn)(void *ctx, const void *const *keys, const size_t *lens, size_t n,
+                            uint64_t before);
+
+/* Hands every key to fn in batches of up to CLI_BATCH: the nargs arguments
+ * when there are any, else the keys on standard input (separator sep), with
+ * a progress line "bloomgate CMD PATH" on stderr unless quiet. Returns the
+ * number of keys handed out, or -1 (message printed: a read error or a
+ * key over the limit, or fn stopped). */
+int64_t cli_keys_each(char **args, size_t nargs, char sep, const char *cmd, const char *path,
+                      bool quiet, cli_batch_fn fn, void *ctx);
+
 /* ---- progress --------------------------------------------------------- */
 
 /* A one-line progress report on stderr for long operations: count, rate,

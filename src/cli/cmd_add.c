@@ -66,75 +66,26 @@ static void add_error(const bg_filter *f, const char *path, int rc, uint64_t key
     }
 }
 
-/* Adds one batch; `before` keys came before it. Returns the number of new
- * keys, or -1 (message printed). */
-static int64_t add_batch(bg_filter *f, const char *path, const void *const *keys,
-                         const size_t *lens, size_t count, uint64_t before, uint8_t *results)
+typedef struct adder {
+    bg_filter *f;
+    const char *path;
+    int64_t added; /* keys that were new */
+    uint8_t results[CLI_BATCH];
+} adder;
+
+/* Adds one batch (a cli_batch_fn). */
+static int add_batch(void *ctx, const void *const *keys, const size_t *lens, size_t count,
+                     uint64_t before)
 {
-    memset(results, NOT_ADDED, count);
-    int64_t rc = bg_filter_add_many(f, keys, lens, count, results);
+    adder *a = ctx;
+    memset(a->results, NOT_ADDED, count);
+    int64_t rc = bg_filter_add_many(a->f, keys, lens, count, a->results);
     if (rc < 0) {
-        add_error(f, path, (int)rc, failed_key(results, count, before));
+        add_error(a->f, a->path, (int)rc, failed_key(a->results, count, before));
         return -1;
     }
-    return rc;
-}
-
-/* Adds argv's keys. Returns the number of new keys, or -1. */
-static int64_t add_args(bg_filter *f, const char *path, char **keys, size_t n)
-{
-    const void *ptrs[CLI_BATCH];
-    size_t lens[CLI_BATCH];
-    uint8_t results[CLI_BATCH];
-    int64_t added = 0;
-    for (size_t at = 0; at < n; at += CLI_BATCH) {
-        size_t count = n - at < CLI_BATCH ? n - at : CLI_BATCH;
-        for (size_t i = 0; i < count; i++) {
-            ptrs[i] = keys[at + i];
-            lens[i] = strlen(keys[at + i]);
-        }
-        int64_t rc = add_batch(f, path, ptrs, lens, count, at, results);
-        if (rc < 0)
-            return -1;
-        added += rc;
-    }
-    return added;
-}
-
-/* Adds the keys on stdin; *read gets how many were read. Returns the
- * number of new keys, or -1. */
-static int64_t add_stdin(bg_filter *f, char sep, bool quiet, const char *path, uint64_t *read)
-{
-    cli_keys r;
-    if (cli_keys_begin(&r, STDIN_FILENO, sep) != 0)
-        return -1;
-    char label[256];
-    snprintf(label, sizeof label, "bloomgate add %s", path);
-    cli_progress prog;
-    cli_progress_begin(&prog, label, "keys", quiet);
-    uint8_t results[CLI_BATCH];
-    int64_t added = 0;
-    int n;
-    while ((n = cli_keys_next(&r)) > 0) {
-        int64_t rc = add_batch(f, path, r.keys, r.lens, (size_t)n, r.total_keys - (uint64_t)n,
-                               results);
-        if (rc < 0) {
-            cli_progress_end(&prog);
-            cli_keys_end(&r);
-            return -1;
-        }
-        added += rc;
-        cli_progress_update(&prog, r.total_keys, r.bytes_read, r.input_bytes);
-    }
-    cli_progress_end(&prog);
-    *read = r.total_keys;
-    if (n < 0) {
-        cli_keys_error(&r, "add");
-        cli_keys_end(&r);
-        return -1;
-    }
-    cli_keys_end(&r);
-    return added;
+    a->added += rc;
+    return 0;
 }
 
 static int run(int argc, char **argv)
@@ -183,10 +134,10 @@ static int run(int argc, char **argv)
         return CLI_EXIT_ERROR;
     }
 
-    uint64_t read = nargs;
-    int64_t added = nargs > 0 ? add_args(f, path, argv + optind, nargs)
-                              : add_stdin(f, sep, quiet, path, &read);
-    if (added < 0) {
+    adder a = {.f = f, .path = path};
+    int64_t read = cli_keys_each(argv + optind, nargs, sep, "add", path, quiet, add_batch, &a);
+    int64_t added = a.added;
+    if (read < 0) {
         cli_error("%s: not changed", path);
         bg_filter_free(f);
         return CLI_EXIT_ERROR;

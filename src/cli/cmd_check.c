@@ -59,9 +59,12 @@ static void emit(checker *c, const void *const *keys, const size_t *lens, size_t
     }
 }
 
-/* Checks one batch. 0, or -1 (message printed). */
-static int check_batch(checker *c, const void *const *keys, const size_t *lens, size_t n)
+/* Checks one batch (a cli_batch_fn). */
+static int check_batch(void *ctx, const void *const *keys, const size_t *lens, size_t n,
+                       uint64_t before)
 {
+    checker *c = ctx;
+    (void)before; /* c->keys counts them too */
     int64_t rc = bg_filter_contains_many(c->f, keys, lens, n, c->results);
     if (rc < 0) {
         cli_error("check: %s", bg_strerror((int)rc));
@@ -72,48 +75,6 @@ static int check_batch(checker *c, const void *const *keys, const size_t *lens, 
     if (!c->quiet && !c->count_only)
         emit(c, keys, lens, n);
     return 0;
-}
-
-static int check_args(checker *c, char **keys, size_t n)
-{
-    const void *ptrs[CLI_BATCH];
-    size_t lens[CLI_BATCH];
-    for (size_t at = 0; at < n; at += CLI_BATCH) {
-        size_t count = n - at < CLI_BATCH ? n - at : CLI_BATCH;
-        for (size_t i = 0; i < count; i++) {
-            ptrs[i] = keys[at + i];
-            lens[i] = strlen(keys[at + i]);
-        }
-        if (check_batch(c, ptrs, lens, count) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int check_stdin(checker *c, const char *path)
-{
-    cli_keys r;
-    if (cli_keys_begin(&r, STDIN_FILENO, c->term) != 0)
-        return -1;
-    char label[256];
-    snprintf(label, sizeof label, "bloomgate check %s", path);
-    cli_progress prog;
-    cli_progress_begin(&prog, label, "keys", c->quiet);
-    int n, rc = 0;
-    while ((n = cli_keys_next(&r)) > 0) {
-        if (check_batch(c, r.keys, r.lens, (size_t)n) != 0) {
-            rc = -1;
-            break;
-        }
-        cli_progress_update(&prog, r.total_keys, r.bytes_read, r.input_bytes);
-    }
-    cli_progress_end(&prog);
-    if (n < 0) {
-        cli_keys_error(&r, "check");
-        rc = -1;
-    }
-    cli_keys_end(&r);
-    return rc;
 }
 
 static int run(int argc, char **argv)
@@ -196,7 +157,8 @@ static int run(int argc, char **argv)
         cli_out_json_string(&c->out, path, strlen(path));
         cli_out_write(&c->out, ",\"results\":[", 12);
     }
-    int failed = nargs > 0 ? check_args(c, argv + optind, nargs) : check_stdin(c, path);
+    int failed = cli_keys_each(argv + optind, nargs, c->term, "check", path, c->quiet, check_batch,
+                               c) < 0;
     bg_filter_free(f);
     if (!c->quiet && !failed) {
         uint64_t absent = c->keys - c->maybe;

@@ -24,9 +24,12 @@ typedef struct remover {
     uint8_t results[CLI_BATCH];
 } remover;
 
-/* Removes one batch. 0, or -1 (message printed). */
-static int remove_batch(remover *r, const void *const *keys, const size_t *lens, size_t n)
+/* Removes one batch (a cli_batch_fn). */
+static int remove_batch(void *ctx, const void *const *keys, const size_t *lens, size_t n,
+                        uint64_t before)
 {
+    remover *r = ctx;
+    (void)before; /* r->keys counts them too */
     int64_t rc = bg_filter_remove_many(r->f, keys, lens, n, r->results);
     if (rc < 0) {
         cli_error("%s: cannot remove: %s", r->path, bg_strerror((int)rc));
@@ -38,48 +41,6 @@ static int remove_batch(remover *r, const void *const *keys, const size_t *lens,
     r->keys += n;
     r->removed += (uint64_t)rc;
     return 0;
-}
-
-static int remove_args(remover *r, char **keys, size_t n)
-{
-    const void *ptrs[CLI_BATCH];
-    size_t lens[CLI_BATCH];
-    for (size_t at = 0; at < n; at += CLI_BATCH) {
-        size_t count = n - at < CLI_BATCH ? n - at : CLI_BATCH;
-        for (size_t i = 0; i < count; i++) {
-            ptrs[i] = keys[at + i];
-            lens[i] = strlen(keys[at + i]);
-        }
-        if (remove_batch(r, ptrs, lens, count) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int remove_stdin(remover *r, char sep, bool quiet)
-{
-    cli_keys in;
-    if (cli_keys_begin(&in, STDIN_FILENO, sep) != 0)
-        return -1;
-    char label[256];
-    snprintf(label, sizeof label, "bloomgate remove %s", r->path);
-    cli_progress prog;
-    cli_progress_begin(&prog, label, "keys", quiet);
-    int n, rc = 0;
-    while ((n = cli_keys_next(&in)) > 0) {
-        if (remove_batch(r, in.keys, in.lens, (size_t)n) != 0) {
-            rc = -1;
-            break;
-        }
-        cli_progress_update(&prog, in.total_keys, in.bytes_read, in.input_bytes);
-    }
-    cli_progress_end(&prog);
-    if (n < 0) {
-        cli_keys_error(&in, "remove");
-        rc = -1;
-    }
-    cli_keys_end(&in);
-    return rc;
 }
 
 static int run(int argc, char **argv)
@@ -141,8 +102,7 @@ static int run(int argc, char **argv)
     }
 
     remover r = {.f = f, .path = path};
-    int failed = nargs > 0 ? remove_args(&r, argv + optind, nargs) : remove_stdin(&r, sep, quiet);
-    if (failed) {
+    if (cli_keys_each(argv + optind, nargs, sep, "remove", path, quiet, remove_batch, &r) < 0) {
         cli_error("%s: not changed", path);
         bg_filter_free(f);
         return CLI_EXIT_ERROR;

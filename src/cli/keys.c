@@ -124,3 +124,52 @@ void cli_keys_error(const cli_keys *r, const char *cmd)
     else
         cli_error("%s: standard input: %s", cmd, strerror(r->err));
 }
+
+/* The arguments, in batches of pointers and lengths. */
+static int64_t each_arg(char **args, size_t nargs, cli_batch_fn fn, void *ctx)
+{
+    const void *ptrs[CLI_BATCH];
+    size_t lens[CLI_BATCH];
+    for (size_t at = 0; at < nargs; at += CLI_BATCH) {
+        size_t count = nargs - at < CLI_BATCH ? nargs - at : CLI_BATCH;
+        for (size_t i = 0; i < count; i++) {
+            ptrs[i] = args[at + i];
+            lens[i] = strlen(args[at + i]);
+        }
+        if (fn(ctx, ptrs, lens, count, at) != 0)
+            return -1;
+    }
+    return (int64_t)nargs;
+}
+
+int64_t cli_keys_each(char **args, size_t nargs, char sep, const char *cmd, const char *path,
+                      bool quiet, cli_batch_fn fn, void *ctx)
+{
+    if (nargs > 0)
+        return each_arg(args, nargs, fn, ctx);
+    cli_keys r;
+    if (cli_keys_begin(&r, STDIN_FILENO, sep) != 0)
+        return -1;
+    char label[256];
+    snprintf(label, sizeof label, "bloomgate %s %s", cmd, path);
+    cli_progress prog;
+    cli_progress_begin(&prog, label, "keys", quiet);
+    int n;
+    int64_t rc = 0;
+    while ((n = cli_keys_next(&r)) > 0) {
+        if (fn(ctx, r.keys, r.lens, (size_t)n, r.total_keys - (uint64_t)n) != 0) {
+            rc = -1;
+            break;
+        }
+        cli_progress_update(&prog, r.total_keys, r.bytes_read, r.input_bytes);
+    }
+    cli_progress_end(&prog);
+    if (n < 0) {
+        cli_keys_error(&r, cmd);
+        rc = -1;
+    }
+    if (rc == 0)
+        rc = (int64_t)r.total_keys;
+    cli_keys_end(&r);
+    return rc;
+}
