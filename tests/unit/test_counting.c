@@ -12,8 +12,8 @@
  * widen by 4 binomial standard deviations). */
 #define _GNU_SOURCE /* mkdtemp */
 #include "test_util.h"
+#include "test_tmpdir.h"
 
-#include <dirent.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -676,36 +676,6 @@ static void remove_false_positive(void **state)
 
 /* ---- (5) who may remove -------------------------------------------------- */
 
-typedef struct tmpdir {
-    char path[256];
-} tmpdir;
-
-static void tmpdir_make(tmpdir *d)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(d->path, sizeof d->path, "%s/bg-counting-XXXXXX", base && *base ? base : "/tmp");
-    assert_non_null(mkdtemp(d->path));
-}
-
-static const char *tmp_file(const tmpdir *d, const char *name)
-{
-    static char buf[512];
-    snprintf(buf, sizeof buf, "%s/%s", d->path, name);
-    return buf;
-}
-
-static void tmpdir_remove(tmpdir *d)
-{
-    DIR *dir = opendir(d->path);
-    assert_non_null(dir);
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL)
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-            TU_EQ_I(unlink(tmp_file(d, e->d_name)), 0);
-    closedir(dir);
-    TU_EQ_I(rmdir(d->path), 0);
-}
-
 static void remove_errors(void **state)
 {
     (void)state;
@@ -757,9 +727,9 @@ static void remove_errors(void **state)
 
     /* A mapped counting filter is read-only; a loaded one is not. */
     tu_ctx("mapped counting filter");
-    tmpdir d;
-    tmpdir_make(&d);
-    const char *path = tmp_file(&d, "c.bgf");
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "counting");
+    const char *path = tu_tmp_file(&d, "c.bgf");
     TU_EQ_I(bg_filter_save(c, path), BG_OK);
     bg_filter *mapped, *loaded;
     TU_EQ_I(bg_filter_map(&mapped, path, 0), BG_OK);
@@ -782,7 +752,7 @@ static void remove_errors(void **state)
     TU_EQ_I(bg_filter_contains(loaded, "a", 1), 1);
     bg_filter_free(loaded);
     bg_filter_free(mapped);
-    tmpdir_remove(&d);
+    tu_tmpdir_remove(&d);
     bg_filter_free(c);
 }
 
@@ -1111,8 +1081,8 @@ static void golden_bytes(void **state)
 static void files_round_trip(void **state)
 {
     (void)state;
-    tmpdir d;
-    tmpdir_make(&d);
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "counting");
     const bg_filter_options shapes[] = {
         {.capacity = 20000, .error_rate = 0.01, .seed = 7},
         {.bits = 1001, .hashes = 5, .seed = 8},  /* odd m: half a byte of padding */
@@ -1131,7 +1101,7 @@ static void files_round_trip(void **state)
         TU_EQ_U(payload_len(&im), (bg_filter_bits(f) + 1) / 2);
         if (bg_filter_bits(f) % 2)
             TU_EQ_U(payload(&im)[payload_len(&im) - 1] & 0x0f, 0);
-        const char *path = tmp_file(&d, "f.bgf");
+        const char *path = tu_tmp_file(&d, "f.bgf");
         TU_EQ_I(bg_filter_save(f, path), BG_OK);
         bg_filter *loaded, *mapped, *decoded;
         TU_EQ_I(bg_filter_load(&loaded, path, 0), BG_OK);
@@ -1178,7 +1148,7 @@ static void files_round_trip(void **state)
         TU_EQ_I(unlink(path), 0);
     }
     tu_batch_free(&b);
-    tmpdir_remove(&d);
+    tu_tmpdir_remove(&d);
 }
 
 /* ---- (9) counters where the standard variant's bits are ---------------- */

@@ -5,8 +5,8 @@
 #define _GNU_SOURCE /* mkdtemp, umask */
 #include "test_util.h"
 #include "test_alloc.h"
+#include "test_tmpdir.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -312,53 +312,6 @@ static void allocation_is_bounded_by_the_input(void **state)
 
 /* ---- files --------------------------------------------------------------- */
 
-typedef struct tmpdir {
-    char path[256];
-} tmpdir;
-
-static void tmpdir_make(tmpdir *d)
-{
-    const char *base = getenv("TMPDIR");
-    snprintf(d->path, sizeof d->path, "%s/bg-file-XXXXXX", base && *base ? base : "/tmp");
-    assert_non_null(mkdtemp(d->path));
-}
-
-static const char *tmp_file(const tmpdir *d, const char *name)
-{
-    static char buf[4][512];
-    static int next;
-    char *p = buf[next++ % 4];
-    snprintf(p, 512, "%s/%s", d->path, name);
-    return p;
-}
-
-/* Entries in the directory, other than . and .. */
-static int dir_entries(const tmpdir *d)
-{
-    DIR *dir = opendir(d->path);
-    assert_non_null(dir);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(dir);
-    return n;
-}
-
-static void tmpdir_remove(tmpdir *d)
-{
-    DIR *dir = opendir(d->path);
-    assert_non_null(dir);
-    struct dirent *e;
-    while ((e = readdir(dir)) != NULL) {
-        const char *p = tmp_file(d, e->d_name);
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 && unlink(p) != 0)
-            rmdir(p);
-    }
-    closedir(dir);
-    TU_EQ_I(rmdir(d->path), 0);
-}
-
 /* Two filters are the same: same file image. */
 static void assert_same_filter(const bg_filter *a, const bg_filter *b)
 {
@@ -381,8 +334,8 @@ static void assert_same_filter(const bg_filter *a, const bg_filter *b)
 static void round_trip(void **state)
 {
     (void)state;
-    tmpdir d;
-    tmpdir_make(&d);
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "file");
     const bg_filter_options shapes[] = {
         {.variant = BG_VARIANT_STANDARD, .capacity = 20000, .error_rate = 0.01, .seed = 7},
         {.variant = BG_VARIANT_STANDARD, .bits = 1001, .hashes = 5, .seed = 8},
@@ -398,9 +351,9 @@ static void round_trip(void **state)
         TU_EQ_I(bg_filter_new(&f, &shapes[s]), BG_OK);
         tu_batch_fill(&b, 1, s, 0, b.cap);
         TU_TRUE(bg_filter_add_many(f, b.keys, b.lens, b.count, NULL) >= 0);
-        const char *path = tmp_file(&d, "f.bgf");
+        const char *path = tu_tmp_file(&d, "f.bgf");
         TU_EQ_I(bg_filter_save(f, path), BG_OK);
-        TU_EQ_I(dir_entries(&d), 1); /* no temporary file left */
+        TU_EQ_I(tu_dir_entries(&d), 1); /* no temporary file left */
 
         bg_filter *loaded, *mapped, *unverified;
         TU_EQ_I(bg_filter_load(&loaded, path, 0), BG_OK);
@@ -460,7 +413,7 @@ static void round_trip(void **state)
         TU_EQ_I(unlink(path), 0);
     }
     tu_batch_free(&b);
-    tmpdir_remove(&d);
+    tu_tmpdir_remove(&d);
 }
 
 /* A damaged file is refused by every path-based call, and the damage is
@@ -468,9 +421,9 @@ static void round_trip(void **state)
 static void damaged_files(void **state)
 {
     (void)state;
-    tmpdir d;
-    tmpdir_make(&d);
-    const char *path = tmp_file(&d, "damaged.bgf");
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "file");
+    const char *path = tu_tmp_file(&d, "damaged.bgf");
     uint8_t buf[512];
     struct {
         size_t len;
@@ -508,25 +461,25 @@ static void damaged_files(void **state)
         TU_EQ_I(bg_filter_map(&f, path, BG_FILE_NO_VERIFY), cases[i].want_no_verify);
         bg_filter_free(f);
     }
-    tmpdir_remove(&d);
+    tu_tmpdir_remove(&d);
 }
 
 static void io_errors(void **state)
 {
     (void)state;
-    tmpdir d;
-    tmpdir_make(&d);
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "file");
     bg_filter *f = golden_filter(1), *g;
 
     tu_ctx("missing file");
     errno = 0;
-    TU_EQ_I(bg_filter_load(&g, tmp_file(&d, "missing.bgf"), 0), BG_EIO);
+    TU_EQ_I(bg_filter_load(&g, tu_tmp_file(&d, "missing.bgf"), 0), BG_EIO);
     TU_EQ_I(errno, ENOENT);
     errno = 0;
-    TU_EQ_I(bg_filter_map(&g, tmp_file(&d, "missing.bgf"), 0), BG_EIO);
+    TU_EQ_I(bg_filter_map(&g, tu_tmp_file(&d, "missing.bgf"), 0), BG_EIO);
     TU_EQ_I(errno, ENOENT);
     bg_file_info info;
-    TU_EQ_I(bg_file_inspect(tmp_file(&d, "missing.bgf"), 0, &info), BG_EIO);
+    TU_EQ_I(bg_file_inspect(tu_tmp_file(&d, "missing.bgf"), 0, &info), BG_EIO);
 
     tu_ctx("a directory");
     errno = 0;
@@ -535,18 +488,18 @@ static void io_errors(void **state)
 
     tu_ctx("save into a missing directory");
     errno = 0;
-    TU_EQ_I(bg_filter_save(f, tmp_file(&d, "no/such/dir.bgf")), BG_EIO);
+    TU_EQ_I(bg_filter_save(f, tu_tmp_file(&d, "no/such/dir.bgf")), BG_EIO);
     TU_EQ_I(errno, ENOENT);
-    TU_EQ_I(dir_entries(&d), 0);
+    TU_EQ_I(tu_dir_entries(&d), 0);
 
     tu_ctx("save over a directory: refused, the directory stays");
-    TU_EQ_I(mkdir(tmp_file(&d, "sub"), 0700), 0);
-    TU_EQ_I(bg_filter_save(f, tmp_file(&d, "sub")), BG_EIO);
-    TU_EQ_I(dir_entries(&d), 1); /* "sub", and no temporary file */
+    TU_EQ_I(mkdir(tu_tmp_file(&d, "sub"), 0700), 0);
+    TU_EQ_I(bg_filter_save(f, tu_tmp_file(&d, "sub")), BG_EIO);
+    TU_EQ_I(tu_dir_entries(&d), 1); /* "sub", and no temporary file */
 
     tu_ctx("modes");
     mode_t old = umask(022);
-    const char *path = tmp_file(&d, "mode.bgf");
+    const char *path = tu_tmp_file(&d, "mode.bgf");
     TU_EQ_I(bg_filter_save(f, path), BG_OK);
     struct stat st;
     TU_EQ_I(stat(path, &st), 0);
@@ -579,7 +532,7 @@ static void io_errors(void **state)
     TU_EQ_I(bg_filter_read_only(NULL), BG_EINVAL);
 
     bg_filter_free(f);
-    tmpdir_remove(&d);
+    tu_tmpdir_remove(&d);
 }
 
 /* The payload is read in 4 MiB chunks and written in 1 MiB ones: a filter
@@ -587,8 +540,8 @@ static void io_errors(void **state)
 static void large_file(void **state)
 {
     (void)state;
-    tmpdir d;
-    tmpdir_make(&d);
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "file");
     bg_filter *f;
     bg_filter_options o = {.variant = BG_VARIANT_STANDARD, .bits = UINT64_C(9) << 23 | 7, .hashes = 3};
     TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
@@ -596,7 +549,7 @@ static void large_file(void **state)
     tu_batch_init(&b, 10000);
     tu_batch_fill(&b, 0, 99, 0, b.cap);
     TU_TRUE(bg_filter_add_many(f, b.keys, b.lens, b.count, NULL) > 0);
-    const char *path = tmp_file(&d, "large.bgf");
+    const char *path = tu_tmp_file(&d, "large.bgf");
     TU_EQ_I(bg_filter_save(f, path), BG_OK);
     bg_filter *g, *h;
     TU_EQ_I(bg_filter_load(&g, path, 0), BG_OK);
@@ -608,7 +561,7 @@ static void large_file(void **state)
     bg_filter_free(g);
     bg_filter_free(f);
     tu_batch_free(&b);
-    tmpdir_remove(&d);
+    tu_tmpdir_remove(&d);
 }
 
 int main(void)

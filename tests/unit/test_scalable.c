@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "test_util.h"
 #include "test_alloc.h"
+#include "test_tmpdir.h"
 
 #include <stdbool.h>
 #include <unistd.h>
@@ -687,23 +688,21 @@ static uint8_t *encode(const bg_filter *f, size_t *len)
     return buf;
 }
 
+/* A scratch directory and one file in it. */
 typedef struct tmpdir {
-    char path[256];
+    tu_tmpdir dir;
     char file[320];
 } tmpdir;
 
 static void tmpdir_make(tmpdir *d)
 {
-    const char *base = getenv("TMPDIR");
-    snprintf(d->path, sizeof d->path, "%s/bg-scalable-XXXXXX", base && *base ? base : "/tmp");
-    assert_non_null(mkdtemp(d->path));
-    snprintf(d->file, sizeof d->file, "%s/f.bgf", d->path);
+    tu_tmpdir_make(&d->dir, "scalable");
+    snprintf(d->file, sizeof d->file, "%s/f.bgf", d->dir.path);
 }
 
 static void tmpdir_remove(tmpdir *d)
 {
-    unlink(d->file);
-    TU_EQ_I(rmdir(d->path), 0);
+    tu_tmpdir_remove(&d->dir);
 }
 
 static void write_bytes(const char *path, const uint8_t *buf, size_t len)
