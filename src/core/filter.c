@@ -154,7 +154,8 @@ int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *wo
     *out = NULL;
     bg_filter *f = shell_new(s);
     if (f == NULL) {
-        bg__unmap(mapping, mapping_bytes);
+        if (mapping)
+            bg__unmap(mapping, mapping_bytes);
         return BG_ENOMEM;
     }
     f->words = words;
@@ -175,7 +176,7 @@ void bg_filter_free(bg_filter *f)
     }
     if (f->mapping)
         bg__unmap(f->mapping, f->mapping_bytes);
-    else
+    else if (!f->read_only) /* read-only words are a mapping's, owned or borrowed */
         bg__aligned_free((void *)f->words);
     bg__free(f);
 }

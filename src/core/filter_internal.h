@@ -101,7 +101,9 @@ int bg__filter_alloc(bg_filter **out, const bg__filter_shape *s);
 /* A new read-only filter of a checked shape whose bits are `words` (64-byte
  * aligned, bg__filter_array_bytes long), inside a file mapping of
  * `mapping_bytes` at `mapping` that bg_filter_free unmaps (the filter owns it
- * from now on, even when this fails). BG_OK or BG_ENOMEM. */
+ * from now on, even when this fails). With mapping NULL the words are
+ * borrowed from a mapping someone else owns and unmaps later (a scalable
+ * filter's layers). BG_OK or BG_ENOMEM. */
 int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *words,
                             void *mapping, size_t mapping_bytes);
 

@@ -66,7 +66,6 @@ struct bg__scalable {
     _Atomic uint32_t count;
     _Atomic int stuck;    /* the permanent growth error met, or 0 */
     pthread_mutex_t grow; /* held while a layer is added */
-    bool borrowed;        /* the layers' arrays lie in the outer filter's mapping */
 };
 
 /* Keys per step of the batch calls. */
@@ -214,30 +213,17 @@ void bg__scalable_adopt_mapping(bg_filter *f, void *mapping, size_t mapping_byte
     f->mapping = mapping;
     f->mapping_bytes = mapping_bytes;
     f->read_only = true;
-    f->scalable->borrowed = true;
 }
 
-/* A layer over borrowed words: what bg__filter_wrap_mapping builds, except
- * that the layer does not own the mapping (only the outer filter unmaps,
- * once), so it is released with bg__free, not bg_filter_free. */
+/* The layer borrows its words from the outer filter's mapping, which only
+ * the outer filter unmaps (bg__filter_wrap_mapping with no mapping). */
 int bg__scalable_push_mapped(bg_filter *f, const bg__filter_shape *sh, void *words)
 {
-    bg_filter *l = bg__calloc(1, sizeof *l);
-    if (l == NULL)
-        return BG_ENOMEM;
-    l->ops = bg__ops_for(sh->variant);
-    l->m = sh->m;
-    l->k = sh->k;
-    l->nwords = bg__filter_array_bytes(sh) / 8;
-    l->nblocks = sh->variant == BG_VARIANT_BLOCKED ? sh->m / BG_BLOCK_BITS : 0;
-    l->seed = sh->seed;
-    l->capacity = sh->capacity;
-    l->single_writer = sh->single_writer;
-    atomic_init(&l->items, sh->items);
-    l->words = words;
-    l->read_only = true;
-    bg__scalable_push(f, l);
-    return BG_OK;
+    bg_filter *l;
+    int rc = bg__filter_wrap_mapping(&l, sh, words, NULL, 0);
+    if (rc == BG_OK)
+        bg__scalable_push(f, l);
+    return rc;
 }
 
 int bg__scalable_new(bg_filter **out, const bg_filter_options *o)
@@ -276,20 +262,12 @@ int bg__scalable_new(bg_filter **out, const bg_filter_options *o)
     return BG_OK;
 }
 
-static void free_layer(const struct bg__scalable *s, bg_filter *l)
-{
-    if (s->borrowed)
-        bg__free(l);
-    else
-        bg_filter_free(l);
-}
-
 void bg__scalable_free(bg_filter *f)
 {
     struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
     for (uint32_t i = 0; i < n; i++)
-        free_layer(s, layer_at(s, i));
+        bg_filter_free(layer_at(s, i));
     pthread_mutex_destroy(&s->grow);
     if (f->mapping)
         bg__unmap(f->mapping, f->mapping_bytes);
@@ -302,7 +280,7 @@ int bg__scalable_clear(bg_filter *f)
     struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
     for (uint32_t i = 1; i < n; i++) {
-        free_layer(s, layer_at(s, i));
+        bg_filter_free(layer_at(s, i));
         atomic_store_explicit(&s->layers[i], NULL, memory_order_relaxed);
     }
     atomic_store_explicit(&s->count, 1, memory_order_release);
