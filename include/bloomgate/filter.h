@@ -345,6 +345,8 @@ BG_API uint32_t bg_filter_hashes(const bg_filter *f);
 BG_API uint64_t bg_filter_seed(const bg_filter *f);
 BG_API uint64_t bg_filter_items(const bg_filter *f);
 BG_API uint64_t bg_filter_bytes(const bg_filter *f);
+/* n it was sized for (0 if sized by m and k); scalable: its layers' sum. */
+BG_API uint64_t bg_filter_capacity(const bg_filter *f);
 
 /* A variant's name ("standard", "blocked", "counting", "scalable") or NULL;
  * and back (BG_OK or BG_EVARIANT). */

@@ -151,9 +151,11 @@ static int run(int argc, char **argv)
         return CLI_EXIT_ERROR;
     }
 
-    uint64_t items = bg_filter_items(f);
-    bg_filter_stats s;
-    bg_filter_stats_get(f, &s);
+    /* Accessors, not bg_filter_stats_get: that scans the whole array. */
+    uint64_t items = bg_filter_items(f), capacity = bg_filter_capacity(f);
+    bg_variant variant = bg_filter_variant(f);
+    uint64_t bits = bg_filter_bits(f);
+    uint32_t hashes = bg_filter_hashes(f);
     bg_filter_scaling sc;
     bool scalable = bg_filter_scaling_get(f, &sc) == BG_OK;
     bg_filter_free(f);
@@ -162,7 +164,7 @@ static int run(int argc, char **argv)
         cli_json_string(stdout, path);
         printf(",\"keys\":%llu,\"new\":%lld,\"items\":%llu,\"capacity\":%llu",
                (unsigned long long)read, (long long)added, (unsigned long long)items,
-               (unsigned long long)s.capacity);
+               (unsigned long long)capacity);
         if (scalable)
             printf(",\"layers\":%u", sc.layers);
         printf("}\n");
@@ -175,18 +177,19 @@ static int run(int argc, char **argv)
                     (unsigned long long)read, (long long)added, (unsigned long long)items);
             if (scalable)
                 fprintf(stderr, " in %u layer%s (capacity %llu)", sc.layers,
-                        sc.layers == 1 ? "" : "s", (unsigned long long)s.capacity);
+                        sc.layers == 1 ? "" : "s", (unsigned long long)capacity);
             fputc('\n', stderr);
         }
         /* Past its capacity a filter still never misses a key, but lets more
          * absent keys through than it was built for: say so. (A scalable
          * filter grows instead.) */
-        if (!scalable && s.capacity > 0 && items > s.capacity)
+        if (!scalable && capacity > 0 && items > capacity)
             fprintf(stderr,
                     "bloomgate: %s: warning: %llu items exceed the capacity %llu; the "
                     "false-positive rate is now about %.3g (built for %g)\n",
-                    path, (unsigned long long)items, (unsigned long long)s.capacity,
-                    bg_sizing_fp_rate(s.variant, s.bits, items, s.hashes), s.error_rate);
+                    path, (unsigned long long)items, (unsigned long long)capacity,
+                    bg_sizing_fp_rate(variant, bits, items, hashes),
+                    bg_sizing_fp_rate(variant, bits, capacity, hashes));
     }
     return CLI_EXIT_OK;
 }

@@ -594,6 +594,11 @@ uint64_t bg_filter_items(const bg_filter *f)
     return f == NULL ? 0 : f->scalable ? bg__scalable_items(f) : bg__load(&f->items);
 }
 
+uint64_t bg_filter_capacity(const bg_filter *f)
+{
+    return f == NULL ? 0 : f->scalable ? bg__scalable_capacity(f) : f->capacity;
+}
+
 uint64_t bg_filter_bytes(const bg_filter *f)
 {
     return f == NULL ? 0 : f->scalable ? bg__scalable_bytes(f) : f->nwords * 8;

@@ -541,6 +541,15 @@ uint64_t bg__scalable_items(const bg_filter *f)
     return sum;
 }
 
+uint64_t bg__scalable_capacity(const bg_filter *f)
+{
+    const struct bg__scalable *s = f->scalable;
+    uint64_t sum = 0;
+    for (uint32_t i = 0, n = count_of(s); i < n; i++)
+        sum = add_sat(sum, layer_at(s, i)->capacity);
+    return sum;
+}
+
 uint32_t bg__scalable_hashes(const bg_filter *f)
 {
     const struct bg__scalable *s = f->scalable;

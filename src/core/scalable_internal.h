@@ -41,6 +41,7 @@ int bg__scalable_scaling(const bg_filter *f, bg_filter_scaling *out);
 uint64_t bg__scalable_bits(const bg_filter *f);
 uint64_t bg__scalable_bytes(const bg_filter *f);
 uint64_t bg__scalable_items(const bg_filter *f);
+uint64_t bg__scalable_capacity(const bg_filter *f);
 uint32_t bg__scalable_hashes(const bg_filter *f);
 
 /* ---- for the file code (src/file) ------------------------------------- */

@@ -629,6 +629,7 @@ static void null_filter(void **state)
     TU_EQ_U(bg_filter_seed(NULL), 0);
     TU_EQ_U(bg_filter_items(NULL), 0);
     TU_EQ_U(bg_filter_bytes(NULL), 0);
+    TU_EQ_U(bg_filter_capacity(NULL), 0);
     bg_filter_free(NULL);
 
     for (size_t c = 0; c < NCONFIGS; c++) {
@@ -879,6 +880,7 @@ static void stats_fields(void **state)
             TU_EQ_U(bg_filter_hashes(f), st.hashes);
             TU_EQ_U(bg_filter_seed(f), st.seed);
             TU_EQ_U(bg_filter_bytes(f), st.bytes);
+            TU_EQ_U(bg_filter_capacity(f), st.capacity);
             TU_EQ_U(bg_filter_items(f), 0);
             /* Empty. */
             TU_EQ_U(st.items, 0);

@@ -151,6 +151,7 @@ static void check_layers(const bg_filter *f)
     TU_EQ_U(st.saturated, 0);
     TU_EQ_U(bg_filter_bits(f), bits);
     TU_EQ_U(bg_filter_bytes(f), bytes);
+    TU_EQ_U(bg_filter_capacity(f), cap);
     TU_EQ_U(bg_filter_items(f), items);
     TU_EQ_U(bg_filter_hashes(f), k);
     TU_TRUE(bytes <= sc.max_bytes);
@@ -250,6 +251,7 @@ static void redisbloom_numbers(void **state)
         bg_filter_stats st;
         TU_EQ_I(bg_filter_stats_get(f, &st), BG_OK);
         TU_EQ_U(st.capacity, rows[r].capacity);
+        TU_EQ_U(bg_filter_capacity(f), rows[r].capacity); /* RedisBloom's BF.INFO Capacity */
         TU_EQ_U(st.layers, rows[r].layers);
         TU_EQ_U(st.items, added);
         TU_TRUE(added <= rows[r].adds && added >= rows[r].adds * 98 / 100);
