@@ -81,7 +81,7 @@ uint32_t bg__scalable_count(const bg_filter *f);
 bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i);
 
 /* Assembling a filter from a file's layers, after the file code has
- * validated them (params checked; layers in order, shaped and sized as
+ * validated them (params checked; layers in order, shaped as
  * growth would have made them):
  *   bg__scalable_shell     a new scalable filter with no layers yet
  *                          (BG_OK or BG_ENOMEM); free it with
