@@ -5,7 +5,7 @@ GENERATOR  ?= Ninja
 CMAKE_ARGS ?=
 JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: all deps build demo test test-fast test-asan test-tsan test-fuzz bench install clean
+.PHONY: all deps build demo test test-fast test-asan test-tsan test-fuzz bench bench-redis install clean
 
 all: build
 
@@ -32,13 +32,13 @@ test-fast: build
 
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
-	  -DBG_SANITIZE=address,undefined -DBG_BUILD_EXAMPLES=OFF
+	  -DBG_SANITIZE=address,undefined -DBG_BUILD_EXAMPLES=OFF -DBG_BUILD_REDIS=OFF
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L "unit|cli"
 
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-	  -DBG_SANITIZE=thread -DBG_BUILD_EXAMPLES=OFF
+	  -DBG_SANITIZE=thread -DBG_BUILD_EXAMPLES=OFF -DBG_BUILD_REDIS=OFF
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	ctest --test-dir $(BUILD)-tsan --output-on-failure -L concurrency
 
@@ -48,7 +48,7 @@ test-tsan: deps
 test-fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -G "$(GENERATOR)" -DCMAKE_C_COMPILER=clang -DBG_WERROR=ON \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBG_FUZZ=ON -DBG_SANITIZE=address,undefined \
-	  -DBG_BUILD_TESTS=OFF -DBG_BUILD_CLI=OFF -DBG_BUILD_EXAMPLES=OFF \
+	  -DBG_BUILD_TESTS=OFF -DBG_BUILD_CLI=OFF -DBG_BUILD_EXAMPLES=OFF -DBG_BUILD_REDIS=OFF \
 	  -DBG_FUZZ_SECONDS=$(or $(FUZZ_SECONDS),60)
 	cmake --build $(BUILD)-fuzz -j $(JOBS)
 	ctest --test-dir $(BUILD)-fuzz --output-on-failure -L fuzz
@@ -58,6 +58,11 @@ bench: deps
 	  -DBG_BUILD_TESTS=OFF -DBG_BUILD_EXAMPLES=OFF
 	cmake --build $(BUILD)-bench -j $(JOBS)
 	$(BUILD)-bench/bench/bloomgate-bench $(BENCH_ARGS)
+
+# The Redis module against GETBIT and a Lua SETBIT/GETBIT script on one
+# redis-server (bench/redis_bench.py; a quiet machine, ~5 minutes).
+bench-redis: deps
+	/usr/bin/python3 bench/redis_bench.py $(BENCH_ARGS)
 
 install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))

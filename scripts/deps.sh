@@ -11,6 +11,9 @@ packages=(
   libbloom-dev                                   # the benchmark's baseline
   clang libclang-rt-dev                          # sanitizers and fuzzing with clang
   jq                                             # the CLI tests validate --json output
+  redis-server redis-tools                       # the Redis module's tests and benchmark
+  python3 python3-redis                          # its integration tests (redis-py: a real client)
+  dpkg-dev                                       # apt-get source (redismodule.h, below)
 )
 
 missing=()
@@ -19,14 +22,56 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+here=$(cd "$(dirname "$0")/.." && pwd)
 
-echo "deps: installing ${missing[*]}" >&2
+# redismodule.h: no Debian -dev package ships it, so it comes from Debian's
+# source package of the installed redis-server, the exact same version, into
+# .deps/redis/ (not committed). Needs deb-src lines for `apt-get source`.
+fetch_redismodule_h() {
+  local ver dest tmp
+  ver=$(dpkg-query -W -f='${Version}' redis-server)
+  dest="$here/.deps/redis"
+  if [ -f "$dest/redismodule.h" ] && [ "$(cat "$dest/VERSION" 2>/dev/null)" = "$ver" ]; then
+    return 0
+  fi
+  if ! apt-get source --print-uris -qq "redis=$ver" >/dev/null 2>&1; then
+    echo "deps: adding deb-src lines for apt-get source" >&2
+    if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+      sed -e 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+        | $sudo tee /etc/apt/sources.list.d/bloomgate-deb-src.sources >/dev/null
+    else
+      sed -n -e 's/^deb /deb-src /p' /etc/apt/sources.list \
+        | $sudo tee /etc/apt/sources.list.d/bloomgate-deb-src.list >/dev/null
+    fi
+    $sudo apt-get update -qq
+  fi
+  echo "deps: fetching redismodule.h from Debian's redis $ver source package" >&2
+  tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get source -qq "redis=$ver" >/dev/null 2>&1) ||
+    { echo "deps: apt-get source redis=$ver failed" >&2; rm -rf "$tmp"; exit 1; }
+  mkdir -p "$dest"
+  cp "$tmp"/redis-*/src/redismodule.h "$dest/redismodule.h"
+  echo "$ver" >"$dest/VERSION"
+  rm -rf "$tmp"
+}
+
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "deps: need root to install ${missing[*]}" >&2; exit 1; }
   sudo=sudo
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+  fetch_redismodule_h
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}" >&2
+if [ -n "$sudo" ]; then
+  command -v sudo >/dev/null || { echo "deps: need root to install ${missing[*]}" >&2; exit 1; }
 fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# A fresh install starts the redis-server service; the tests start their own.
+$sudo systemctl disable --now redis-server >/dev/null 2>&1 || true
+fetch_redismodule_h

@@ -124,6 +124,34 @@ BG_API int bg_filter_encoded_size(const bg_filter *f, uint64_t *out);
  * is allocated. */
 BG_API int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written);
 
+/* Writes bytes [offset, offset + len) of the image bg_filter_encode would
+ * write for `f` now into buf[0, len), so that a large filter can be sent or
+ * stored in pieces without a second copy of it in memory. Only a range that
+ * touches the checksum field, bytes [120, 128), makes a pass over the whole
+ * filter (the checksum covers it all); any other costs its own length plus
+ * a little per layer. Each call reads the filter anew: ranges are pieces of
+ * one image only while the filter does not change between the calls (a
+ * decoder then refuses their concatenation: BG_ECHECKSUM, BG_ECORRUPT, or
+ * a length status if a layer was added). Returns BG_OK, or BG_EINVAL (`f` NULL, buf
+ * NULL with len > 0, or the range reaching past bg_filter_encoded_size).
+ * Nothing is allocated. */
+BG_API int bg_filter_encode_range(const bg_filter *f, uint64_t offset, void *buf, size_t len);
+
+/* The total length of the image whose first bytes are head[0, len), into
+ * *out, from its 128-byte header alone: what a receiver needs to know, and
+ * to refuse, before it allocates room for the rest. Only the first 128
+ * bytes are read (more may be passed). Every field that can be judged
+ * without the rest is: for version 1 as bg_filter_decode does; for version
+ * 2 the container's fields as bg_filter_decode does, and also that the
+ * total is a multiple of 64 that can hold the header's layer count and no
+ * more than its max bytes allow. Returns BG_OK, BG_EINVAL (out NULL, head
+ * NULL with len > 0), or a TRUST status: BG_EBADMAGIC, BG_EVERSION, BG_ETRUNC
+ * (len < 128 and the bytes there start like an image), BG_ECORRUPT,
+ * BG_EVARIANT, BG_ETOOBIG. An error means no input starting with these 128
+ * bytes decodes; BG_OK does not mean that one does (the layers, padding and
+ * checksum are judged by bg_filter_decode). Nothing is allocated. */
+BG_API int bg_file_image_size(const void *head, size_t len, uint64_t *out);
+
 /* Reads a file image from buf[0, len) into a new writable filter *out (NULL
  * on failure); `len` must be exactly the image's size (else BG_ETRUNC or
  * BG_ETRAILING). Returns BG_OK, a status listed under TRUST, BG_EINVAL or

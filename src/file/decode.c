@@ -158,12 +158,12 @@ static int plan_v1(const bg__file_src *src, bg__file_plan *plan)
     return BG_OK;
 }
 
-/* The container header of version 2: its own fields, the growth parameters,
- * and its length against the input's. */
-static int v2_header(const bg__file_src *src, bg__file_plan *plan)
+/* The fields of a complete version-2 container header, against each other
+ * (not against any length): into *info (file_bytes as given), *p and *total
+ * (the length the header claims, >= 128). */
+static int v2_fields(const uint8_t *h, uint64_t file_bytes, bg_file_info *info,
+                     bg__scalable_params *p, uint64_t *total)
 {
-    const uint8_t *h = plan->head;
-    bg_file_info *info = &plan->info;
     memset(info, 0, sizeof *info);
     info->version = BG__FILE_V2;
     info->header_bytes = (uint32_t)bg__get_le(h + BG__OFF_HEADER_BYTES, 2);
@@ -171,7 +171,7 @@ static int v2_header(const bg__file_src *src, bg__file_plan *plan)
     info->hash_id = (uint32_t)bg__get_le(h + BG__OFF_HASH, 1);
     info->seed = bg__get_le(h + BG__V2_OFF_SEED, 8);
     info->items = bg__get_le(h + BG__V2_OFF_ITEMS, 8);
-    info->file_bytes = src->len;
+    info->file_bytes = file_bytes;
     info->checksum = bg__get_le(h + BG__OFF_CHECKSUM, 8);
     info->checksum_status = 1;
     info->layers = (uint32_t)bg__get_le(h + BG__V2_OFF_LAYERS, 4);
@@ -184,7 +184,6 @@ static int v2_header(const bg__file_src *src, bg__file_plan *plan)
         bg__get_le(h + BG__V2_OFF_FIRST_LAYER, 8) != BG_FILE_HEADER_BYTES)
         return BG_ECORRUPT;
 
-    bg__scalable_params *p = &plan->params;
     *p = (bg__scalable_params){
         .layer_variant = (bg_variant)h[BG__V2_OFF_LAYER_VARIANT],
         .capacity = bg__get_le(h + BG__V2_OFF_CAPACITY, 8),
@@ -212,9 +211,20 @@ static int v2_header(const bg__file_src *src, bg__file_plan *plan)
     };
     if (info->layers < 1 || info->layers > p->max_layers || (p->nonscaling && info->layers != 1))
         return BG_ECORRUPT;
-    uint64_t total = bg__get_le(h + BG__V2_OFF_TOTAL, 8);
-    if (total < BG_FILE_HEADER_BYTES)
+    *total = bg__get_le(h + BG__V2_OFF_TOTAL, 8);
+    if (*total < BG_FILE_HEADER_BYTES)
         return BG_ECORRUPT;
+    return BG_OK;
+}
+
+/* The container header of version 2: its own fields, the growth parameters,
+ * and its length against the input's. */
+static int v2_header(const bg__file_src *src, bg__file_plan *plan)
+{
+    uint64_t total;
+    int rc = v2_fields(plan->head, src->len, &plan->info, &plan->params, &total);
+    if (rc != BG_OK)
+        return rc;
     if (src->len < total)
         return BG_ETRUNC;
     if (src->len > total)
@@ -312,6 +322,47 @@ int bg__file_plan_read(const bg__file_src *src, bg__file_plan *plan)
     if ((rc = v2_header(src, plan)) != BG_OK)
         return rc;
     return v2_layers(src, plan);
+}
+
+/* The smallest and largest version-2 image with `layers` layers whose
+ * arrays take at most max_bytes: each layer is a 128-byte header, a payload
+ * of 8 bytes (m >= 64) to its array's size, padded to 64. */
+static bool v2_total_plausible(uint64_t total, uint32_t layers, uint64_t max_bytes)
+{
+    uint64_t min_layer = bg__file_v2_padded(8);
+    uint64_t body = total - BG_FILE_HEADER_BYTES;
+    uint64_t overhead = (uint64_t)layers * (BG_FILE_HEADER_BYTES + BG__V2_ALIGN - 1);
+    return total % BG__V2_ALIGN == 0 && body / min_layer >= layers &&
+           (body <= overhead || body - overhead <= max_bytes);
+}
+
+int bg_file_image_size(const void *head, size_t len, uint64_t *out)
+{
+    if (out == NULL || (head == NULL && len != 0))
+        return BG_EINVAL;
+    const uint8_t *h = head;
+    size_t head_len = len < BG_FILE_HEADER_BYTES ? len : BG_FILE_HEADER_BYTES;
+    unsigned version;
+    int rc = parse_prefix(h, head_len, &version);
+    if (rc != BG_OK)
+        return rc;
+    bg_file_info info;
+    if (version == BG__FILE_V1) {
+        bg__filter_shape shape;
+        if ((rc = v1_fields(h, &info, &shape)) != BG_OK)
+            return rc;
+        /* m <= 2^63, so payload_bytes <= 2^60: no wrap. */
+        *out = info.payload_offset + info.payload_bytes;
+        return BG_OK;
+    }
+    bg__scalable_params p;
+    uint64_t total;
+    if ((rc = v2_fields(h, 0, &info, &p, &total)) != BG_OK)
+        return rc;
+    if (!v2_total_plausible(total, info.layers, p.max_bytes))
+        return BG_ECORRUPT;
+    *out = total;
+    return BG_OK;
 }
 
 bool bg__file_tail_ok(uint64_t payload_bits, uint8_t last_byte)

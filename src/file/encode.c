@@ -188,3 +188,132 @@ int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written)
         *written = (size_t)size;
     return BG_OK;
 }
+
+/* ---- bg_filter_encode_range ---------------------------------------------
+ *
+ * HOW IT WORKS
+ * The image is a list of segments, each literal bytes (a header), a filter's
+ * payload, or zeros (a layer's padding): for version 1, the header and the
+ * payload; for version 2, the container header, then per layer its header,
+ * payload and padding. The headers are built afresh on every call (item
+ * counts read now, checksum field 0), so a range costs its own bytes plus
+ * O(layers), with one exception: bytes [120, 128) are the checksum of the
+ * whole image, and a range touching them makes one hashing pass over every
+ * segment (payloads copied through a small stack buffer, as the saver does).
+ *
+ * LIMITATIONS
+ * Each call is a fresh snapshot. Ranges from calls between which the filter
+ * changed (keys added, a layer grown) do not make one consistent image: the
+ * reassembled bytes then fail the checksum, or the length, when decoded. */
+
+/* Copies payload bytes [from, from + n) of `f` for any `from`: the word
+ * holding an unaligned start is read whole and its tail used. */
+static void copy_payload_any(const bg_filter *f, uint64_t from, uint8_t *dst, size_t n)
+{
+    size_t skip = (size_t)(from % 8);
+    if (skip != 0 && n != 0) {
+        uint8_t word[8];
+        size_t take = 8 - skip < n ? 8 - skip : n;
+        bg__file_copy_payload(f, from - skip, word, skip + take);
+        memcpy(dst, word + skip, take);
+        from += take;
+        dst += take;
+        n -= take;
+    }
+    if (n != 0)
+        bg__file_copy_payload(f, from, dst, n);
+}
+
+typedef struct image_seg {
+    const uint8_t *bytes;     /* literal bytes, or NULL */
+    const bg_filter *payload; /* this filter's payload, or NULL; both NULL: zeros */
+    uint64_t len;
+} image_seg;
+
+typedef struct image_map {
+    bg__file_v2 v; /* version 2: the snapshot; version 1: v.head only */
+    uint32_t nseg;
+    image_seg seg[1 + 3 * BG_MAX_LAYERS];
+    uint64_t total;
+} image_map;
+
+static void image_map_build(const bg_filter *f, image_map *m)
+{
+    m->nseg = 0;
+    if (!f->scalable) {
+        bg__file_header_build(f, m->v.head);
+        m->seg[m->nseg++] = (image_seg){.bytes = m->v.head, .len = BG_FILE_HEADER_BYTES};
+        m->seg[m->nseg++] = (image_seg){.payload = f, .len = payload_bytes_of(f)};
+        m->total = BG_FILE_HEADER_BYTES + payload_bytes_of(f);
+        return;
+    }
+    bg__file_v2 *v = &m->v;
+    bg__file_v2_snapshot(f, v);
+    m->seg[m->nseg++] = (image_seg){.bytes = v->head, .len = BG_FILE_HEADER_BYTES};
+    for (uint32_t i = 0; i < v->layers; i++) {
+        m->seg[m->nseg++] = (image_seg){.bytes = v->layer_head[i], .len = BG_FILE_HEADER_BYTES};
+        m->seg[m->nseg++] = (image_seg){.payload = v->layer[i], .len = v->payload_bytes[i]};
+        if (v->pad_bytes[i] != 0)
+            m->seg[m->nseg++] = (image_seg){.len = v->pad_bytes[i]};
+    }
+    m->total = v->total;
+}
+
+/* Bytes [from, from + n) of segment s into dst. */
+static void seg_copy(const image_seg *s, uint64_t from, uint8_t *dst, size_t n)
+{
+    if (s->bytes != NULL)
+        memcpy(dst, s->bytes + from, n);
+    else if (s->payload != NULL)
+        copy_payload_any(s->payload, from, dst, n);
+    else
+        memset(dst, 0, n);
+}
+
+/* The checksum the image would carry: segment 0 (a header) up to the
+ * checksum field, then every other segment. */
+static uint64_t image_map_checksum(const image_map *m)
+{
+    uint8_t buf[4096];
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_64bits_reset(&st);
+    XXH3_64bits_update(&st, m->seg[0].bytes, BG__OFF_CHECKSUM);
+    for (uint32_t i = 1; i < m->nseg; i++) {
+        const image_seg *s = &m->seg[i];
+        for (uint64_t at = 0; at < s->len; at += sizeof buf) {
+            size_t n = (size_t)(s->len - at < sizeof buf ? s->len - at : sizeof buf);
+            seg_copy(s, at, buf, n);
+            XXH3_64bits_update(&st, buf, n);
+        }
+    }
+    return XXH3_64bits_digest(&st);
+}
+
+int bg_filter_encode_range(const bg_filter *f, uint64_t offset, void *buf, size_t len)
+{
+    if (f == NULL || (buf == NULL && len != 0))
+        return BG_EINVAL;
+    image_map m;
+    image_map_build(f, &m);
+    if (offset > m.total || len > m.total - offset)
+        return BG_EINVAL;
+    uint8_t *out = buf;
+    uint64_t end = offset + len, pos = 0;
+    for (uint32_t i = 0; i < m.nseg && pos < end; i++) {
+        const image_seg *s = &m.seg[i];
+        uint64_t lo = offset > pos ? offset : pos;
+        uint64_t hi = end < pos + s->len ? end : pos + s->len;
+        if (lo < hi)
+            seg_copy(s, lo - pos, out + (lo - offset), (size_t)(hi - lo));
+        pos += s->len;
+    }
+    if (offset < BG_FILE_HEADER_BYTES && end > BG__OFF_CHECKSUM) {
+        uint8_t sum[8];
+        bg__put_le(sum, image_map_checksum(&m), 8);
+        uint64_t lo = offset > BG__OFF_CHECKSUM ? offset : BG__OFF_CHECKSUM;
+        uint64_t hi = end < BG_FILE_HEADER_BYTES ? end : BG_FILE_HEADER_BYTES;
+        memcpy(out + (lo - offset), sum + (lo - BG__OFF_CHECKSUM), (size_t)(hi - lo));
+    }
+    return BG_OK;
+}

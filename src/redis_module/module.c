@@ -1,0 +1,277 @@
+/* RedisModule_OnLoad: the module's arguments, the library's allocator
+ * pointed at Redis's (so filters count in used_memory and maxmemory), the
+ * data type, and the commands with their flags, key specs and ACL
+ * category. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* This file defines the RedisModule_* API pointers that redismodule.h
+ * declares for every other file of the module. */
+#define REDISMODULE_MAIN
+#include "redis_module/module.h"
+
+bgr_config bgr_cfg = {
+    .error_rate = 0.01,
+    .initial_size = 100,
+    .expansion = 2,
+    .max_bytes = UINT64_C(512) << 20,
+    .layer_variant = BG_VARIANT_STANDARD,
+};
+
+RedisModuleType *bgr_type;
+
+/* ---- values --------------------------------------------------------------- */
+
+bgr_value *bgr_value_wrap(bg_filter *f)
+{
+    bgr_value *v = RedisModule_Calloc(1, sizeof *v);
+    v->filter = f;
+    return v;
+}
+
+void bgr_value_free(void *value)
+{
+    bgr_value *v = value;
+    if (v == NULL)
+        return;
+    bg_filter_free(v->filter);
+    bgr_assembly_free(v->assembly);
+    RedisModule_Free(v);
+}
+
+int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
+{
+    bg_filter_options o = {
+        .variant = BG_VARIANT_SCALABLE,
+        .layer_variant = bgr_cfg.layer_variant,
+        .capacity = n,
+        .error_rate = p,
+        .expansion = expansion,
+        .nonscaling = expansion == 0,
+        .seed = BGR_SEED,
+        .max_bytes = bgr_cfg.max_bytes,
+        /* Commands run on Redis's main thread, one at a time. */
+        .concurrency = BG_SINGLE_WRITER,
+    };
+    return bg_filter_new(out, &o);
+}
+
+int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModuleKey **key,
+             bgr_value **val, int allow_loading)
+{
+    *key = RedisModule_OpenKey(ctx, name, mode);
+    *val = NULL;
+    int type = RedisModule_KeyType(*key);
+    if (type == REDISMODULE_KEYTYPE_EMPTY)
+        return REDISMODULE_OK;
+    if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(*key) != bgr_type) {
+        RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+        return REDISMODULE_ERR;
+    }
+    *val = RedisModule_ModuleTypeGetValue(*key);
+    if (!allow_loading && (*val)->filter == NULL) {
+        RedisModule_ReplyWithError(ctx, "ERR filter is being loaded by BF.LOADCHUNK");
+        return REDISMODULE_ERR;
+    }
+    return REDISMODULE_OK;
+}
+
+/* ---- arguments ------------------------------------------------------------- */
+
+static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (*s < '0' || *s > '9')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* NAME VALUE pairs, names case-insensitive. On error, logs why and the
+ * module refuses to load. */
+static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (argc % 2 != 0) {
+        RedisModule_Log(ctx, "warning", "bloomgate: arguments come in NAME VALUE pairs");
+        return REDISMODULE_ERR;
+    }
+    for (int i = 0; i < argc; i += 2) {
+        const char *name = RedisModule_StringPtrLen(argv[i], NULL);
+        const char *value = RedisModule_StringPtrLen(argv[i + 1], NULL);
+        uint64_t u;
+        int bad = 0;
+        if (strcasecmp(name, "ERROR_RATE") == 0) {
+            double d;
+            bad = RedisModule_StringToDouble(argv[i + 1], &d) != REDISMODULE_OK || !(d > 0 && d < 1);
+            if (!bad)
+                bgr_cfg.error_rate = d;
+        } else if (strcasecmp(name, "INITIAL_SIZE") == 0) {
+            bad = parse_u64(value, 1, INT64_MAX, &u) != 0;
+            if (!bad)
+                bgr_cfg.initial_size = u;
+        } else if (strcasecmp(name, "EXPANSION") == 0) {
+            bad = parse_u64(value, 1, BG_MAX_EXPANSION, &u) != 0;
+            if (!bad)
+                bgr_cfg.expansion = (uint32_t)u;
+        } else if (strcasecmp(name, "MAX_BYTES") == 0) {
+            bad = parse_u64(value, 64, INT64_MAX, &u) != 0;
+            if (!bad)
+                bgr_cfg.max_bytes = u;
+        } else if (strcasecmp(name, "LAYERS") == 0) {
+            if (strcasecmp(value, "standard") == 0)
+                bgr_cfg.layer_variant = BG_VARIANT_STANDARD;
+            else if (strcasecmp(value, "blocked") == 0)
+                bgr_cfg.layer_variant = BG_VARIANT_BLOCKED;
+            else
+                bad = 1;
+        } else {
+            RedisModule_Log(ctx, "warning",
+                            "bloomgate: unknown argument '%s' (known: ERROR_RATE, INITIAL_SIZE, "
+                            "EXPANSION, MAX_BYTES, LAYERS)",
+                            name);
+            return REDISMODULE_ERR;
+        }
+        if (bad) {
+            RedisModule_Log(ctx, "warning", "bloomgate: bad value '%s' for %s", value, name);
+            return REDISMODULE_ERR;
+        }
+    }
+    return REDISMODULE_OK;
+}
+
+/* ---- commands -------------------------------------------------------------- */
+
+typedef struct command {
+    const char *name;
+    RedisModuleCmdFunc fn;
+    const char *flags;
+    bool write;
+} command;
+
+static const command commands[] = {
+    {"bf.reserve", bgr_cmd_reserve, "write deny-oom", true},
+    {"bf.add", bgr_cmd_add, "write deny-oom", true},
+    {"bf.madd", bgr_cmd_madd, "write deny-oom", true},
+    {"bf.insert", bgr_cmd_insert, "write deny-oom", true},
+    {"bf.loadchunk", bgr_cmd_loadchunk, "write deny-oom", true},
+    {"bf.exists", bgr_cmd_exists, "readonly fast", false},
+    {"bf.mexists", bgr_cmd_mexists, "readonly fast", false},
+    {"bf.info", bgr_cmd_info, "readonly fast", false},
+    {"bf.card", bgr_cmd_card, "readonly fast", false},
+    {"bf.scandump", bgr_cmd_scandump, "readonly", false},
+};
+
+/* Key specs (Redis 7): the key is argument 1, alone. Redis Cluster routes by
+ * them; first/last/step 1,1,1 below say the same to older clients. */
+static int set_key_spec(RedisModuleCommand *cmd, bool write)
+{
+    RedisModuleCommandKeySpec specs[2] = {
+        {
+            .flags = write ? REDISMODULE_CMD_KEY_RW | REDISMODULE_CMD_KEY_ACCESS |
+                                 REDISMODULE_CMD_KEY_UPDATE
+                           : REDISMODULE_CMD_KEY_RO | REDISMODULE_CMD_KEY_ACCESS,
+            .begin_search_type = REDISMODULE_KSPEC_BS_INDEX,
+            .bs.index.pos = 1,
+            .find_keys_type = REDISMODULE_KSPEC_FK_RANGE,
+            .fk.range = {.lastkey = 0, .keystep = 1, .limit = 0},
+        },
+        {0},
+    };
+    RedisModuleCommandInfo info = {
+        .version = REDISMODULE_COMMAND_INFO_VERSION,
+        .key_specs = specs,
+    };
+    return RedisModule_SetCommandInfo(cmd, &info);
+}
+
+/* The ACL category "bloom" (as RedisBloom's), through APIs that Redis 7.2
+ * added: looked up by name, so the module still loads on 7.0, where module
+ * commands can only be granted by name or with +@all. */
+typedef int (*add_acl_category_fn)(RedisModuleCtx *ctx, const char *name);
+typedef int (*set_acl_categories_fn)(RedisModuleCommand *cmd, const char *categories);
+
+static int register_commands(RedisModuleCtx *ctx)
+{
+    add_acl_category_fn add_category = NULL;
+    set_acl_categories_fn set_categories = NULL;
+    if (RedisModule_GetApi("RedisModule_AddACLCategory", (void **)&add_category) != REDISMODULE_OK ||
+        RedisModule_GetApi("RedisModule_SetCommandACLCategories", (void **)&set_categories) !=
+            REDISMODULE_OK ||
+        add_category(ctx, "bloom") != REDISMODULE_OK) {
+        set_categories = NULL;
+        RedisModule_Log(ctx, "notice",
+                        "bloomgate: this Redis has no module ACL categories (7.2+); "
+                        "grant the BF.* commands by name");
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        const command *c = &commands[i];
+        if (RedisModule_CreateCommand(ctx, c->name, c->fn, c->flags, 1, 1, 1) != REDISMODULE_OK)
+            return REDISMODULE_ERR;
+        RedisModuleCommand *cmd = RedisModule_GetCommand(ctx, c->name);
+        if (cmd == NULL || set_key_spec(cmd, c->write) != REDISMODULE_OK)
+            return REDISMODULE_ERR;
+        if (set_categories != NULL &&
+            set_categories(cmd, c->write ? "bloom write" : "bloom read fast") != REDISMODULE_OK)
+            return REDISMODULE_ERR;
+    }
+    return REDISMODULE_OK;
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+static void *alloc_fn(size_t n)
+{
+    return RedisModule_Alloc(n);
+}
+static void *calloc_fn(size_t c, size_t n)
+{
+    return RedisModule_Calloc(c, n);
+}
+static void *realloc_fn(void *p, size_t n)
+{
+    return RedisModule_Realloc(p, n);
+}
+static void free_fn(void *p)
+{
+    RedisModule_Free(p);
+}
+
+/* The one symbol the module exports. */
+__attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx,
+                                                              RedisModuleString **argv, int argc);
+
+int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    if (RedisModule_Init(ctx, "bloomgate", BG_VERSION_MAJOR * 10000 + BG_VERSION_MINOR * 100 +
+                                               BG_VERSION_PATCH,
+                         REDISMODULE_APIVER_1) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    if (parse_args(ctx, argv, argc) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    bg_allocator a = {alloc_fn, calloc_fn, realloc_fn, free_fn};
+    if (bg_set_allocator(&a) != BG_OK)
+        return REDISMODULE_ERR;
+    bgr_assembly_set_allocator(alloc_fn, free_fn);
+    RedisModule_SetModuleOptions(ctx, REDISMODULE_OPTIONS_HANDLE_IO_ERRORS);
+    RedisModuleTypeMethods tm = {
+        .version = REDISMODULE_TYPE_METHOD_VERSION,
+        .rdb_load = bgr_rdb_load,
+        .rdb_save = bgr_rdb_save,
+        .aof_rewrite = bgr_aof_rewrite,
+        .mem_usage = bgr_mem_usage,
+        .digest = bgr_digest,
+        .free = bgr_value_free,
+        .copy = bgr_copy,
+    };
+    bgr_type = RedisModule_CreateDataType(ctx, BGR_TYPE_NAME, BGR_ENCVER, &tm);
+    if (bgr_type == NULL)
+        return REDISMODULE_ERR;
+    return register_commands(ctx);
+}

@@ -1,0 +1,92 @@
+/* The Redis module (bloomgate.so): RedisBloom's BF.* commands on bloomgate's
+ * scalable filters. Internal to the module; the library knows nothing of
+ * Redis, and this adapter is all the Redis-specific code there is.
+ *
+ *   module.c    RedisModule_OnLoad: arguments, allocator, type, commands
+ *   commands.c  BF.RESERVE, ADD, MADD, EXISTS, MEXISTS, INSERT, INFO, CARD
+ *   type.c      the data type: RDB, AOF rewrite, DUMP/RESTORE, COPY,
+ *               MEMORY USAGE, DEBUG DIGEST
+ *   dump.c      BF.SCANDUMP and BF.LOADCHUNK
+ *   chunks.c    the chunk codec under dump.c and type.c, free of Redis so
+ *               that a fuzzer can drive it (chunks.h)
+ *
+ * Behaviour, reply by reply, is docs/REDIS.md; RedisBloom's is
+ * ../shared/reference/REDISBLOOM.md. */
+#ifndef BG_REDIS_MODULE_H
+#define BG_REDIS_MODULE_H
+
+#include <stdint.h>
+
+#include <bloomgate/bloomgate.h>
+
+#include "redismodule.h"
+#include "redis_module/chunks.h"
+
+/* The data type's name (exactly 9 characters, Redis's rule) and the
+ * encoding version of its RDB payload (type.c). */
+#define BGR_TYPE_NAME "bloomgate"
+#define BGR_ENCVER 1
+
+/* Every filter the module makes hashes with this seed: the answers must be
+ * the same on every replica and after every reload, so it cannot be random
+ * per key (a replica replays BF.RESERVE). */
+#define BGR_SEED UINT64_C(0)
+
+/* Module arguments (`loadmodule bloomgate.so NAME VALUE ...`), defaults in
+ * module.c and docs/REDIS.md. */
+typedef struct bgr_config {
+    double error_rate;        /* ERROR_RATE: auto-created filters (0.01) */
+    uint64_t initial_size;    /* INITIAL_SIZE: their capacity (100) */
+    uint32_t expansion;       /* EXPANSION: their growth (2) */
+    uint64_t max_bytes;       /* MAX_BYTES: cap on one key's bit arrays */
+    bg_variant layer_variant; /* LAYERS standard|blocked */
+} bgr_config;
+
+extern bgr_config bgr_cfg;
+extern RedisModuleType *bgr_type;
+
+/* What a key of our type holds: a complete filter, or, between a
+ * BF.LOADCHUNK of the header and the one that completes the image, the
+ * chunks so far. Exactly one of the two is non-NULL. */
+typedef struct bgr_value {
+    bg_filter *filter;
+    bgr_assembly *assembly;
+} bgr_value;
+
+/* A new value owning `f` (NULL on allocation failure, f untouched). */
+bgr_value *bgr_value_wrap(bg_filter *f);
+void bgr_value_free(void *value); /* the type's free callback too */
+
+/* A scalable filter as BF.RESERVE / BF.INSERT / auto-creation make it:
+ * error rate p, capacity n, expansion (0 = NONSCALING), within MAX_BYTES.
+ * Returns the library status (BG_ETOOBIG beyond MAX_BYTES). */
+int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion);
+
+/* Opening a key for a command. *val is NULL when the key is missing.
+ * Returns REDISMODULE_OK, or REDISMODULE_ERR after replying WRONGTYPE (the
+ * key holds another type) or "ERR filter is being loaded" (needs a complete
+ * filter but chunks are still arriving; allow_loading skips that check). */
+int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModuleKey **key,
+             bgr_value **val, int allow_loading);
+
+/* The commands (commands.c, dump.c). */
+int bgr_cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_madd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_card(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+
+/* The type's callbacks (type.c). */
+void *bgr_rdb_load(RedisModuleIO *rdb, int encver);
+void bgr_rdb_save(RedisModuleIO *rdb, void *value);
+void bgr_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value);
+size_t bgr_mem_usage(const void *value);
+void *bgr_copy(RedisModuleString *fromkey, RedisModuleString *tokey, const void *value);
+void bgr_digest(RedisModuleDigest *md, void *value);
+
+#endif

@@ -1,0 +1,277 @@
+/* The data type's callbacks: RDB save and load (and so DUMP/RESTORE and
+ * replication's full sync), AOF rewrite, COPY, MEMORY USAGE and DEBUG
+ * DIGEST. Every one of them moves the filter as its file image, in the
+ * pieces BF.SCANDUMP makes (chunks.h), so the one validating path, the
+ * library's decoder behind bgr_assembly_finish, is the only way bytes from
+ * outside become a filter.
+ *
+ * RDB PAYLOAD (encoding version BGR_ENCVER = 1)
+ *
+ *   unsigned  kind      0: a filter; 1: an assembly (LOADCHUNK in progress)
+ *   unsigned  total     the image's length
+ *   unsigned  have      kind 1 only: the bytes received so far (128 <= have < total)
+ *   string    header    image bytes [0, 128)
+ *   string... pieces    the image's next bytes, in order, each at most
+ *                       BGR_CHUNK_MAX, up to total (kind 0) or have (kind 1)
+ *
+ * A loader takes pieces of any length from 1 byte up to what is left, so
+ * the piece size can change without an encoding version. It refuses (logs,
+ * frees, returns NULL: Redis then fails the load or the RESTORE, and keeps
+ * running for a RESTORE) an unknown encoding version, any I/O error, a kind
+ * or length out of range, a total above bgr_image_cap(MAX_BYTES) or a
+ * filter whose own growth cap is above MAX_BYTES (checked before anything
+ * is allocated, as for BF.LOADCHUNK: a RESTORE payload is a client's bytes
+ * too; so a server started with a smaller MAX_BYTES than the one that
+ * saved the data refuses it: raise MAX_BYTES first), and an image the
+ * decoder refuses.
+ *
+ * Saving a filter reads it twice: once for the header's checksum, once for
+ * the pieces, each piece copied into one reusable BGR_CHUNK_MAX buffer, so
+ * no second copy of the image is ever in memory. */
+#include <stdint.h>
+#include <string.h>
+
+#include "redis_module/module.h"
+
+enum { KIND_FILTER = 0, KIND_ASSEMBLY = 1 };
+
+/* A fixed estimate of the library's structures per filter and per layer
+ * (they are opaque to the module), for MEMORY USAGE. */
+#define STRUCT_ESTIMATE 256u
+
+/* ---- walking an image's pieces -------------------------------------------- */
+
+/* Called with each piece of a value's image in order: the header with
+ * iterator 1, then each further piece with the iterator LOADCHUNK takes for
+ * it. */
+typedef void (*piece_fn)(void *arg, long long iter, const char *buf, size_t len);
+
+/* The pieces of `v`: a filter's whole image, as SCANDUMP sends it, or an
+ * assembly's bytes so far. */
+static void each_piece(const bgr_value *v, piece_fn fn, void *arg)
+{
+    if (v->assembly != NULL) {
+        const char *bytes = (const char *)bgr_assembly_bytes(v->assembly);
+        uint64_t have = bgr_assembly_have(v->assembly);
+        fn(arg, 1, bytes, BG_FILE_HEADER_BYTES);
+        for (uint64_t at = BG_FILE_HEADER_BYTES; at < have;) {
+            uint64_t n = have - at < BGR_CHUNK_MAX ? have - at : BGR_CHUNK_MAX;
+            fn(arg, (long long)(at + n + 1), bytes + at, (size_t)n);
+            at += n;
+        }
+        return;
+    }
+    uint64_t total;
+    bg_filter_encoded_size(v->filter, &total);
+    size_t cap = (size_t)(total < BGR_CHUNK_MAX ? total : BGR_CHUNK_MAX);
+    char *buf = RedisModule_Alloc(cap);
+    bgr_span s;
+    for (bgr_scan_step(total, 0, BGR_CHUNK_MAX, &s); s.len != 0;
+         bgr_scan_step(total, s.next, BGR_CHUNK_MAX, &s)) {
+        bg_filter_encode_range(v->filter, s.offset, buf, (size_t)s.len);
+        fn(arg, s.next, buf, (size_t)s.len);
+    }
+    RedisModule_Free(buf);
+}
+
+static uint64_t value_total(const bgr_value *v)
+{
+    if (v->assembly != NULL)
+        return bgr_assembly_total(v->assembly);
+    uint64_t total = 0;
+    bg_filter_encoded_size(v->filter, &total);
+    return total;
+}
+
+/* ---- RDB ---------------------------------------------------------------- */
+
+static void save_piece(void *arg, long long iter, const char *buf, size_t len)
+{
+    (void)iter;
+    RedisModule_SaveStringBuffer(arg, buf, len);
+}
+
+void bgr_rdb_save(RedisModuleIO *rdb, void *value)
+{
+    const bgr_value *v = value;
+    RedisModule_SaveUnsigned(rdb, v->assembly != NULL ? KIND_ASSEMBLY : KIND_FILTER);
+    RedisModule_SaveUnsigned(rdb, value_total(v));
+    if (v->assembly != NULL)
+        RedisModule_SaveUnsigned(rdb, bgr_assembly_have(v->assembly));
+    each_piece(v, save_piece, rdb);
+}
+
+/* Logs why a load failed and frees what it had; returns NULL for
+ * bgr_rdb_load to return. */
+static void *load_failed(RedisModuleIO *rdb, bgr_assembly *a, const char *why, int rc)
+{
+    bgr_assembly_free(a);
+    if (rc != 0)
+        RedisModule_LogIOError(rdb, "warning", "bloomgate: RDB value refused: %s (%s)", why,
+                               bgr_status_name(rc));
+    else
+        RedisModule_LogIOError(rdb, "warning", "bloomgate: RDB value refused: %s", why);
+    return NULL;
+}
+
+/* One string piece, or NULL after an I/O error (logged by the caller). */
+static char *load_piece(RedisModuleIO *rdb, size_t *len)
+{
+    char *p = RedisModule_LoadStringBuffer(rdb, len);
+    if (RedisModule_IsIOError(rdb)) {
+        if (p != NULL)
+            RedisModule_Free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void *bgr_rdb_load(RedisModuleIO *rdb, int encver)
+{
+    if (encver < 1 || encver > BGR_ENCVER) {
+        RedisModule_LogIOError(rdb, "warning",
+                               "bloomgate: RDB encoding version %d is not one this module "
+                               "reads (1..%d): refusing, not guessing",
+                               encver, BGR_ENCVER);
+        return NULL;
+    }
+    uint64_t kind = RedisModule_LoadUnsigned(rdb);
+    if (RedisModule_IsIOError(rdb))
+        return load_failed(rdb, NULL, "I/O error", 0);
+    uint64_t total = RedisModule_LoadUnsigned(rdb);
+    if (RedisModule_IsIOError(rdb))
+        return load_failed(rdb, NULL, "I/O error", 0);
+    if (kind != KIND_FILTER && kind != KIND_ASSEMBLY)
+        return load_failed(rdb, NULL, "unknown kind", 0);
+    uint64_t have = total;
+    if (kind == KIND_ASSEMBLY) {
+        have = RedisModule_LoadUnsigned(rdb);
+        if (RedisModule_IsIOError(rdb))
+            return load_failed(rdb, NULL, "I/O error", 0);
+        if (have < BG_FILE_HEADER_BYTES || have >= total)
+            return load_failed(rdb, NULL, "bytes received out of range", 0);
+    }
+    uint64_t cap = bgr_image_cap(bgr_cfg.max_bytes);
+    if (total < BG_FILE_HEADER_BYTES || total > cap)
+        return load_failed(rdb, NULL, "image length out of range (above MAX_BYTES?)", 0);
+
+    size_t len;
+    char *p = load_piece(rdb, &len);
+    if (p == NULL)
+        return load_failed(rdb, NULL, "I/O error", 0);
+    bgr_assembly *a;
+    int rc = bgr_assembly_begin(&a, p, len, cap, bgr_cfg.max_bytes);
+    RedisModule_Free(p);
+    if (rc != BG_OK)
+        return load_failed(rdb, NULL, "bad header", rc);
+    if (bgr_assembly_total(a) != total)
+        return load_failed(rdb, a, "header and length disagree", 0);
+    while (bgr_assembly_have(a) < have) {
+        if ((p = load_piece(rdb, &len)) == NULL)
+            return load_failed(rdb, a, "I/O error", 0);
+        uint64_t at = bgr_assembly_have(a);
+        rc = len == 0 || len > have - at ? BGR_EORDER
+                                         : bgr_assembly_feed(a, (long long)(at + len + 1), p, len);
+        RedisModule_Free(p);
+        if (rc < 0)
+            return load_failed(rdb, a, "bad piece", rc);
+    }
+    bgr_value *v = bgr_value_wrap(NULL);
+    if (kind == KIND_ASSEMBLY) {
+        v->assembly = a;
+        return v;
+    }
+    bg_filter *f;
+    rc = bgr_assembly_finish(a, &f);
+    bgr_assembly_free(a);
+    if (rc != BG_OK) {
+        bgr_value_free(v);
+        return load_failed(rdb, NULL, "bad image", rc);
+    }
+    v->filter = f;
+    return v;
+}
+
+/* ---- AOF rewrite ----------------------------------------------------------- */
+
+typedef struct aof_arg {
+    RedisModuleIO *aof;
+    RedisModuleString *key;
+} aof_arg;
+
+static void emit_piece(void *arg, long long iter, const char *buf, size_t len)
+{
+    aof_arg *a = arg;
+    RedisModule_EmitAOF(a->aof, "BF.LOADCHUNK", "slb", a->key, iter, buf, len);
+}
+
+/* BF.LOADCHUNK key <iter> <piece> for each piece, the header first: what a
+ * client replaying SCANDUMP sends. An assembly is rewritten as its chunks
+ * so far, and stays an assembly after the AOF is loaded. */
+void bgr_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
+{
+    aof_arg a = {aof, key};
+    each_piece(value, emit_piece, &a);
+}
+
+/* ---- MEMORY USAGE, COPY, DEBUG DIGEST ----------------------------------------- */
+
+size_t bgr_mem_usage(const void *value)
+{
+    const bgr_value *v = value;
+    size_t n = sizeof *v;
+    if (v->filter != NULL) {
+        /* bg_filter_scaling_get, not bg_filter_stats_get: the latter scans
+         * every bit (BF.INFO and MEMORY USAGE must stay O(1)). */
+        bg_filter_scaling sc;
+        uint64_t layers = bg_filter_scaling_get(v->filter, &sc) == BG_OK ? sc.layers : 1;
+        n += (size_t)bg_filter_bytes(v->filter) + (size_t)(layers + 1) * STRUCT_ESTIMATE;
+    }
+    if (v->assembly != NULL)
+        n += (size_t)bgr_assembly_total(v->assembly) + STRUCT_ESTIMATE;
+    return n;
+}
+
+void *bgr_copy(RedisModuleString *fromkey, RedisModuleString *tokey, const void *value)
+{
+    (void)fromkey;
+    (void)tokey;
+    const bgr_value *v = value;
+    if (v->assembly != NULL) {
+        bgr_assembly *a = bgr_assembly_clone(v->assembly);
+        if (a == NULL)
+            return NULL;
+        bgr_value *c = bgr_value_wrap(NULL);
+        c->assembly = a;
+        return c;
+    }
+    uint64_t total;
+    if (bg_filter_encoded_size(v->filter, &total) != BG_OK)
+        return NULL;
+    char *buf = RedisModule_Alloc((size_t)total);
+    bg_filter *f = NULL;
+    int rc = bg_filter_encode(v->filter, buf, (size_t)total, NULL);
+    if (rc == BG_OK)
+        rc = bg_filter_decode(&f, buf, (size_t)total, BG_FILE_SINGLE_WRITER);
+    RedisModule_Free(buf);
+    if (rc != BG_OK)
+        return NULL;
+    return bgr_value_wrap(f);
+}
+
+static void digest_piece(void *arg, long long iter, const char *buf, size_t len)
+{
+    (void)iter;
+    RedisModule_DigestAddStringBuffer(arg, buf, len);
+}
+
+/* The image's bytes, as one sequence; an assembly's bytes so far after a
+ * marker, so that it never digests like a filter. */
+void bgr_digest(RedisModuleDigest *md, void *value)
+{
+    const bgr_value *v = value;
+    if (v->assembly != NULL)
+        RedisModule_DigestAddLongLong(md, -1);
+    each_piece(v, digest_piece, md);
+    RedisModule_DigestEndSequence(md);
+}
