@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-dev                          # sanitizers and fuzzing with clang
   jq                                             # the CLI tests validate --json output
   redis-server redis-tools                       # the Redis module's tests and benchmark
+  libhiredis-dev                                 # the Redis benchmark's load generator
   python3 python3-redis                          # its integration tests (redis-py: a real client)
   dpkg-dev                                       # apt-get source (redismodule.h, below)
 )

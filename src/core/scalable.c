@@ -416,13 +416,15 @@ int bg__scalable_contains(const bg_filter *f, bg_hash h)
     return any_layer(s, count_of(s), h);
 }
 
+/* The newest layer is not searched first: its own test-and-add says 0 for
+ * a key it has (add_absent searches it before growing past it). */
 int bg__scalable_test_and_add(bg_filter *f, bg_hash h)
 {
     const struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
-    if (any_layer(s, n, h))
+    if (any_layer(s, n - 1, h))
         return 0;
-    return add_absent(f, h, n);
+    return add_absent(f, h, n - 1);
 }
 
 /* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK). Each

@@ -76,19 +76,19 @@ _Static_assert(BG_MAX_EXPANSION == 32768u, "E_EXPANSION_MAX names the bound");
 
 /* ---- helpers ---------------------------------------------------------------- */
 
-/* Asked once per command: the flags call is not free (it looks at memory). */
+/* Only BF.INFO needs to know: its single-field reply is a 1-element array
+ * in RESP2 but a map in RESP3. The flags call is not free (it looks at
+ * memory), so the hot commands never make it. */
 static bool is_resp3(RedisModuleCtx *ctx)
 {
     return (RedisModule_GetContextFlags(ctx) & REDISMODULE_CTX_FLAGS_RESP3) != 0;
 }
 
-/* 1/0 as RESP2 integers, RESP3 booleans (#t/#f), as RedisBloom 2.6. */
-static void reply_bool(RedisModuleCtx *ctx, bool resp3, int b)
+/* 1/0 as RESP2 integers, RESP3 booleans (#t/#f), as RedisBloom 2.6: what
+ * Redis's own boolean reply does by itself for each protocol. */
+static void reply_bool(RedisModuleCtx *ctx, int b)
 {
-    if (resp3)
-        RedisModule_ReplyWithBool(ctx, b);
-    else
-        RedisModule_ReplyWithLongLong(ctx, b ? 1 : 0);
+    RedisModule_ReplyWithBool(ctx, b);
 }
 
 static long long clamp_ll(uint64_t x)
@@ -145,8 +145,7 @@ static const char *add_error(int64_t status)
 /* BF.MADD / BF.INSERT's reply: one element per item, in order, up to and
  * including the first refused one (its element is the error). Returns
  * whether some item was new, i.e. whether the filter changed. */
-static bool add_items(RedisModuleCtx *ctx, bg_filter *f, RedisModuleString **items, size_t count,
-                      bool resp3)
+static bool add_items(RedisModuleCtx *ctx, bg_filter *f, RedisModuleString **items, size_t count)
 {
     const void *keys[WINDOW];
     size_t lens[WINDOW];
@@ -163,7 +162,7 @@ static bool add_items(RedisModuleCtx *ctx, bg_filter *f, RedisModuleString **ite
         }
         int64_t rc = bg_filter_add_many(f, keys, lens, n, res);
         for (size_t i = 0; i < n && res[i] != NOT_REACHED; i++) {
-            reply_bool(ctx, resp3, res[i]);
+            reply_bool(ctx, res[i]);
             changed = changed || res[i] != 0;
             replied++;
         }
@@ -302,7 +301,7 @@ int bgr_cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (rc < 0)
         RedisModule_ReplyWithError(ctx, add_error(rc));
     else
-        reply_bool(ctx, is_resp3(ctx), rc);
+        reply_bool(ctx, rc);
     if (created || rc == 1)
         RedisModule_ReplicateVerbatim(ctx);
     return REDISMODULE_OK;
@@ -317,7 +316,7 @@ int bgr_cmd_madd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     bool created;
     if (open_for_add(ctx, argv[1], &f, &created) != REDISMODULE_OK)
         return REDISMODULE_OK;
-    bool changed = add_items(ctx, f, argv + 2, (size_t)(argc - 2), is_resp3(ctx));
+    bool changed = add_items(ctx, f, argv + 2, (size_t)(argc - 2));
     if (created || changed)
         RedisModule_ReplicateVerbatim(ctx);
     return REDISMODULE_OK;
@@ -339,7 +338,7 @@ int bgr_cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         const char *item = RedisModule_StringPtrLen(argv[2], &len);
         found = bg_filter_contains(f, item, len) == 1;
     }
-    reply_bool(ctx, is_resp3(ctx), found);
+    reply_bool(ctx, found);
     return REDISMODULE_OK;
 }
 
@@ -351,7 +350,6 @@ int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     bg_filter *f;
     if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
         return REDISMODULE_OK;
-    bool resp3 = is_resp3(ctx);
     size_t count = (size_t)(argc - 2);
     RedisModuleString **items = argv + 2;
     const void *keys[WINDOW];
@@ -369,7 +367,7 @@ int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             (void)bg_filter_contains_many(f, keys, lens, n, res);
         }
         for (size_t i = 0; i < n; i++)
-            reply_bool(ctx, resp3, res[i] == 1);
+            reply_bool(ctx, res[i] == 1);
     }
     return REDISMODULE_OK;
 }
@@ -440,7 +438,7 @@ int bgr_cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             return REDISMODULE_OK;
         created = true;
     }
-    bool changed = add_items(ctx, f, argv + items, (size_t)(argc - items), is_resp3(ctx));
+    bool changed = add_items(ctx, f, argv + items, (size_t)(argc - items));
     if (created || changed)
         RedisModule_ReplicateVerbatim(ctx);
     return REDISMODULE_OK;

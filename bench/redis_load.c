@@ -1,0 +1,139 @@
+/* redis_load: redis-benchmark's load pattern (C connections, P requests in
+ * flight on each, random arguments), for commands redis-benchmark cannot
+ * send: its __rand_int__ is a zero-padded 12-digit number, which GETBIT and
+ * SETBIT refuse as a bit offset. Here __rand_int__ is a plain decimal in
+ * [0, r), or with -z zero-padded to 12 digits as redis-benchmark makes it
+ * (to hit the items a benchmark added under those names). bench/redis_bench.py uses it so that GETBIT, the floor, and the
+ * BF.* commands compared with it keep the server equally busy.
+ *
+ *   redis_load -p PORT [-n REQUESTS] [-c CONNECTIONS] [-P PIPELINE] [-r RANGE] [-z] CMD ARG...
+ *
+ * Prints requests per second. Exits 1 on a connection error or an error
+ * reply (a benchmark of errors measures nothing). */
+#define _POSIX_C_SOURCE 200809L
+#include <hiredis.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_CONNS 256
+#define MAX_ARGS 256
+#define TOKEN "__rand_int__"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15u;
+static int zero_pad;
+
+/* splitmix64: uniform enough for picking offsets, and the same every run. */
+static uint64_t next_random(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+/* argv[i] with each __rand_int__ replaced by a decimal in [0, range). */
+static size_t expand(const char *arg, uint64_t range, char *out, size_t cap)
+{
+    size_t n = 0;
+    while (*arg && n + 24 < cap) {
+        if (strncmp(arg, TOKEN, strlen(TOKEN)) == 0) {
+            n += (size_t)snprintf(out + n, cap - n, zero_pad ? "%012" PRIu64 : "%" PRIu64,
+                                  next_random() % range);
+            arg += strlen(TOKEN);
+        } else {
+            out[n++] = *arg++;
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: redis_load -p PORT [-n REQUESTS] [-c CONNECTIONS] [-P PIPELINE] "
+                    "[-r RANGE] [-z] CMD ARG...\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int port = 0, conns = 16, pipeline = 1;
+    long long requests = 100000;
+    uint64_t range = 1000000;
+    int i = 1;
+    for (; i + 1 < argc && argv[i][0] == '-'; i += 2) {
+        if (strcmp(argv[i], "-z") == 0) {
+            zero_pad = 1;
+            i--;
+            continue;
+        }
+        if (strcmp(argv[i], "-p") == 0)
+            port = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-n") == 0)
+            requests = atoll(argv[i + 1]);
+        else if (strcmp(argv[i], "-c") == 0)
+            conns = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-P") == 0)
+            pipeline = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "-r") == 0)
+            range = strtoull(argv[i + 1], NULL, 10);
+        else
+            return usage();
+    }
+    int nargs = argc - i;
+    if (port <= 0 || conns < 1 || conns > MAX_CONNS || pipeline < 1 || requests < 1 ||
+        range < 1 || nargs < 1 || nargs > MAX_ARGS)
+        return usage();
+
+    redisContext *c[MAX_CONNS];
+    for (int j = 0; j < conns; j++) {
+        c[j] = redisConnect("127.0.0.1", port);
+        if (c[j] == NULL || c[j]->err) {
+            fprintf(stderr, "redis_load: cannot connect to port %d\n", port);
+            return 1;
+        }
+    }
+    static char bufs[MAX_ARGS][256];
+    const char *args[MAX_ARGS];
+    size_t lens[MAX_ARGS];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    long long sent = 0;
+    while (sent < requests) {
+        /* P requests on every connection, then every reply: C x P in flight. */
+        int round[MAX_CONNS];
+        for (int j = 0; j < conns; j++) {
+            round[j] = 0;
+            for (int q = 0; q < pipeline && sent < requests; q++, sent++, round[j]++) {
+                for (int a = 0; a < nargs; a++) {
+                    lens[a] = expand(argv[i + a], range, bufs[a], sizeof bufs[a]);
+                    args[a] = bufs[a];
+                }
+                redisAppendCommandArgv(c[j], nargs, args, lens);
+            }
+        }
+        for (int j = 0; j < conns; j++) {
+            for (int q = 0; q < round[j]; q++) {
+                redisReply *r;
+                if (redisGetReply(c[j], (void **)&r) != REDIS_OK) {
+                    fprintf(stderr, "redis_load: connection error\n");
+                    return 1;
+                }
+                if (r->type == REDIS_REPLY_ERROR) {
+                    fprintf(stderr, "redis_load: error reply: %s\n", r->str);
+                    return 1;
+                }
+                freeReplyObject(r);
+            }
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    printf("%.0f\n", (double)requests / s);
+    for (int j = 0; j < conns; j++)
+        redisFree(c[j]);
+    return 0;
+}
