@@ -43,7 +43,12 @@ extern "C" {
     X(EREADONLY, -15, "filter is read-only (a mapped file)")                      \
     X(EABSENT,   -16, "key is definitely absent: nothing removed")                \
     X(EFULL,     -17, "non-scaling filter is full")                               \
-    X(ELAYERS,   -18, "scalable filter has reached its maximum number of layers")
+    X(ELAYERS,   -18, "scalable filter has reached its maximum number of layers") \
+    X(ECONN,     -19, "Redis connection failed, broke or timed out")              \
+    X(EREMOTE,   -20, "Redis replied an error (bg_remote_errstr holds its message)") \
+    X(ESTALE,    -21, "remote filter was re-created: its parameters changed under the client") \
+    X(ENOTFOUND, -22, "remote filter does not exist")                             \
+    X(EEXIST,    -23, "remote filter already exists")
 
 typedef enum bg_status {
 #define BG__STATUS_ENUM(name, value, msg) BG_##name = (value),

@@ -31,6 +31,11 @@ static void status_names_and_messages(void **state)
         {BG_EABSENT, "BG_EABSENT"},
         {BG_EFULL, "BG_EFULL"},
         {BG_ELAYERS, "BG_ELAYERS"},
+        {BG_ECONN, "BG_ECONN"},
+        {BG_EREMOTE, "BG_EREMOTE"},
+        {BG_ESTALE, "BG_ESTALE"},
+        {BG_ENOTFOUND, "BG_ENOTFOUND"},
+        {BG_EEXIST, "BG_EEXIST"},
     };
     /* The values are ABI: pinned. */
     TU_EQ_I(BG_OK, 0);
@@ -52,6 +57,11 @@ static void status_names_and_messages(void **state)
     TU_EQ_I(BG_EABSENT, -16);
     TU_EQ_I(BG_EFULL, -17);
     TU_EQ_I(BG_ELAYERS, -18);
+    TU_EQ_I(BG_ECONN, -19);
+    TU_EQ_I(BG_EREMOTE, -20);
+    TU_EQ_I(BG_ESTALE, -21);
+    TU_EQ_I(BG_ENOTFOUND, -22);
+    TU_EQ_I(BG_EEXIST, -23);
 
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -70,7 +80,7 @@ static void status_names_and_messages(void **state)
     assert_string_equal(bg_strerror(BG_OK), "success");
     assert_string_equal(bg_strerror(BG_ENOMEM), "out of memory");
 
-    static const int unknown[] = {1, 2, -19, -100, 1000, INT32_MAX, INT32_MIN};
+    static const int unknown[] = {1, 2, -24, -100, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         tu_ctx("unknown status %d", unknown[i]);
         assert_string_equal(bg_strerror(unknown[i]), "unknown error");

@@ -1,0 +1,241 @@
+/* Remote filters: one Bloom filter held in Redis, shared by every instance
+ * of a service.
+ *
+ *   bg_remote *r;
+ *   bg_remote_options ro = { .host = "127.0.0.1", .port = 6379 };
+ *   if (bg_remote_connect(&r, &ro) != BG_OK) ... bg_remote_errstr(r) says why
+ *   bg_remote_filter *f;
+ *   bg_remote_filter_options fo = { .backend = BG_REMOTE_BITMAP,
+ *                                   .capacity = 1000000, .error_rate = 0.01 };
+ *   int rc = bg_remote_filter_create(&f, r, "users", &fo);
+ *   if (rc == BG_EEXIST) rc = bg_remote_filter_open(&f, r, "users", BG_REMOTE_BITMAP);
+ *   bg_remote_filter_add(f, "alice", 5);
+ *   if (bg_remote_filter_contains(f, "bob", 3) == 0) ... definitely absent
+ *   bg_remote_filter_close(f);
+ *   bg_remote_free(r);
+ *
+ * Built on hiredis as the separate library bloomgate_remote (link it and
+ * hiredis besides libbloomgate). docs/REMOTE.md has the design and figures.
+ *
+ * BACKENDS
+ * BG_REMOTE_MODULE speaks RedisBloom's BF.* commands, to a server that has
+ * bloomgate.so (or RedisBloom) loaded; the filter is the key `name` and the
+ * server keeps its parameters. BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS,
+ * BF.MEXISTS, BF.INFO, DEL and PEXPIRE.
+ * BG_REMOTE_BITMAP needs no module (any Redis >= 6.2): the filter is a
+ * standard-variant filter (<bloomgate/filter.h>) whose bit array is a Redis
+ * string, bit i at byte i / 8, mask 0x80 >> (i % 8) (SETBIT order, the
+ * payload of a filter file), and the client computes the probe positions
+ * with the library's hashing. A filter built locally with the same bits,
+ * hashes and seed has the same bits: its payload can be uploaded as is.
+ *
+ * KEY LAYOUT (bitmap)
+ *   {name}:meta                 hash: format, variant, bits, hashes, seed,
+ *                               generation, items, capacity, error_rate
+ *   {name}:bits:<generation>    string of ceil(bits / 8) bytes
+ * The hash tag {name} keeps both in one cluster slot. The generation is a
+ * random 63-bit number chosen at creation, so a filter dropped and created
+ * again has another one.
+ *
+ * ATOMICITY AND STALE PARAMETERS (bitmap)
+ * Every operation is one Lua script (EVALSHA; on NOSCRIPT, EVAL once) that
+ * first compares the meta hash's generation with the one this handle opened,
+ * then runs the whole batch (SETBIT / GETBIT per probe: measured faster than
+ * one BITFIELD per batch inside the script, docs/REMOTE.md). So a batch is
+ * atomic, and a handle whose filter was dropped gets
+ * BG_ENOTFOUND, one whose filter was re-created (other parameters, or the
+ * same ones) gets BG_ESTALE, and in both cases nothing is written: a client
+ * never answers from parameters that are no longer the server's. Open the
+ * filter again to go on. The meta hash is written last at creation, after the
+ * whole bit array exists, so nobody sees a partial filter.
+ *
+ * LIMITS
+ * A bitmap filter has at most BG_REMOTE_MAX_BITS bits (a Redis string holds
+ * 512 MiB; BITFIELD offsets stop at 2^32 - 1): larger gets BG_ETOOBIG.
+ * Sharding over a cluster is not done yet (docs/REMOTE.md).
+ *
+ * ERRORS
+ * Every call returns a status (error.h). BG_ECONN: the connection failed,
+ * broke, or a reply did not come within command_timeout_ms; the handle is
+ * then marked broken and the next call on it reconnects first (once; it
+ * returns BG_ECONN if that fails), or call bg_remote_reconnect. A call that
+ * failed with BG_ECONN may or may not have been applied by the server (the
+ * reply was lost): the library never retries it. BG_EREMOTE: the server
+ * replied an error; bg_remote_errstr holds its message. Never a crash, never
+ * a wait longer than the timeouts.
+ *
+ * THREADS
+ * A bg_remote (and every bg_remote_filter opened on it) is NOT thread-safe:
+ * one thread at a time per connection, as for a hiredis redisContext. Use
+ * one connection per thread (or a pool); filter handles are cheap.
+ *
+ * MEMORY
+ * bg_remote_connect and bg_remote_filter_create / _open allocate (through
+ * <bloomgate/alloc.h>, plus hiredis's own allocations); bg_remote_free and
+ * bg_remote_filter_close release. The operations allocate only hiredis's
+ * command and reply buffers and the batch's argument array, freed before
+ * they return. */
+#ifndef BLOOMGATE_REMOTE_H
+#define BLOOMGATE_REMOTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bloomgate/error.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Marks this header's API. It lives in the separate library bloomgate_remote,
+ * not in libbloomgate itself, hence a macro of its own (BG_API's symbols are
+ * exactly libbloomgate's exports). */
+#define BG_REMOTE_API BG_API_EXPORT
+
+typedef struct bg_remote bg_remote;
+typedef struct bg_remote_filter bg_remote_filter;
+
+/* Most bits of an (unsharded) bitmap filter: 2^32, 512 MiB. */
+#define BG_REMOTE_MAX_BITS (UINT64_C(1) << 32)
+
+/* How to reach the server. Zero fields take the defaults. Initialise with
+ * designated initialisers so that fields added later default to zero. */
+typedef struct bg_remote_options {
+    const char *host;            /* NULL: "127.0.0.1" */
+    int port;                    /* 0: 6379 */
+    const char *unix_socket;     /* non-NULL: this socket, not host and port */
+    const char *username;        /* ACL user (Redis 6+); NULL: AUTH password */
+    const char *password;        /* NULL: no AUTH */
+    uint32_t connect_timeout_ms; /* 0: 2000 */
+    uint32_t command_timeout_ms; /* 0: 2000; a reply slower than this: BG_ECONN */
+} bg_remote_options;
+
+/* Connects into *out (copies the options' strings). On a connection or AUTH
+ * failure *out is still set (so bg_remote_errstr can tell why; free it) and
+ * the status is BG_ECONN or BG_EREMOTE; on BG_EINVAL or BG_ENOMEM *out is
+ * NULL. Allocates; free with bg_remote_free. */
+BG_REMOTE_API int bg_remote_connect(bg_remote **out, const bg_remote_options *opts);
+
+/* Closes the connection and frees. NULL is allowed; `r` is dead after the
+ * call. Filter handles opened on it must be closed before. */
+BG_REMOTE_API void bg_remote_free(bg_remote *r);
+
+/* Drops the connection and connects again with the same options (and AUTH).
+ * BG_OK, BG_ECONN, BG_EREMOTE (AUTH refused) or BG_EINVAL. */
+BG_REMOTE_API int bg_remote_reconnect(bg_remote *r);
+
+/* The last failed call's message on this connection: the server's error
+ * reply, or what broke the connection; "" after a success. Owned by `r`,
+ * valid until its next call. Never NULL (a NULL r gets ""). */
+BG_REMOTE_API const char *bg_remote_errstr(const bg_remote *r);
+
+/* Which way the filter lives in Redis (see BACKENDS). */
+typedef enum bg_remote_backend {
+    BG_REMOTE_BITMAP = 1, /* a plain string and a hash: any Redis >= 6.2 */
+    BG_REMOTE_MODULE = 2, /* BF.* commands: bloomgate.so or RedisBloom */
+} bg_remote_backend;
+
+/* How to create a remote filter. Bitmap: any two of capacity, error_rate,
+ * bits and hashes, as bg_sizing_solve for the standard variant (capped at
+ * BG_REMOTE_MAX_BITS), and a seed. Module: capacity and error_rate
+ * (BF.RESERVE), optional expansion and nonscaling; seed, bits and hashes
+ * must be 0 (the module hashes with its own). */
+typedef struct bg_remote_filter_options {
+    bg_remote_backend backend;
+    uint64_t capacity;  /* n */
+    double error_rate;  /* p */
+    uint64_t bits;      /* m (bitmap) */
+    uint32_t hashes;    /* k (bitmap) */
+    uint64_t seed;      /* hash seed (bitmap) */
+    uint32_t expansion; /* module: EXPANSION; 0: the server's default */
+    int nonscaling;     /* module: NONSCALING */
+} bg_remote_filter_options;
+
+/* Creates the filter `name` (a non-empty string without '{' or '}') and
+ * opens it into *out (NULL on failure). The bitmap backend allocates the
+ * whole bit array now, in steps of a few MiB (SETRANGE) so that Redis never
+ * stalls for long, then writes the meta hash last, atomically refusing if
+ * another client created the filter meanwhile. Returns BG_OK, BG_EEXIST,
+ * BG_EINVAL, the sizing errors, BG_ETOOBIG (above BG_REMOTE_MAX_BITS),
+ * BG_ECONN, BG_EREMOTE or BG_ENOMEM. After a BG_ECONN in the middle, an
+ * orphan bit array {name}:bits:<g> can remain, never referenced by a meta
+ * hash (no reader sees it). Allocates; close with bg_remote_filter_close. */
+BG_REMOTE_API int bg_remote_filter_create(bg_remote_filter **out, bg_remote *r, const char *name,
+                                   const bg_remote_filter_options *opts);
+
+/* Opens an existing filter: reads and validates the server's parameters.
+ * Returns BG_OK, BG_ENOTFOUND, BG_EINVAL, BG_ECONN, BG_EREMOTE, BG_ENOMEM,
+ * and for the bitmap backend BG_EVERSION (a meta format this library does
+ * not know), BG_EVARIANT (not a standard filter), BG_ETOOBIG (more bits than
+ * BG_REMOTE_MAX_BITS) or BG_ECORRUPT (fields missing or out of range).
+ * Allocates; close with bg_remote_filter_close. */
+BG_REMOTE_API int bg_remote_filter_open(bg_remote_filter **out, bg_remote *r, const char *name,
+                                 bg_remote_backend backend);
+
+/* Frees the handle (the filter stays in Redis). NULL is allowed. */
+BG_REMOTE_API void bg_remote_filter_close(bg_remote_filter *f);
+
+/* Adds a key. BG_OK, or a negative status (ERRORS above, BG_ESTALE,
+ * BG_ENOTFOUND, BG_EINVAL for a NULL key with len > 0). */
+BG_REMOTE_API int bg_remote_filter_add(bg_remote_filter *f, const void *key, size_t len);
+
+/* Adds a key: 1 if it was new (some bit was clear), 0 if maybe present
+ * before, or a negative status. */
+BG_REMOTE_API int bg_remote_filter_test_and_add(bg_remote_filter *f, const void *key, size_t len);
+
+/* 1 if the key may be present, 0 if definitely absent, or a negative status. */
+BG_REMOTE_API int bg_remote_filter_contains(bg_remote_filter *f, const void *key, size_t len);
+
+/* Batches: one command, one round trip, atomic on the server. keys[i] points
+ * at lens[i] bytes; results (may be NULL) gets one byte per key as in
+ * bg_filter_add_many / bg_filter_contains_many. Return the count of new /
+ * maybe-present keys, or a negative status (then results are unspecified;
+ * on BG_ESTALE and BG_ENOTFOUND nothing was written). count 0 makes no
+ * round trip. */
+BG_REMOTE_API int64_t bg_remote_filter_add_many(bg_remote_filter *f, const void *const *keys,
+                                         const size_t *lens, size_t count, uint8_t *results);
+BG_REMOTE_API int64_t bg_remote_filter_contains_many(bg_remote_filter *f, const void *const *keys,
+                                              const size_t *lens, size_t count,
+                                              uint8_t *results);
+
+typedef struct bg_remote_filter_stats {
+    bg_remote_backend backend;
+    uint64_t bits;       /* bitmap: m; module: 0 (see bytes) */
+    uint32_t hashes;     /* bitmap: k; module: 0 */
+    uint64_t seed;       /* bitmap */
+    uint64_t generation; /* bitmap */
+    uint64_t capacity;   /* bitmap: as created (0 if sized by bits, hashes); module: BF.INFO */
+    double error_rate;   /* bitmap: the model's p at capacity */
+    uint64_t bytes;      /* bitmap: ceil(m / 8); module: BF.INFO Size */
+    uint64_t items;      /* test-and-add 1s (bitmap: counted atomically in the meta hash) */
+    uint64_t bits_set;   /* bitmap: BITCOUNT (O(m) on the server); module: 0 */
+    uint32_t layers;     /* module: BF.INFO Number of filters; bitmap: 1 */
+} bg_remote_filter_stats;
+
+/* Fills *out from the server (bitmap: checks the generation, then BITCOUNT:
+ * milliseconds for a large filter, call it for monitoring). Statuses as for
+ * add. */
+BG_REMOTE_API int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filter_stats *out);
+
+/* Deletes the filter's keys (bitmap: atomically, and only if the server
+ * still has this handle's generation: else BG_ESTALE, nothing deleted).
+ * The handle stays to be closed; its operations then get BG_ENOTFOUND. */
+BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
+
+/* Sets a time to live of ttl_ms milliseconds (>= 1) on all the filter's keys
+ * at once (PEXPIRE; bitmap: atomically with the generation check). */
+BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
+
+/* Cheap accessors of what the handle opened (no round trip); 0 for NULL.
+ * The module backend has no bits, hashes, seed or generation (0). */
+BG_REMOTE_API bg_remote_backend bg_remote_filter_backend(const bg_remote_filter *f);
+BG_REMOTE_API uint64_t bg_remote_filter_bits(const bg_remote_filter *f);
+BG_REMOTE_API uint32_t bg_remote_filter_hashes(const bg_remote_filter *f);
+BG_REMOTE_API uint64_t bg_remote_filter_seed(const bg_remote_filter *f);
+BG_REMOTE_API uint64_t bg_remote_filter_generation(const bg_remote_filter *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,205 @@
+/* The module backend: RedisBloom's BF.* commands, answered by bloomgate.so
+ * or RedisBloom. The server keeps the parameters (and scales the filter), so
+ * there is nothing to go stale: the key `name` is the filter. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/alloc_internal.h"
+#include "remote_internal.h"
+
+static int not_found(bg_remote_filter *f, int rc)
+{
+    const char *e = f->r->errstr;
+    if (rc == BG_EREMOTE && (strstr(e, "not found") || strstr(e, "not exist")))
+        return BG_ENOTFOUND;
+    return rc;
+}
+
+int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
+{
+    if (o->bits || o->hashes || o->seed || !o->capacity || !(o->error_rate > 0 && o->error_rate < 1))
+        return BG_EINVAL;
+    char p[40], n[24], e[16];
+    snprintf(p, sizeof p, "%.17g", o->error_rate);
+    snprintf(n, sizeof n, "%" PRIu64, o->capacity);
+    const char *argv[7] = {"BF.RESERVE", f->name, p, n};
+    int argc = 4;
+    if (o->expansion) {
+        snprintf(e, sizeof e, "%" PRIu32, o->expansion);
+        argv[argc++] = "EXPANSION";
+        argv[argc++] = e;
+    }
+    if (o->nonscaling)
+        argv[argc++] = "NONSCALING";
+    size_t lens[7];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, argc, argv, lens, &rep, 0);
+    if (rc == BG_EREMOTE && strstr(f->r->errstr, "exists"))
+        return BG_EEXIST;
+    if (rc != BG_OK)
+        return rc;
+    freeReplyObject(rep);
+    f->capacity = o->capacity;
+    f->error_rate = o->error_rate;
+    return BG_OK;
+}
+
+/* BF.INFO name: alternating field names and integers. */
+static int info(bg_remote_filter *f, bg_remote_filter_stats *out)
+{
+    const char *argv[2] = {"BF.INFO", f->name};
+    size_t lens[2] = {7, strlen(f->name)};
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, 2, argv, lens, &rep, 0);
+    if (rc != BG_OK)
+        return not_found(f, rc);
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 2) {
+        freeReplyObject(rep);
+        return bg__remote_fail(f->r, BG_EREMOTE, "BF.INFO: unexpected reply");
+    }
+    for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+        const redisReply *name = rep->element[i], *v = rep->element[i + 1];
+        if (name->type != REDIS_REPLY_STRING && name->type != REDIS_REPLY_STATUS)
+            continue;
+        uint64_t x = v->type == REDIS_REPLY_INTEGER && v->integer > 0 ? (uint64_t)v->integer : 0;
+        if (strcmp(name->str, "Capacity") == 0)
+            out->capacity = x;
+        else if (strcmp(name->str, "Size") == 0)
+            out->bytes = x;
+        else if (strcmp(name->str, "Number of filters") == 0)
+            out->layers = (uint32_t)(x > UINT32_MAX ? UINT32_MAX : x);
+        else if (strcmp(name->str, "Number of items inserted") == 0)
+            out->items = x;
+    }
+    freeReplyObject(rep);
+    return BG_OK;
+}
+
+int bg__module_open(bg_remote_filter *f)
+{
+    bg_remote_filter_stats st = {0};
+    int rc = info(f, &st);
+    if (rc == BG_OK)
+        f->capacity = st.capacity;
+    return rc;
+}
+
+int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
+{
+    int rc = info(f, out);
+    if (rc == BG_OK)
+        out->error_rate = f->error_rate;
+    return rc;
+}
+
+int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                       size_t count, uint8_t *results)
+{
+    if (count > (size_t)INT32_MAX - 2)
+        return BG_EOVERFLOW;
+    size_t argc = count + 2;
+    const char **argv = bg__malloc(argc * sizeof *argv);
+    size_t *alen = bg__malloc(argc * sizeof *alen);
+    if (!argv || !alen) {
+        bg__free(argv);
+        bg__free(alen);
+        return BG_ENOMEM;
+    }
+    argv[0] = add ? "BF.MADD" : "BF.MEXISTS";
+    alen[0] = strlen(argv[0]);
+    argv[1] = f->name;
+    alen[1] = strlen(f->name);
+    for (size_t i = 0; i < count; i++) {
+        argv[i + 2] = keys[i] ? keys[i] : "";
+        alen[i + 2] = lens[i];
+    }
+    redisReply *rep;
+    /* BF.MADD creates a missing filter: a dropped one must not come back,
+     * so check it exists in the same round trip (MULTI would not stop the
+     * add; BF.INSERT NOCREATE does). */
+    int64_t rc;
+    if (add) {
+        const char **a2 = bg__malloc((argc + 3) * sizeof *a2);
+        size_t *l2 = bg__malloc((argc + 3) * sizeof *l2);
+        if (!a2 || !l2) {
+            bg__free(a2);
+            bg__free(l2);
+            rc = BG_ENOMEM;
+            goto out;
+        }
+        a2[0] = "BF.INSERT";
+        l2[0] = 9;
+        a2[1] = f->name;
+        l2[1] = alen[1];
+        a2[2] = "NOCREATE";
+        l2[2] = 8;
+        a2[3] = "ITEMS";
+        l2[3] = 5;
+        memcpy(a2 + 4, argv + 2, count * sizeof *a2);
+        memcpy(l2 + 4, alen + 2, count * sizeof *l2);
+        rc = bg__remote_command(f->r, (int)(count + 4), a2, l2, &rep, 0);
+        bg__free(a2);
+        bg__free(l2);
+    } else {
+        rc = bg__remote_command(f->r, (int)argc, argv, alen, &rep, 0);
+    }
+    if (rc != BG_OK) {
+        rc = not_found(f, (int)rc);
+        goto out;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != count) {
+        freeReplyObject(rep);
+        rc = bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
+        goto out;
+    }
+    int64_t hits = 0;
+    for (size_t i = 0; i < count; i++) {
+        const redisReply *e = rep->element[i];
+        if (e->type == REDIS_REPLY_ERROR) {
+            rc = bg__remote_error_reply(f->r, e);
+            freeReplyObject(rep);
+            goto out;
+        }
+        int v = e->type == REDIS_REPLY_INTEGER && e->integer != 0;
+        hits += v;
+        if (results)
+            results[i] = (uint8_t)v;
+    }
+    freeReplyObject(rep);
+    rc = hits;
+out:
+    bg__free(argv);
+    bg__free(alen);
+    return rc;
+}
+
+int bg__module_drop(bg_remote_filter *f)
+{
+    const char *argv[2] = {"DEL", f->name};
+    size_t lens[2] = {3, strlen(f->name)};
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, 2, argv, lens, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+    freeReplyObject(rep);
+    return n ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name);
+}
+
+int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)
+{
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
+    const char *argv[3] = {"PEXPIRE", f->name, ttl};
+    size_t lens[3] = {7, strlen(f->name), strlen(ttl)};
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, 3, argv, lens, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+    freeReplyObject(rep);
+    return n ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name);
+}

@@ -1,0 +1,110 @@
+/* Internal to bloomgate_remote: the connection and filter handles, and the
+ * helpers every backend uses. Not API. */
+#ifndef BG_REMOTE_INTERNAL_H
+#define BG_REMOTE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include <bloomgate/remote.h>
+
+#define BG__REMOTE_ERRSTR 256
+
+/* The bitmap backend's Lua scripts (bitmap.c). */
+enum {
+    BG__SCRIPT_ADD_BITFIELD,
+    BG__SCRIPT_GET_BITFIELD,
+    BG__SCRIPT_ADD_SETBIT,
+    BG__SCRIPT_GET_SETBIT,
+    BG__SCRIPT_CREATE,
+    BG__SCRIPT_STATS,
+    BG__SCRIPT_DROP,
+    BG__SCRIPT_EXPIRE,
+    BG__SCRIPTS
+};
+
+struct bg_remote {
+    redisContext *c;      /* NULL while disconnected */
+    int broken;           /* the next call reconnects first */
+    char *host, *unix_socket, *username, *password;
+    int port;
+    uint32_t connect_timeout_ms, command_timeout_ms;
+    char errstr[BG__REMOTE_ERRSTR];
+    char sha[BG__SCRIPTS][41]; /* SCRIPT LOAD results; "" until loaded */
+};
+
+/* How bitmap operations reach the bits (docs/REMOTE.md, the measurement).
+ * Only the bench switches away from the default. */
+typedef enum bg__bitmap_mode {
+    BG__BITMAP_LUA_SETBIT = 0,   /* default: checked script, SETBIT/GETBIT per probe */
+    BG__BITMAP_LUA_BITFIELD = 1, /* checked script, one BITFIELD per batch */
+    BG__BITMAP_RAW_BITFIELD = 2, /* bench only: BITFIELD without the check (unsafe) */
+} bg__bitmap_mode;
+
+struct bg_remote_filter {
+    bg_remote *r;
+    bg_remote_backend backend;
+    char *name;     /* module: the key */
+    char *meta_key; /* bitmap: {name}:meta */
+    char *bits_key; /* bitmap: {name}:bits:<generation> */
+    uint64_t m, seed, generation, capacity;
+    uint32_t k;
+    double error_rate;
+    char gen_str[24];
+    bg__bitmap_mode mode;
+};
+
+/* Sets r->errstr (printf-style, truncated) and returns status. */
+int bg__remote_fail(bg_remote *r, int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Reconnects first if the connection is broken. BG_OK or BG_ECONN. */
+int bg__remote_ready(bg_remote *r);
+
+/* Sends argc commands' worth of pipeline already appended and reads one
+ * reply: wraps redisGetReply. On an I/O error marks r broken and returns
+ * BG_ECONN; *reply is NULL then. */
+int bg__remote_get_reply(bg_remote *r, redisReply **reply);
+
+/* One command from argv, one reply into *reply (caller frees it with
+ * freeReplyObject). An error reply is returned as BG_EREMOTE (message kept,
+ * reply freed, *reply NULL) unless keep_errors is set (then BG_OK and the
+ * reply is the caller's). */
+int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *lens,
+                       redisReply **reply, int keep_errors);
+
+/* Maps an error reply to a status: our scripts' BGSTALE / BGNOTFOUND /
+ * BGEXISTS prefixes, else BG_EREMOTE. Keeps the message in r->errstr. */
+int bg__remote_error_reply(bg_remote *r, const redisReply *reply);
+
+/* Parses a whole decimal uint64. 0 on success, -1 if not one. */
+int bg__parse_u64(const char *s, size_t len, uint64_t *out);
+
+char *bg__strdup(const char *s);
+
+/* Backends. */
+int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o);
+int bg__bitmap_open(bg_remote_filter *f);
+int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                       size_t count, uint8_t *results);
+int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
+int bg__bitmap_drop(bg_remote_filter *f);
+int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms);
+
+int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o);
+int bg__module_open(bg_remote_filter *f);
+int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                       size_t count, uint8_t *results);
+int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
+int bg__module_drop(bg_remote_filter *f);
+int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms);
+
+/* For the bench: which script variant a bitmap handle uses. */
+void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode);
+
+#endif

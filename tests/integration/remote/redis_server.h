@@ -1,0 +1,212 @@
+/* A real redis-server for the remote tests: started on a free loopback port
+ * in 20000-20999 with its own temporary directory, killed afterwards.
+ *
+ * The child asks the kernel to SIGKILL it when the test process dies
+ * (PR_SET_PDEATHSIG), and every server started is also killed by an atexit
+ * handler, so a failing (longjmp-ing) or crashing test leaves no server
+ * behind. $REDIS_SERVER names the binary (default: redis-server on PATH). */
+#ifndef BG_TEST_REDIS_SERVER_H
+#define BG_TEST_REDIS_SERVER_H
+
+#include "test_tmpdir.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <hiredis/hiredis.h>
+
+typedef struct ts_server {
+    pid_t pid;
+    int port;
+    tu_tmpdir dir;
+    char module[512]; /* "" or the module to load */
+} ts_server;
+
+#define TS_MAX_SERVERS 8
+static pid_t ts_pids[TS_MAX_SERVERS];
+
+static inline void ts_kill_all(void)
+{
+    for (int i = 0; i < TS_MAX_SERVERS; i++)
+        if (ts_pids[i] > 0) {
+            kill(ts_pids[i], SIGCONT);
+            kill(ts_pids[i], SIGKILL);
+            waitpid(ts_pids[i], NULL, 0);
+            ts_pids[i] = 0;
+        }
+}
+
+static inline void ts_track(pid_t pid, pid_t old)
+{
+    static int registered;
+    if (!registered) {
+        atexit(ts_kill_all);
+        registered = 1;
+    }
+    for (int i = 0; i < TS_MAX_SERVERS; i++)
+        if (ts_pids[i] == old) {
+            ts_pids[i] = pid;
+            return;
+        }
+}
+
+/* A port in 20000-20999 nobody listens on now. */
+static inline int ts_free_port(void)
+{
+    uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
+    for (int tries = 0; tries < 200; tries++) {
+        int port = 20000 + (int)(tu_next(&st) % 1000);
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        assert_true(fd >= 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    fail_msg("no free port in 20000-20999");
+    return -1;
+}
+
+/* 1 once the server answers PING, 0 after ~5 s. */
+static inline int ts_wait_ping(int port)
+{
+    for (int i = 0; i < 500; i++) {
+        struct timeval tv = {0, 200000};
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+        if (c && !c->err) {
+            redisReply *r = redisCommand(c, "PING");
+            int ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+            if (r)
+                freeReplyObject(r);
+            redisFree(c);
+            if (ok)
+                return 1;
+        } else if (c) {
+            redisFree(c);
+        }
+        struct timespec ts = {0, 10000000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* (Re)starts s's server on s->port in s->dir (it loads dump.rdb if any). */
+static inline void ts_spawn(ts_server *s)
+{
+    const char *bin = getenv("REDIS_SERVER");
+    if (!bin || !*bin)
+        bin = "redis-server";
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->port);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fd = open(tu_tmp_file(&s->dir, "log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        const char *argv[20] = {bin, "--port", port, "--bind", "127.0.0.1", "--dir", s->dir.path,
+                                "--save", "", "--appendonly", "no", "--daemonize", "no",
+                                "--protected-mode", "no"};
+        int n = 15;
+        if (s->module[0]) {
+            argv[n++] = "--loadmodule";
+            argv[n++] = s->module;
+        }
+        argv[n] = NULL;
+        execvp(bin, (char *const *)argv);
+        _exit(127);
+    }
+    ts_track(pid, 0);
+    s->pid = pid;
+    if (!ts_wait_ping(s->port)) {
+        char cmd[600];
+        snprintf(cmd, sizeof cmd, "cat %s >&2", tu_tmp_file(&s->dir, "log"));
+        (void)!system(cmd);
+        fail_msg("redis-server on port %d did not answer PING", s->port);
+    }
+}
+
+static inline void ts_start(ts_server *s, const char *module)
+{
+    memset(s, 0, sizeof *s);
+    if (module)
+        snprintf(s->module, sizeof s->module, "%s", module);
+    tu_tmpdir_make(&s->dir, "remote");
+    s->port = ts_free_port();
+    ts_spawn(s);
+}
+
+/* SIGKILL, without cleaning the directory (ts_spawn can start it again). */
+static inline void ts_kill(ts_server *s)
+{
+    if (s->pid > 0) {
+        kill(s->pid, SIGCONT);
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        ts_track(0, s->pid);
+        s->pid = 0;
+    }
+}
+
+static inline void ts_stop(ts_server *s)
+{
+    ts_kill(s);
+    if (s->dir.path[0]) {
+        tu_tmpdir_remove(&s->dir);
+        s->dir.path[0] = '\0';
+    }
+}
+
+/* A plain hiredis connection, for checks behind the library's back. */
+static inline redisContext *ts_raw(const ts_server *s)
+{
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+/* One integer reply of a printf-style command. */
+static inline long long ts_int(redisContext *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    assert_non_null(r);
+    if (r->type != REDIS_REPLY_INTEGER)
+        fail_msg("expected an integer from %s, got type %d (%s)", fmt, r->type,
+                 r->str ? r->str : "");
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* How many keys match a KEYS pattern. */
+static inline long long ts_count_keys(redisContext *c, const char *pattern)
+{
+    redisReply *r = redisCommand(c, "KEYS %s", pattern);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    long long n = (long long)r->elements;
+    freeReplyObject(r);
+    return n;
+}
+
+#endif
