@@ -31,8 +31,11 @@
  *
  * KEY LAYOUT (bitmap)
  *   {name}:meta                 hash: format, variant, bits, hashes, seed,
- *                               generation, items, capacity, error_rate
+ *                               generation, items, capacity, error_rate,
+ *                               lineage (the creation's generation), and
+ *                               next and next_* while a rebuild is pending
  *   {name}:bits:<generation>    string of ceil(bits / 8) bytes
+ *   {name}:bits:<next>          the pending rebuild's bits
  * The hash tag {name} keeps both in one cluster slot. The generation is a
  * random 63-bit number chosen at creation, so a filter dropped and created
  * again has another one.
@@ -44,10 +47,13 @@
  * one BITFIELD per batch inside the script, docs/REMOTE.md). So a batch is
  * atomic, and a handle whose filter was dropped gets
  * BG_ENOTFOUND, one whose filter was re-created (other parameters, or the
- * same ones) gets BG_ESTALE, and in both cases nothing is written: a client
- * never answers from parameters that are no longer the server's. Open the
- * filter again to go on. The meta hash is written last at creation, after the
- * whole bit array exists, so nobody sees a partial filter.
+ * same ones) or reshaped by a publish or rebuild gets BG_ESTALE, and in both
+ * cases nothing is written: a client never answers from parameters that are
+ * no longer the server's. Open the filter again to go on. A publish or
+ * rebuild that keeps bits, hashes and seed is not an error: the handle
+ * follows the new generation (UPLOAD AND DOWNLOAD, REBUILD below). The meta
+ * hash names a bit array only once it is complete, so nobody sees a partial
+ * filter.
  *
  * LIMITS
  * A bitmap filter has at most BG_REMOTE_MAX_BITS bits (a Redis string holds
@@ -82,6 +88,7 @@
 #include <stdint.h>
 
 #include <bloomgate/error.h>
+#include <bloomgate/filter.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -217,14 +224,90 @@ typedef struct bg_remote_filter_stats {
  * add. */
 BG_REMOTE_API int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filter_stats *out);
 
-/* Deletes the filter's keys (bitmap: atomically, and only if the server
- * still has this handle's generation: else BG_ESTALE, nothing deleted).
+/* Deletes the filter's keys (bitmap: atomically, with a pending rebuild's,
+ * and only if the handle is not stale (ATOMICITY above): else BG_ESTALE,
+ * nothing deleted).
  * The handle stays to be closed; its operations then get BG_ENOTFOUND. */
 BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
 
 /* Sets a time to live of ttl_ms milliseconds (>= 1) on all the filter's keys
  * at once (PEXPIRE; bitmap: atomically with the generation check). */
 BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
+
+/* UPLOAD AND DOWNLOAD (bitmap backend; the module backend gets BG_EINVAL)
+ *
+ * Publishes the local filter `local` (standard variant, else BG_EVARIANT;
+ * more bits than BG_REMOTE_MAX_BITS: BG_ETOOBIG) as a new generation of the
+ * bitmap filter `name`, creating `name` if it does not exist. Its payload is
+ * uploaded in steps of a few MiB under a fresh bits key no reader looks at,
+ * then one script makes it current (flips the meta hash's generation and
+ * parameters, items taken from `local`) and deletes the previous bits. So
+ * readers see the old filter, then the new one, never a partial one; a
+ * handle whose bits, hashes and seed equal `local`'s goes on working across
+ * the swap, others get BG_ESTALE. A pending rebuild of `name` is cancelled.
+ * Returns BG_OK, BG_EINVAL, BG_EVARIANT, BG_ETOOBIG, BG_ECONN, BG_EREMOTE or
+ * BG_ENOMEM. After a BG_ECONN an orphan bits key (never current) can remain.
+ * Borrows `local` for the call (read only); allocates nothing that outlives
+ * it. */
+BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name, const bg_filter *local);
+
+/* Downloads the filter's current bits (in chunks of a few MiB, all of one
+ * generation: if the filter is swapped or dropped meanwhile, BG_ESTALE or
+ * BG_ENOTFOUND and *out is NULL) into a new local standard filter with the
+ * same bits, hashes and seed, and the meta hash's item count. Statuses as
+ * for add, plus BG_ENOMEM. Allocates *out; free it with bg_filter_free. */
+BG_REMOTE_API int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out);
+
+/* REBUILD (bitmap backend; the module backend gets BG_EINVAL)
+ *
+ * Refills a filter from its source of truth (to shed stale keys, or to
+ * resize it) while it stays in service:
+ *
+ *   bg_remote_filter_rebuild_begin(f, &new_shape);  // or NULL: same shape
+ *   for each batch of the source (read it AFTER begin returned):
+ *       bg_remote_filter_rebuild_add_many(f, keys, lens, n, NULL);
+ *   bg_remote_filter_rebuild_commit(f);              // the atomic swap
+ *
+ * begin creates an empty next generation (grown in steps of a few MiB,
+ * invisible to readers) and records it in the meta hash as pending. While
+ * it is pending, every add through any handle writes both the current
+ * generation and the pending one, in one script (a handle that did not know
+ * of the rebuild is refused by the script, reads it and retries: nothing is
+ * missed). Queries read the current generation only, so they answer from a
+ * complete filter throughout. commit makes the next generation current in
+ * one script and deletes the old bits; handles with the old shape go on
+ * working if the shape is unchanged, else they get BG_ESTALE. So a key
+ * added before begin must come from the source, one added after begin is in
+ * both: after the commit none is missing.
+ *
+ * begin: `opts` NULL keeps bits, hashes, seed and capacity; else they are
+ * sized as for bg_remote_filter_create (backend 0 or BG_REMOTE_BITMAP).
+ * BG_OK, BG_EEXIST (a rebuild is pending already: this handle's, or another
+ * client's), the sizing errors, BG_ETOOBIG, and the statuses of add. */
+BG_REMOTE_API int bg_remote_filter_rebuild_begin(bg_remote_filter *f,
+                                                 const bg_remote_filter_options *opts);
+
+/* Adds keys to the pending rebuild this handle began only (not to the
+ * current filter). As bg_remote_filter_add_many; BG_EINVAL if this handle
+ * began no rebuild, BG_ESTALE if it was aborted, committed or replaced (a
+ * publish cancels it) meanwhile. */
+BG_REMOTE_API int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f,
+                                                        const void *const *keys,
+                                                        const size_t *lens, size_t count,
+                                                        uint8_t *results);
+
+/* Makes this handle's rebuild current, atomically (a retry after a lost
+ * reply is answered BG_OK). The handle takes the new shape and generation.
+ * BG_OK, BG_EINVAL (no rebuild begun here), BG_ESTALE (it was aborted or
+ * replaced), BG_ENOTFOUND (the filter was dropped), BG_ECONN, BG_EREMOTE. */
+BG_REMOTE_API int bg_remote_filter_rebuild_commit(bg_remote_filter *f);
+
+/* Cancels this handle's rebuild, or, on a handle that began none, whichever
+ * rebuild is pending (to clean up after a rebuilder that died: adds keep
+ * writing a pending rebuild until it is committed or aborted). Deletes its
+ * bits. BG_OK, BG_ENOTFOUND (no such rebuild pending), BG_ECONN,
+ * BG_EREMOTE. */
+BG_REMOTE_API int bg_remote_filter_rebuild_abort(bg_remote_filter *f);
 
 /* Cheap accessors of what the handle opened (no round trip); 0 for NULL.
  * The module backend has no bits, hashes, seed or generation (0). */

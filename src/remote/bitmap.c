@@ -24,7 +24,20 @@
  * The bit array is grown with SETRANGE in steps of BG__GROW_STEP bytes (each
  * step zero-fills only its own part, so no single command stalls Redis), and
  * only then does one script write the meta hash, refusing if a meta hash
- * appeared meanwhile. A reader either finds no filter or a complete one. */
+ * appeared meanwhile. A reader either finds no filter or a complete one.
+ *
+ * SWAPS
+ * Publish and rebuild make a new generation: its bits key is filled first
+ * (nobody names it yet), then one script flips the meta hash's generation
+ * and deletes the old bits. The check (CHECK) accepts a handle whose
+ * generation is old if the lineage, bits, hashes and seed still match (its
+ * positions are right): the script then uses the current generation's bits
+ * key, which it builds from the meta hash, so it is not in KEYS (same slot
+ * thanks to {name}; docs/REMOTE.md weighs this), and returns the generation
+ * so the client adopts it. While a rebuild is pending (meta field `next`),
+ * add scripts write both generations, and refuse with BGREBUILD, writing
+ * nothing, if the handle computed positions for another pending rebuild than
+ * the server's: the client reads `next` again and retries. */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
 #endif
@@ -37,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bloomgate/file.h>
 #include <bloomgate/hash.h>
 #include <bloomgate/sizing.h>
 
@@ -47,57 +61,224 @@
 #define BG__BITMAP_FORMAT "1"
 
 /* Checks shared by every script on an open filter: KEYS[1] meta, KEYS[2]
- * bits, ARGV[1] the handle's generation. */
-#define CHECK                                                                        \
-    "local g = redis.call('HGET', KEYS[1], 'generation')\n"                          \
-    "if not g then return redis.error_reply('BGNOTFOUND filter does not exist') end\n" \
-    "if g ~= ARGV[1] then return redis.error_reply('BGSTALE filter was re-created: "  \
-    "generation ' .. g .. ', this handle has ' .. ARGV[1]) end\n"                     \
-    "if redis.call('EXISTS', KEYS[2]) == 0 then "                                    \
+ * the bits of the handle's generation; ARGV[1] the handle's generation,
+ * ARGV[2] k, ARGV[3] m, ARGV[4] seed, ARGV[5] lineage. Sets `bits` to the
+ * current bits key and `moved` if the generation moved on (a swap that kept
+ * the shape and the lineage: the handle's positions are still right, so the
+ * script follows the meta hash to the current key, which is in the same
+ * slot thanks to the hash tag; see SWAPS at the top). `h[6]` is the pending
+ * rebuild's generation, if any. */
+#define CHECK                                                                           \
+    "local h = redis.call('HMGET', KEYS[1], 'generation', 'bits', 'hashes', 'seed',"    \
+    " 'lineage', 'next')\n"                                                             \
+    "local g = h[1]\n"                                                                  \
+    "if not g then return redis.error_reply('BGNOTFOUND filter does not exist') end\n"  \
+    "local pre = string.sub(KEYS[1], 1, -5)\n"                                          \
+    "local bits = KEYS[2]\n"                                                            \
+    "local moved = false\n"                                                             \
+    "if g ~= ARGV[1] then\n"                                                            \
+    "  if h[5] ~= ARGV[5] or h[2] ~= ARGV[3] or h[3] ~= ARGV[2] or h[4] ~= ARGV[4] then\n" \
+    "    return redis.error_reply('BGSTALE filter was re-created or reshaped: "          \
+    "generation ' .. g .. ', this handle has ' .. ARGV[1])\n"                           \
+    "  end\n"                                                                           \
+    "  bits = pre .. 'bits:' .. g\n"                                                    \
+    "  moved = true\n"                                                                  \
+    "end\n"                                                                             \
+    "if redis.call('EXISTS', bits) == 0 then "                                          \
     "return redis.error_reply('BGNOTFOUND bit array is missing') end\n"
 
-/* ARGV[2] = k, ARGV[3..] = the positions, k per key. Builds `bit`, one
- * value per position, with BITFIELD `cmd` `op` u1 (1024 per call). */
-#define BITFIELD_LOOP(cmd, op, val)                                                  \
-    "local k = tonumber(ARGV[2])\n"                                                  \
-    "local total = #ARGV - 2\n"                                                      \
-    "local bit = {}\n"                                                               \
-    "local c = 1\n"                                                                  \
-    "while c <= total do\n"                                                          \
-    "  local last = math.min(c + 1023, total)\n"                                     \
-    "  local a = {}\n"                                                               \
-    "  local q = 0\n"                                                                \
-    "  for p = c, last do\n"                                                         \
-    "    a[q + 1] = '" op "'; a[q + 2] = 'u1'; a[q + 3] = ARGV[p + 2]" val "\n"      \
-    "  end\n"                                                                        \
-    "  local r = redis.call('" cmd "', KEYS[2], unpack(a))\n"                        \
-    "  for p = 1, #r do bit[c + p - 1] = r[p] end\n"                                 \
-    "  c = last + 1\n"                                                               \
-    "end\n"                                                                          \
-    "local out = {}\n"                                                               \
+/* Batches: ARGV[6] the pending rebuild the handle knows ("0": none),
+ * ARGV[7] its k (0: none), then count * k positions for the current bits
+ * and (adds) count * nk for the rebuild's. */
+#define BATCH_HEAD                                                                      \
+    "local k = tonumber(ARGV[2])\n"                                                     \
+    "local nk = tonumber(ARGV[7])\n"                                                    \
+    "local count = (#ARGV - 7) / (k + nk)\n"                                            \
+    "local out = {}\n"                                                                  \
     "local hits = 0\n"
+
+/* Adds refuse (writing nothing) unless the handle computed positions for
+ * exactly the pending rebuild: the client then reads it and retries. */
+#define ADD_CHECK                                                                       \
+    "if (h[6] or '0') ~= ARGV[6] then "                                                 \
+    "return redis.error_reply('BGREBUILD the pending rebuild changed') end\n"
+
+/* Adds during a rebuild also set the rebuild's bits. */
+#define ADD_NEXT                                                                        \
+    "if hits > 0 then redis.call('HINCRBY', KEYS[1], 'items', hits) end\n"              \
+    "if h[6] then\n"                                                                    \
+    "  local nb = pre .. 'bits:' .. h[6]\n"                                             \
+    "  local i = 8 + count * k\n"                                                       \
+    "  local nh = 0\n"                                                                  \
+    "  for key = 1, count do\n"                                                         \
+    "    local fresh = 0\n"                                                             \
+    "    for j = 1, nk do\n"                                                            \
+    "      if redis.call('SETBIT', nb, ARGV[i], 1) == 0 then fresh = 1 end\n"           \
+    "      i = i + 1\n"                                                                 \
+    "    end\n"                                                                         \
+    "    nh = nh + fresh\n"                                                             \
+    "  end\n"                                                                           \
+    "  if nh > 0 then redis.call('HINCRBY', KEYS[1], 'next_items', nh) end\n"           \
+    "end\n"
+
+/* A handle that followed a swap learns the current generation from one
+ * extra element after the per-key results. */
+#define RETURN_OUT "if moved then out[#out + 1] = g end\nreturn out\n"
+
+/* Builds `bit`, one value per current position, with BITFIELD `cmd` `op`
+ * u1 (1024 per call). */
+#define BITFIELD_LOOP(cmd, op, val)                                                     \
+    "local total = count * k\n"                                                         \
+    "local bit = {}\n"                                                                  \
+    "local c = 1\n"                                                                     \
+    "while c <= total do\n"                                                             \
+    "  local last = math.min(c + 1023, total)\n"                                        \
+    "  local a = {}\n"                                                                  \
+    "  local q = 0\n"                                                                   \
+    "  for p = c, last do\n"                                                            \
+    "    a[q + 1] = '" op "'; a[q + 2] = 'u1'; a[q + 3] = ARGV[p + 7]" val "\n"         \
+    "  end\n"                                                                           \
+    "  local r = redis.call('" cmd "', bits, unpack(a))\n"                              \
+    "  for p = 1, #r do bit[c + p - 1] = r[p] end\n"                                    \
+    "  c = last + 1\n"                                                                  \
+    "end\n"
+
+#define NEXT_FIELDS                                                                     \
+    "'next', 'next_bits', 'next_hashes', 'next_seed', 'next_capacity', "                \
+    "'next_error_rate', 'next_items'"
 
 static const char *const script_src[BG__SCRIPTS] = {
     [BG__SCRIPT_ADD_BITFIELD] =
-        CHECK BITFIELD_LOOP("BITFIELD", "SET", "; a[q + 4] = 1; q = q + 4")
-        "for key = 1, total / k do\n"
+        CHECK ADD_CHECK BATCH_HEAD BITFIELD_LOOP("BITFIELD", "SET", "; a[q + 4] = 1; q = q + 4")
+        "for key = 1, count do\n"
         "  local fresh = 0\n"
         "  for j = (key - 1) * k + 1, key * k do if bit[j] == 0 then fresh = 1 end end\n"
         "  out[key] = fresh\n"
         "  hits = hits + fresh\n"
         "end\n"
-        "if hits > 0 then redis.call('HINCRBY', KEYS[1], 'items', hits) end\n"
-        "return out\n",
+        ADD_NEXT RETURN_OUT,
     [BG__SCRIPT_GET_BITFIELD] =
-        CHECK BITFIELD_LOOP("BITFIELD_RO", "GET", "; q = q + 3")
-        "for key = 1, total / k do\n"
+        CHECK BATCH_HEAD BITFIELD_LOOP("BITFIELD_RO", "GET", "; q = q + 3")
+        "for key = 1, count do\n"
         "  local here = 1\n"
         "  for j = (key - 1) * k + 1, key * k do if bit[j] == 0 then here = 0 end end\n"
         "  out[key] = here\n"
         "end\n"
-        "return out\n",
+        RETURN_OUT,
     [BG__SCRIPT_ADD_SETBIT] =
+        CHECK ADD_CHECK BATCH_HEAD
+        "local i = 8\n"
+        "for key = 1, count do\n"
+        "  local fresh = 0\n"
+        "  for j = 1, k do\n"
+        "    if redis.call('SETBIT', bits, ARGV[i], 1) == 0 then fresh = 1 end\n"
+        "    i = i + 1\n"
+        "  end\n"
+        "  out[key] = fresh\n"
+        "  hits = hits + fresh\n"
+        "end\n"
+        ADD_NEXT RETURN_OUT,
+    [BG__SCRIPT_GET_SETBIT] =
+        CHECK BATCH_HEAD
+        "for key = 1, count do\n"
+        "  local here = 1\n"
+        "  local base = 7 + (key - 1) * k\n"
+        "  for j = 1, k do\n"
+        "    if redis.call('GETBIT', bits, ARGV[base + j]) == 0 then here = 0; break end\n"
+        "  end\n"
+        "  out[key] = here\n"
+        "end\n"
+        RETURN_OUT,
+    /* ARGV: generation, m, k, seed, bytes, capacity, error_rate. */
+    [BG__SCRIPT_CREATE] =
+        "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+        "  redis.call('DEL', KEYS[2])\n"
+        "  return redis.error_reply('BGEXISTS filter exists')\n"
+        "end\n"
+        "if redis.call('STRLEN', KEYS[2]) ~= tonumber(ARGV[5]) then\n"
+        "  redis.call('DEL', KEYS[2])\n"
+        "  return redis.error_reply('ERR bloomgate: the bit array has the wrong size')\n"
+        "end\n"
+        "redis.call('HSET', KEYS[1], 'format', '" BG__BITMAP_FORMAT "', 'variant', 'standard',"
+        " 'bits', ARGV[2], 'hashes', ARGV[3], 'seed', ARGV[4], 'generation', ARGV[1],"
+        " 'items', '0', 'capacity', ARGV[6], 'error_rate', ARGV[7], 'lineage', ARGV[1])\n"
+        "return 'OK'\n",
+    [BG__SCRIPT_STATS] =
         CHECK
+        "local n = redis.call('HGET', KEYS[1], 'items') or '0'\n"
+        "return {n, redis.call('BITCOUNT', bits), g}\n",
+    [BG__SCRIPT_DROP] =
+        CHECK
+        "if h[6] then redis.call('DEL', pre .. 'bits:' .. h[6]) end\n"
+        "return redis.call('DEL', KEYS[1], bits)\n",
+    /* ARGV[6]: the TTL in milliseconds. */
+    [BG__SCRIPT_EXPIRE] =
+        CHECK
+        "redis.call('PEXPIRE', KEYS[1], ARGV[6])\n"
+        "redis.call('PEXPIRE', bits, ARGV[6])\n"
+        "if h[6] then redis.call('PEXPIRE', pre .. 'bits:' .. h[6], ARGV[6]) end\n"
+        "return 1\n",
+    /* KEYS[2]: the uploaded bits. ARGV: generation, m, k, seed, bytes,
+     * capacity, error_rate, items. Makes the upload current, deletes the old
+     * bits and cancels a pending rebuild; keeps the lineage and a TTL. */
+    [BG__SCRIPT_PUBLISH] =
+        "if redis.call('STRLEN', KEYS[2]) ~= tonumber(ARGV[5]) then\n"
+        "  redis.call('DEL', KEYS[2])\n"
+        "  return redis.error_reply('ERR bloomgate: the uploaded bit array has the wrong size')\n"
+        "end\n"
+        "local pre = string.sub(KEYS[1], 1, -5)\n"
+        "local h = redis.call('HMGET', KEYS[1], 'generation', 'lineage', 'next', 'format')\n"
+        "local lineage = ARGV[1]\n"
+        "if h[1] then\n"
+        "  if h[4] ~= '" BG__BITMAP_FORMAT "' then\n"
+        "    redis.call('DEL', KEYS[2])\n"
+        "    return redis.error_reply('ERR bloomgate: the meta hash has an unknown format')\n"
+        "  end\n"
+        "  if h[1] ~= ARGV[1] then redis.call('DEL', pre .. 'bits:' .. h[1]) end\n"
+        "  if h[3] then redis.call('DEL', pre .. 'bits:' .. h[3]) end\n"
+        "  if h[2] then lineage = h[2] end\n"
+        "  local ttl = redis.call('PTTL', KEYS[1])\n"
+        "  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end\n"
+        "  redis.call('HDEL', KEYS[1], " NEXT_FIELDS ")\n"
+        "end\n"
+        "redis.call('HSET', KEYS[1], 'format', '" BG__BITMAP_FORMAT "', 'variant', 'standard',"
+        " 'bits', ARGV[2], 'hashes', ARGV[3], 'seed', ARGV[4], 'generation', ARGV[1],"
+        " 'items', ARGV[8], 'capacity', ARGV[6], 'error_rate', ARGV[7], 'lineage', lineage)\n"
+        "return 'OK'\n",
+    /* ARGV[6], ARGV[7]: the byte range (inclusive). Returns the generation
+     * read, the item count and the bytes. */
+    [BG__SCRIPT_FETCH] =
+        CHECK
+        "local n = redis.call('HGET', KEYS[1], 'items') or '0'\n"
+        "return {g, n, redis.call('GETRANGE', bits, ARGV[6], ARGV[7])}\n",
+    /* KEYS[3]: the rebuild's bits, already full size. ARGV[6..12]: its
+     * generation, m, k, seed, bytes, capacity, error_rate. */
+    [BG__SCRIPT_REBUILD_BEGIN] =
+        CHECK
+        "if h[6] then\n"
+        "  redis.call('DEL', KEYS[3])\n"
+        "  return redis.error_reply('BGEXISTS a rebuild is pending: generation ' .. h[6])\n"
+        "end\n"
+        "if redis.call('STRLEN', KEYS[3]) ~= tonumber(ARGV[10]) then\n"
+        "  redis.call('DEL', KEYS[3])\n"
+        "  return redis.error_reply('ERR bloomgate: the bit array has the wrong size')\n"
+        "end\n"
+        "local ttl = redis.call('PTTL', KEYS[1])\n"
+        "if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end\n"
+        "redis.call('HSET', KEYS[1], 'next', ARGV[6], 'next_bits', ARGV[7], 'next_hashes',"
+        " ARGV[8], 'next_seed', ARGV[9], 'next_capacity', ARGV[11], 'next_error_rate',"
+        " ARGV[12], 'next_items', '0')\n"
+        "return g\n",
+    /* KEYS[2]: the rebuild's bits. ARGV[1]: its generation, ARGV[2]: its k,
+     * then count * k positions. */
+    [BG__SCRIPT_REBUILD_ADD] =
+        "local n = redis.call('HGET', KEYS[1], 'next')\n"
+        "if n ~= ARGV[1] then\n"
+        "  if redis.call('EXISTS', KEYS[1]) == 0 then\n"
+        "    return redis.error_reply('BGNOTFOUND filter does not exist')\n"
+        "  end\n"
+        "  return redis.error_reply('BGSTALE the rebuild was committed, aborted or replaced')\n"
+        "end\n"
         "local k = tonumber(ARGV[2])\n"
         "local out = {}\n"
         "local hits = 0\n"
@@ -111,45 +292,30 @@ static const char *const script_src[BG__SCRIPTS] = {
         "  out[key] = fresh\n"
         "  hits = hits + fresh\n"
         "end\n"
-        "if hits > 0 then redis.call('HINCRBY', KEYS[1], 'items', hits) end\n"
+        "if hits > 0 then redis.call('HINCRBY', KEYS[1], 'next_items', hits) end\n"
         "return out\n",
-    [BG__SCRIPT_GET_SETBIT] =
-        CHECK
-        "local k = tonumber(ARGV[2])\n"
-        "local out = {}\n"
-        "for key = 1, (#ARGV - 2) / k do\n"
-        "  local here = 1\n"
-        "  local base = 2 + (key - 1) * k\n"
-        "  for j = 1, k do\n"
-        "    if redis.call('GETBIT', KEYS[2], ARGV[base + j]) == 0 then here = 0; break end\n"
-        "  end\n"
-        "  out[key] = here\n"
+    /* KEYS[2]: the rebuild's bits; ARGV[1]: its generation. The swap. */
+    [BG__SCRIPT_REBUILD_COMMIT] =
+        "local h = redis.call('HMGET', KEYS[1], 'generation', " NEXT_FIELDS ")\n"
+        "if not h[1] then return redis.error_reply('BGNOTFOUND filter does not exist') end\n"
+        "if h[1] == ARGV[1] then return h[1] end\n" /* committed already: a retry */
+        "if h[2] ~= ARGV[1] then\n"
+        "  return redis.error_reply('BGSTALE the rebuild was aborted or replaced')\n"
         "end\n"
-        "return out\n",
-    /* ARGV: generation, m, k, seed, bytes, capacity, error_rate. */
-    [BG__SCRIPT_CREATE] =
-        "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
-        "  redis.call('DEL', KEYS[2])\n"
-        "  return redis.error_reply('BGEXISTS filter exists')\n"
+        "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+        "  return redis.error_reply('BGNOTFOUND the rebuilt bit array is missing')\n"
         "end\n"
-        "if redis.call('STRLEN', KEYS[2]) ~= tonumber(ARGV[5]) then\n"
-        "  redis.call('DEL', KEYS[2])\n"
-        "  return redis.error_reply('ERR bloomgate: the bit array has the wrong size')\n"
-        "end\n"
-        "redis.call('HSET', KEYS[1], 'format', '" BG__BITMAP_FORMAT "', 'variant', 'standard',"
-        " 'bits', ARGV[2], 'hashes', ARGV[3], 'seed', ARGV[4], 'generation', ARGV[1],"
-        " 'items', '0', 'capacity', ARGV[6], 'error_rate', ARGV[7])\n"
-        "return 'OK'\n",
-    [BG__SCRIPT_STATS] =
-        CHECK
-        "local h = redis.call('HGET', KEYS[1], 'items') or '0'\n"
-        "return {h, redis.call('BITCOUNT', KEYS[2])}\n",
-    [BG__SCRIPT_DROP] = CHECK "return redis.call('DEL', KEYS[1], KEYS[2])\n",
-    /* ARGV[2]: the TTL in milliseconds. */
-    [BG__SCRIPT_EXPIRE] =
-        CHECK
-        "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-        "redis.call('PEXPIRE', KEYS[2], ARGV[2])\n"
+        "redis.call('DEL', string.sub(KEYS[1], 1, -5) .. 'bits:' .. h[1])\n"
+        "redis.call('HSET', KEYS[1], 'generation', h[2], 'bits', h[3], 'hashes', h[4],"
+        " 'seed', h[5], 'capacity', h[6], 'error_rate', h[7], 'items', h[8])\n"
+        "redis.call('HDEL', KEYS[1], " NEXT_FIELDS ")\n"
+        "return h[1]\n",
+    /* ARGV[1]: the rebuild's generation, or "" for whichever is pending. */
+    [BG__SCRIPT_REBUILD_ABORT] =
+        "local n = redis.call('HGET', KEYS[1], 'next')\n"
+        "if not n or (ARGV[1] ~= '' and n ~= ARGV[1]) then return 0 end\n"
+        "redis.call('DEL', string.sub(KEYS[1], 1, -5) .. 'bits:' .. n)\n"
+        "redis.call('HDEL', KEYS[1], " NEXT_FIELDS ")\n"
         "return 1\n",
 };
 
@@ -215,6 +381,12 @@ static uint64_t new_generation(void)
     return g ? g : 1;
 }
 
+static void no_next(bg__gen *g)
+{
+    memset(g, 0, sizeof *g);
+    g->str[0] = '0';
+}
+
 static int set_bits_key(bg_remote_filter *f)
 {
     snprintf(f->gen_str, sizeof f->gen_str, "%" PRIu64, f->generation);
@@ -249,6 +421,8 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o)
     f->generation = new_generation();
     if ((rc = set_bits_key(f)) != BG_OK)
         return rc;
+    memcpy(f->lineage, f->gen_str, sizeof f->lineage);
+    no_next(&f->next);
 
     redisReply *rep;
     const char *ea[2] = {"EXISTS", f->meta_key};
@@ -312,20 +486,61 @@ static int field_u64(const redisReply *e, uint64_t *out)
     return e->type == REDIS_REPLY_STRING && bg__parse_u64(e->str, e->len, out) == 0 ? 0 : -1;
 }
 
+/* The pending rebuild from the meta fields next, next_bits, next_hashes,
+ * next_seed (all nil: none). */
+static int parse_next(bg_remote_filter *f, redisReply **e)
+{
+    no_next(&f->next);
+    if (e[0]->type == REDIS_REPLY_NIL)
+        return BG_OK;
+    uint64_t g, m, k, seed;
+    if (field_u64(e[0], &g) != 0 || field_u64(e[1], &m) != 0 || field_u64(e[2], &k) != 0 ||
+        field_u64(e[3], &seed) != 0 || g == 0 || m < BG_MIN_BITS || m > BG_REMOTE_MAX_BITS ||
+        k < 1 || k > BG_MAX_K)
+        return bg__remote_fail(f->r, BG_ECORRUPT, "%s: the pending rebuild's fields are bad",
+                               f->meta_key);
+    f->next.gen = g;
+    f->next.m = m;
+    f->next.k = (uint32_t)k;
+    f->next.seed = seed;
+    snprintf(f->next.str, sizeof f->next.str, "%" PRIu64, g);
+    return BG_OK;
+}
+
+/* Reads the pending rebuild again (after a script said it changed). */
+static int reload_next(bg_remote_filter *f)
+{
+    const char *argv[6] = {"HMGET", f->meta_key, "next", "next_bits", "next_hashes", "next_seed"};
+    size_t lens[6];
+    for (int i = 0; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, 6, argv, lens, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4)
+        rc = bg__remote_fail(f->r, BG_EREMOTE, "HMGET: unexpected reply");
+    else
+        rc = parse_next(f, rep->element);
+    freeReplyObject(rep);
+    return rc;
+}
+
 int bg__bitmap_open(bg_remote_filter *f)
 {
     bg_remote *r = f->r;
-    const char *argv[10] = {"HMGET", f->meta_key, "format", "variant", "bits", "hashes",
-                            "seed", "generation", "capacity", "error_rate"};
-    size_t lens[10];
-    for (int i = 0; i < 10; i++)
+    const char *argv[15] = {"HMGET", f->meta_key, "format", "variant", "bits", "hashes",
+                            "seed", "generation", "capacity", "error_rate", "lineage",
+                            "next", "next_bits", "next_hashes", "next_seed"};
+    size_t lens[15];
+    for (int i = 0; i < 15; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = bg__remote_command(r, 10, argv, lens, &rep, 0);
+    int rc = bg__remote_command(r, 15, argv, lens, &rep, 0);
     if (rc != BG_OK)
         return rc;
     rc = BG_OK;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 8) {
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 13) {
         rc = bg__remote_fail(r, BG_EREMOTE, "HMGET: unexpected reply");
         goto out;
     }
@@ -375,7 +590,14 @@ int bg__bitmap_open(bg_remote_filter *f)
     f->generation = gen;
     f->capacity = cap;
     f->error_rate = p;
-    rc = set_bits_key(f);
+    if ((rc = set_bits_key(f)) != BG_OK)
+        goto out;
+    /* A filter created before lineages existed: its generation stands in. */
+    if (e[8]->type == REDIS_REPLY_STRING && e[8]->len < sizeof f->lineage)
+        memcpy(f->lineage, e[8]->str, e[8]->len + 1);
+    else
+        memcpy(f->lineage, f->gen_str, sizeof f->lineage);
+    rc = parse_next(f, e + 9);
 out:
     freeReplyObject(rep);
     return rc;
@@ -393,11 +615,11 @@ static inline uint64_t step_mod(uint64_t x, uint64_t y, uint64_t m)
     return x >= m ? x - m : x;
 }
 
-/* Writes key's k positions as decimal strings into buf, pointers into argv. */
-static char *write_positions(const bg_remote_filter *f, bg_hash h, char *buf, const char **argv,
+/* Writes a key's k positions in an array of m bits as decimal strings into
+ * buf, pointers into argv. */
+static char *write_positions(uint64_t m, uint32_t k, bg_hash h, char *buf, const char **argv,
                              size_t *lens)
 {
-    uint64_t m = f->m;
     uint64_t x = reduce(h.h1, m);
     uint64_t y = reduce(h.h2, m - 1) + 1;
     for (uint32_t j = 0;;) {
@@ -412,7 +634,7 @@ static char *write_positions(const bg_remote_filter *f, bg_hash h, char *buf, co
         lens[j] = (size_t)n;
         while (n)
             *buf++ = tmp[--n];
-        if (++j == f->k)
+        if (++j == k)
             break;
         x = step_mod(x, y, m);
         y = step_mod(y, j - 1, m);
@@ -420,22 +642,58 @@ static char *write_positions(const bg_remote_filter *f, bg_hash h, char *buf, co
     return buf;
 }
 
-int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
-                       size_t count, uint8_t *results)
+/* The handle's shape as script arguments (CHECK's ARGV[1..5]). */
+typedef struct shape_args {
+    char k[12], m[24], seed[24];
+} shape_args;
+
+static void common_args(const bg_remote_filter *f, shape_args *s, const char **argv,
+                        size_t *lens)
+{
+    snprintf(s->k, sizeof s->k, "%" PRIu32, f->k);
+    snprintf(s->m, sizeof s->m, "%" PRIu64, f->m);
+    snprintf(s->seed, sizeof s->seed, "%" PRIu64, f->seed);
+    argv[0] = f->gen_str;
+    argv[1] = s->k;
+    argv[2] = s->m;
+    argv[3] = s->seed;
+    argv[4] = f->lineage;
+    for (int i = 0; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+}
+
+/* After a script followed a swap (same shape): adopt the generation it
+ * reported, so that later calls name the current bits key. */
+static int follow(bg_remote_filter *f, const redisReply *e)
+{
+    uint64_t g;
+    if (e->type != REDIS_REPLY_STRING || bg__parse_u64(e->str, e->len, &g) != 0 || g == 0)
+        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected generation in a reply");
+    if (g == f->generation)
+        return BG_OK;
+    f->generation = g;
+    return set_bits_key(f);
+}
+
+static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                        size_t count, uint8_t *results)
 {
     bg_remote *r = f->r;
     size_t k = f->k;
     int raw = f->mode == BG__BITMAP_RAW_BITFIELD;
-    /* Script: EVALSHA sha 2 meta bits gen k pos... ; raw: BITFIELD(_RO) bits
-     * (SET u1 pos 1 | GET u1 pos)... */
+    /* A pending rebuild's positions go with adds (ADD_NEXT). */
+    size_t nk = add && !raw ? f->next.k : 0;
+    /* Script: EVALSHA sha 2 meta bits gen k m seed lineage next nk pos... ;
+     * raw: BITFIELD(_RO) bits (SET u1 pos 1 | GET u1 pos)... */
     size_t per = raw ? (add ? 4 : 3) : 1;
-    size_t head = raw ? 2 : 7;
-    if (count > (SIZE_MAX / 4 - head) / (k * per) || count * k * per + head > (size_t)INT32_MAX)
+    size_t head = raw ? 2 : 12;
+    if (count > (SIZE_MAX / 4 - head) / (k * per + nk) ||
+        count * (k * per + nk) + head > (size_t)INT32_MAX)
         return BG_EOVERFLOW;
-    size_t argc = head + count * k * per;
+    size_t argc = head + count * (k * per + nk);
     const char **argv = bg__malloc(argc * sizeof *argv);
     size_t *alen = bg__malloc(argc * sizeof *alen);
-    char *digits = bg__malloc(count * k * 11 + 1);
+    char *digits = bg__malloc(count * (k + nk) * 11 + 1);
     const char **pos = raw ? bg__malloc(count * k * sizeof *pos) : NULL;
     size_t *plen = raw ? bg__malloc(count * k * sizeof *plen) : NULL;
     int64_t rc;
@@ -450,8 +708,16 @@ int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, co
     for (size_t i = 0; i < count; i++) {
         bg_hash h;
         bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->seed, &h);
-        d = write_positions(f, h, d, pv + i * k, pl + i * k);
+        d = write_positions(f->m, f->k, h, d, pv + i * k, pl + i * k);
     }
+    for (size_t i = 0; nk && i < count; i++) {
+        bg_hash h;
+        bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->next.seed, &h);
+        d = write_positions(f->next.m, f->next.k, h, d, argv + head + count * k + i * nk,
+                            alen + head + count * k + i * nk);
+    }
+    shape_args sa;
+    char nkbuf[12];
     if (raw) {
         argv[0] = add ? "BITFIELD" : "BITFIELD_RO";
         alen[0] = strlen(argv[0]);
@@ -473,15 +739,17 @@ int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, co
         }
         rc = bg__remote_command(r, (int)argc, argv, alen, &rep, 0);
     } else {
-        char kbuf[12];
-        snprintf(kbuf, sizeof kbuf, "%zu", k);
         argv[2] = "2";
         argv[3] = f->meta_key;
         argv[4] = f->bits_key;
-        argv[5] = f->gen_str;
-        argv[6] = kbuf;
-        for (int i = 2; i < 7; i++)
+        for (int i = 2; i < 5; i++)
             alen[i] = strlen(argv[i]);
+        common_args(f, &sa, argv + 5, alen + 5);
+        snprintf(nkbuf, sizeof nkbuf, "%zu", nk);
+        argv[10] = nk ? f->next.str : "0";
+        alen[10] = strlen(argv[10]);
+        argv[11] = nkbuf;
+        alen[11] = strlen(nkbuf);
         int idx = f->mode == BG__BITMAP_LUA_SETBIT
                       ? (add ? BG__SCRIPT_ADD_SETBIT : BG__SCRIPT_GET_SETBIT)
                       : (add ? BG__SCRIPT_ADD_BITFIELD : BG__SCRIPT_GET_BITFIELD);
@@ -490,10 +758,13 @@ int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, co
     if (rc != BG_OK)
         goto out;
     size_t want = raw ? count * k : count;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != want) {
+    if (rep->type != REDIS_REPLY_ARRAY ||
+        (rep->elements != want && (raw || rep->elements != want + 1))) {
         rc = bg__remote_fail(r, BG_EREMOTE, "unexpected reply to a batch");
         goto out;
     }
+    if (rep->elements == want + 1 && (rc = follow(f, rep->element[want])) != BG_OK)
+        goto out;
     int64_t hits = 0;
     for (size_t i = 0; i < count; i++) {
         int v;
@@ -522,15 +793,39 @@ out:
     return rc;
 }
 
-/* EVALSHA of a maintenance script with the handle's keys and generation,
- * plus an optional extra argument. */
+/* A script refuses an add whose handle does not know the pending rebuild
+ * (BGREBUILD, nothing written): read it and try again. A rebuild begun,
+ * committed or aborted between each try and the next is the only way to
+ * need more than two. */
+#define BG__REBUILD_RETRIES 8
+
+int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                       size_t count, uint8_t *results)
+{
+    for (int tries = 0;; tries++) {
+        int64_t rc = run_once(f, add, keys, lens, count, results);
+        if (rc != BG_EREMOTE || strncmp(f->r->errstr, "BGREBUILD", 9) != 0 ||
+            tries == BG__REBUILD_RETRIES)
+            return rc;
+        int lr = reload_next(f);
+        if (lr != BG_OK)
+            return lr;
+    }
+}
+
+/* EVALSHA of a maintenance script with the handle's keys and shape, plus
+ * an optional extra argument (ARGV[6]). */
 static int simple_script(bg_remote_filter *f, int idx, const char *extra, redisReply **rep)
 {
-    const char *argv[7] = {NULL, NULL, "2", f->meta_key, f->bits_key, f->gen_str, extra};
-    size_t lens[7];
-    for (int i = 2; i < 7; i++)
-        lens[i] = argv[i] ? strlen(argv[i]) : 0;
-    return run_script(f->r, idx, extra ? 7 : 6, argv, lens, rep);
+    const char *argv[11] = {NULL, NULL, "2", f->meta_key, f->bits_key};
+    size_t lens[11];
+    for (int i = 2; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+    shape_args sa;
+    common_args(f, &sa, argv + 5, lens + 5);
+    argv[10] = extra;
+    lens[10] = extra ? strlen(extra) : 0;
+    return run_script(f->r, idx, extra ? 11 : 10, argv, lens, rep);
 }
 
 int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
@@ -540,12 +835,13 @@ int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     if (rc != BG_OK)
         return rc;
     uint64_t items;
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2 ||
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
         field_u64(rep->element[0], &items) != 0 || rep->element[1]->type != REDIS_REPLY_INTEGER ||
         rep->element[1]->integer < 0) {
         freeReplyObject(rep);
         return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to stats");
     }
+    rc = follow(f, rep->element[2]);
     out->bits = f->m;
     out->hashes = f->k;
     out->seed = f->seed;
@@ -557,7 +853,7 @@ int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     out->bits_set = (uint64_t)rep->element[1]->integer;
     out->layers = 1;
     freeReplyObject(rep);
-    return BG_OK;
+    return rc;
 }
 
 int bg__bitmap_drop(bg_remote_filter *f)
@@ -578,4 +874,432 @@ int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms)
     if (rc == BG_OK)
         freeReplyObject(rep);
     return rc;
+}
+
+/* ---- generations: publish, fetch, rebuild (SWAPS at the top) ---------- */
+
+/* One command whose reply is only checked for not being an error. */
+static int command_ok(bg_remote *r, int argc, const char **argv, const size_t *lens)
+{
+    redisReply *rep;
+    int rc = bg__remote_command(r, argc, argv, lens, &rep, 0);
+    if (rc == BG_OK)
+        freeReplyObject(rep);
+    return rc;
+}
+
+/* Best-effort DEL of a bits key no meta hash names, keeping errstr. */
+static void drop_orphan(bg_remote *r, const char *key)
+{
+    const char *da[2] = {"DEL", key};
+    size_t dl[2] = {3, strlen(key)};
+    char keep[BG__REMOTE_ERRSTR];
+    memcpy(keep, r->errstr, sizeof keep);
+    (void)command_ok(r, 2, da, dl);
+    memcpy(r->errstr, keep, sizeof keep);
+}
+
+/* Grows `key` to `bytes` zero bytes, BG__GROW_STEP at a time. */
+static int grow(bg_remote *r, const char *key, uint64_t bytes)
+{
+    char off[24];
+    for (uint64_t done = 0; done < bytes;) {
+        uint64_t end = bytes - done > BG__GROW_STEP ? done + BG__GROW_STEP : bytes;
+        snprintf(off, sizeof off, "%" PRIu64, end - 1);
+        const char *sa[4] = {"SETRANGE", key, off, "\0"};
+        size_t sl[4] = {8, strlen(key), strlen(off), 1};
+        int rc = command_ok(r, 4, sa, sl);
+        if (rc != BG_OK)
+            return rc;
+        done = end;
+    }
+    return BG_OK;
+}
+
+/* "{name}:bits:<gen>", or "{name}:meta" for gen 0. Allocates. */
+static char *key_for(const char *name, uint64_t gen)
+{
+    size_t n = strlen(name) + 40;
+    char *k = bg__malloc(n);
+    if (k && gen)
+        snprintf(k, n, "{%s}:bits:%" PRIu64, name, gen);
+    else if (k)
+        snprintf(k, n, "{%s}:meta", name);
+    return k;
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Offsets in a version-1 image (docs/FORMAT.md). */
+#define BG__IMG_CAPACITY 40
+#define BG__IMG_ITEMS 48
+#define BG__IMG_PAYLOAD_OFFSET 56
+#define BG__IMG_CHECKSUM 120
+
+int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local)
+{
+    bg_filter_stats st;
+    int rc = bg_filter_stats_get(local, &st);
+    if (rc != BG_OK)
+        return rc;
+    if (st.variant != BG_VARIANT_STANDARD)
+        return bg__remote_fail(r, BG_EVARIANT, "only a standard filter can be published");
+    if (st.bits > BG_REMOTE_MAX_BITS)
+        return bg__remote_fail(r, BG_ETOOBIG, "%" PRIu64 " bits: a bitmap filter has at most 2^32",
+                               st.bits);
+    uint64_t bytes = (st.bits + 7) / 8, size;
+    uint8_t off8[8];
+    if ((rc = bg_filter_encoded_size(local, &size)) != BG_OK ||
+        (rc = bg_filter_encode_range(local, BG__IMG_PAYLOAD_OFFSET, off8, 8)) != BG_OK)
+        return rc;
+    uint64_t poff = get_le64(off8);
+    if (poff > size || size - poff != bytes)
+        return bg__remote_fail(r, BG_ECORRUPT, "unexpected image layout");
+
+    uint64_t gen = new_generation();
+    char *meta = key_for(name, 0), *bits = key_for(name, gen);
+    size_t chunk = bytes < BG__GROW_STEP ? (size_t)bytes : (size_t)BG__GROW_STEP;
+    uint8_t *buf = bg__malloc(chunk);
+    if (!meta || !bits || !buf) {
+        rc = BG_ENOMEM;
+        goto out;
+    }
+
+    /* Upload under a key no meta hash names yet: invisible to readers. The
+     * first piece is a SET, which also replaces any leftover of that name. */
+    char o[24];
+    for (uint64_t done = 0; done < bytes;) {
+        size_t n = bytes - done > chunk ? chunk : (size_t)(bytes - done);
+        if ((rc = bg_filter_encode_range(local, poff + done, buf, n)) != BG_OK)
+            goto orphan;
+        snprintf(o, sizeof o, "%" PRIu64, done);
+        const char *sa[4] = {"SETRANGE", bits, o, (const char *)buf};
+        size_t sl[4] = {8, strlen(bits), strlen(o), n};
+        if (done == 0) {
+            const char *set[3] = {"SET", bits, (const char *)buf};
+            size_t setl[3] = {3, strlen(bits), n};
+            rc = command_ok(r, 3, set, setl);
+        } else {
+            rc = command_ok(r, 4, sa, sl);
+        }
+        if (rc != BG_OK)
+            goto orphan;
+        done += n;
+    }
+
+    char a[7][32];
+    snprintf(a[0], sizeof a[0], "%" PRIu64, gen);
+    snprintf(a[1], sizeof a[1], "%" PRIu64, st.bits);
+    snprintf(a[2], sizeof a[2], "%" PRIu32, st.hashes);
+    snprintf(a[3], sizeof a[3], "%" PRIu64, st.seed);
+    snprintf(a[4], sizeof a[4], "%" PRIu64, bytes);
+    snprintf(a[5], sizeof a[5], "%" PRIu64, st.capacity);
+    snprintf(a[6], sizeof a[6], "%" PRIu64, st.items);
+    char p[40];
+    snprintf(p, sizeof p, "%.17g", st.error_rate);
+    const char *ca[13] = {NULL, NULL, "2", meta, bits, a[0], a[1], a[2], a[3], a[4], a[5], p, a[6]};
+    size_t cl[13];
+    for (int i = 2; i < 13; i++)
+        cl[i] = strlen(ca[i]);
+    redisReply *rep;
+    if ((rc = run_script(r, BG__SCRIPT_PUBLISH, 13, ca, cl, &rep)) != BG_OK)
+        goto orphan;
+    freeReplyObject(rep);
+    goto out;
+orphan:
+    if (rc != BG_ECONN)
+        drop_orphan(r, bits);
+out:
+    bg__free(meta);
+    bg__free(bits);
+    bg__free(buf);
+    return rc;
+}
+
+int bg__bitmap_fetch(bg_remote_filter *f, bg_filter **out)
+{
+    bg_remote *r = f->r;
+    uint64_t bytes = (f->m + 7) / 8, size = 0;
+    /* An empty filter of this shape gives the image's header (not the
+     * checksum field: that would be a pass over it); calloc'd pages that
+     * are never written cost no memory. */
+    bg_filter *tmp;
+    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .bits = f->m, .hashes = f->k,
+                            .seed = f->seed, .max_bytes = bytes + 64,
+                            .concurrency = BG_CONCURRENT_WRITERS};
+    int rc = bg_filter_new(&tmp, &fo);
+    if (rc != BG_OK)
+        return rc;
+    uint8_t head[BG__IMG_CHECKSUM];
+    if ((rc = bg_filter_encoded_size(tmp, &size)) == BG_OK)
+        rc = bg_filter_encode_range(tmp, 0, head, sizeof head);
+    bg_filter_free(tmp);
+    if (rc != BG_OK)
+        return rc;
+    uint64_t poff = get_le64(head + BG__IMG_PAYLOAD_OFFSET);
+    if (poff < BG__IMG_CHECKSUM + 8 || poff > size || size - poff != bytes || size > SIZE_MAX)
+        return bg__remote_fail(r, BG_ECORRUPT, "unexpected image layout");
+    uint8_t *img = bg__malloc((size_t)size);
+    if (!img)
+        return BG_ENOMEM;
+    memset(img, 0, (size_t)poff);
+    memcpy(img, head, sizeof head);
+
+    uint64_t first = 0, items = 0;
+    char lo[24], hi[24];
+    for (uint64_t done = 0; done < bytes;) {
+        uint64_t n = bytes - done > BG__GROW_STEP ? BG__GROW_STEP : bytes - done;
+        snprintf(lo, sizeof lo, "%" PRIu64, done);
+        snprintf(hi, sizeof hi, "%" PRIu64, done + n - 1);
+        const char *argv[12] = {NULL, NULL, "2", f->meta_key, f->bits_key};
+        size_t lens[12];
+        for (int i = 2; i < 5; i++)
+            lens[i] = strlen(argv[i]);
+        shape_args sa;
+        common_args(f, &sa, argv + 5, lens + 5);
+        argv[10] = lo;
+        lens[10] = strlen(lo);
+        argv[11] = hi;
+        lens[11] = strlen(hi);
+        redisReply *rep;
+        if ((rc = run_script(r, BG__SCRIPT_FETCH, 12, argv, lens, &rep)) != BG_OK)
+            goto out;
+        uint64_t g;
+        redisReply **e = rep->element;
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 || field_u64(e[0], &g) != 0 ||
+            field_u64(e[1], &items) != 0 || e[2]->type != REDIS_REPLY_STRING ||
+            e[2]->len != n) {
+            freeReplyObject(rep);
+            rc = bg__remote_fail(r, BG_EREMOTE, "unexpected reply to a download");
+            goto out;
+        }
+        if (done == 0)
+            first = g;
+        if (g != first) {
+            freeReplyObject(rep);
+            rc = bg__remote_fail(r, BG_ESTALE,
+                                 "BGSTALE the filter was swapped during the download: "
+                                 "generation %" PRIu64 ", then %" PRIu64,
+                                 first, g);
+            goto out;
+        }
+        memcpy(img + poff + done, e[2]->str, (size_t)n);
+        rc = follow(f, e[0]);
+        freeReplyObject(rep);
+        if (rc != BG_OK)
+            goto out;
+        done += n;
+    }
+    put_le64(img + BG__IMG_CAPACITY, f->capacity);
+    put_le64(img + BG__IMG_ITEMS, items);
+    /* No checksum to verify: the bytes came from Redis, not from a file. */
+    rc = bg_filter_decode(out, img, (size_t)size, BG_FILE_NO_VERIFY);
+    if (rc != BG_OK)
+        bg__remote_fail(r, rc, "the downloaded bits do not decode (%s)", bg_err_name(rc));
+out:
+    bg__free(img);
+    return rc;
+}
+
+static void rb_clear(bg_remote_filter *f)
+{
+    no_next(&f->rb);
+    bg__free(f->rb_bits_key);
+    f->rb_bits_key = NULL;
+}
+
+int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o)
+{
+    bg_remote *r = f->r;
+    if (f->rb.gen)
+        return bg__remote_fail(r, BG_EEXIST, "this handle's rebuild is pending");
+    bg__gen nx;
+    no_next(&nx);
+    if (!o) {
+        nx.m = f->m;
+        nx.k = f->k;
+        nx.seed = f->seed;
+        nx.capacity = f->capacity;
+        nx.error_rate = f->error_rate;
+    } else {
+        if (o->expansion || o->nonscaling ||
+            (o->backend != 0 && o->backend != BG_REMOTE_BITMAP))
+            return BG_EINVAL;
+        if (o->bits > BG_REMOTE_MAX_BITS)
+            return BG_ETOOBIG;
+        bg_sizing s = {.n = o->capacity, .p = o->error_rate, .m = o->bits, .k = o->hashes};
+        int rc = bg_sizing_solve(BG_VARIANT_STANDARD, &s, BG_REMOTE_MAX_BITS);
+        if (rc != BG_OK)
+            return rc;
+        if (s.m > BG_REMOTE_MAX_BITS)
+            return BG_ETOOBIG;
+        nx.m = s.m;
+        nx.k = s.k;
+        nx.seed = o->seed;
+        nx.capacity = o->capacity ? s.n : 0;
+        nx.error_rate = o->capacity ? s.p : 0;
+    }
+    nx.gen = new_generation();
+    snprintf(nx.str, sizeof nx.str, "%" PRIu64, nx.gen);
+    char *key = key_for(f->name, nx.gen);
+    if (!key)
+        return BG_ENOMEM;
+    uint64_t bytes = (nx.m + 7) / 8;
+    int rc = grow(r, key, bytes);
+    if (rc != BG_OK)
+        goto fail;
+
+    char a[6][40];
+    snprintf(a[0], sizeof a[0], "%" PRIu64, nx.m);
+    snprintf(a[1], sizeof a[1], "%" PRIu32, nx.k);
+    snprintf(a[2], sizeof a[2], "%" PRIu64, nx.seed);
+    snprintf(a[3], sizeof a[3], "%" PRIu64, bytes);
+    snprintf(a[4], sizeof a[4], "%" PRIu64, nx.capacity);
+    snprintf(a[5], sizeof a[5], "%.17g", nx.error_rate);
+    const char *argv[18] = {NULL, NULL, "3", f->meta_key, f->bits_key, key};
+    size_t lens[18];
+    for (int i = 2; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    shape_args sa;
+    common_args(f, &sa, argv + 6, lens + 6);
+    argv[11] = nx.str;
+    for (int i = 0; i < 6; i++)
+        argv[12 + i] = a[i];
+    for (int i = 11; i < 18; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    if ((rc = run_script(r, BG__SCRIPT_REBUILD_BEGIN, 18, argv, lens, &rep)) != BG_OK)
+        goto fail;
+    rc = follow(f, rep);
+    freeReplyObject(rep);
+    f->rb = nx;
+    f->rb_bits_key = key;
+    f->next = nx; /* this handle's adds write both from now on */
+    return rc;
+fail:
+    if (rc != BG_ECONN)
+        drop_orphan(r, key);
+    bg__free(key);
+    return rc;
+}
+
+int64_t bg__bitmap_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
+                               size_t count, uint8_t *results)
+{
+    bg_remote *r = f->r;
+    if (!f->rb.gen)
+        return bg__remote_fail(r, BG_EINVAL, "no rebuild begun on this handle");
+    size_t k = f->rb.k, head = 7;
+    if (count > (SIZE_MAX / 16 - head) / k || count * k + head > (size_t)INT32_MAX)
+        return BG_EOVERFLOW;
+    size_t argc = head + count * k;
+    const char **argv = bg__malloc(argc * sizeof *argv);
+    size_t *alen = bg__malloc(argc * sizeof *alen);
+    char *digits = bg__malloc(count * k * 11 + 1);
+    int64_t rc;
+    redisReply *rep = NULL;
+    if (!argv || !alen || !digits) {
+        rc = BG_ENOMEM;
+        goto out;
+    }
+    char *d = digits;
+    for (size_t i = 0; i < count; i++) {
+        bg_hash h;
+        bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->rb.seed, &h);
+        d = write_positions(f->rb.m, f->rb.k, h, d, argv + head + i * k, alen + head + i * k);
+    }
+    char kbuf[12];
+    snprintf(kbuf, sizeof kbuf, "%zu", k);
+    argv[2] = "2";
+    argv[3] = f->meta_key;
+    argv[4] = f->rb_bits_key;
+    argv[5] = f->rb.str;
+    argv[6] = kbuf;
+    for (int i = 2; i < 7; i++)
+        alen[i] = strlen(argv[i]);
+    rc = run_script(r, BG__SCRIPT_REBUILD_ADD, (int)argc, argv, alen, &rep);
+    if (rc != BG_OK) {
+        if (rc == BG_ESTALE || rc == BG_ENOTFOUND)
+            rb_clear(f);
+        goto out;
+    }
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != count) {
+        rc = bg__remote_fail(r, BG_EREMOTE, "unexpected reply to a batch");
+        goto out;
+    }
+    int64_t hits = 0;
+    for (size_t i = 0; i < count; i++) {
+        int v = rep->element[i]->type == REDIS_REPLY_INTEGER && rep->element[i]->integer != 0;
+        hits += v;
+        if (results)
+            results[i] = (uint8_t)v;
+    }
+    rc = hits;
+out:
+    if (rep)
+        freeReplyObject(rep);
+    bg__free(argv);
+    bg__free(alen);
+    bg__free(digits);
+    return rc;
+}
+
+int bg__bitmap_rebuild_commit(bg_remote_filter *f)
+{
+    bg_remote *r = f->r;
+    if (!f->rb.gen)
+        return bg__remote_fail(r, BG_EINVAL, "no rebuild begun on this handle");
+    const char *argv[6] = {NULL, NULL, "2", f->meta_key, f->rb_bits_key, f->rb.str};
+    size_t lens[6];
+    for (int i = 2; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    int rc = run_script(r, BG__SCRIPT_REBUILD_COMMIT, 6, argv, lens, &rep);
+    if (rc != BG_OK) {
+        if (rc == BG_ESTALE || rc == BG_ENOTFOUND) {
+            rb_clear(f);
+            no_next(&f->next);
+        }
+        return rc;
+    }
+    freeReplyObject(rep);
+    /* This handle takes the new shape: it knows it. */
+    f->m = f->rb.m;
+    f->k = f->rb.k;
+    f->seed = f->rb.seed;
+    f->capacity = f->rb.capacity;
+    f->error_rate = f->rb.error_rate;
+    f->generation = f->rb.gen;
+    rb_clear(f);
+    no_next(&f->next);
+    return set_bits_key(f);
+}
+
+int bg__bitmap_rebuild_abort(bg_remote_filter *f)
+{
+    const char *argv[5] = {NULL, NULL, "1", f->meta_key, f->rb.gen ? f->rb.str : ""};
+    size_t lens[5];
+    for (int i = 2; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    int rc = run_script(f->r, BG__SCRIPT_REBUILD_ABORT, 5, argv, lens, &rep);
+    if (rc != BG_OK)
+        return rc;
+    int done = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    freeReplyObject(rep);
+    rb_clear(f);
+    no_next(&f->next);
+    return done ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "no such rebuild is pending");
 }

@@ -82,6 +82,7 @@ void bg_remote_filter_close(bg_remote_filter *f)
     bg__free(f->name);
     bg__free(f->meta_key);
     bg__free(f->bits_key);
+    bg__free(f->rb_bits_key);
     bg__free(f);
 }
 
@@ -157,6 +158,59 @@ int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms)
         return BG_EINVAL;
     return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_expire(f, ttl_ms)
                                           : bg__module_expire(f, ttl_ms);
+}
+
+int bg_remote_filter_publish(bg_remote *r, const char *name, const bg_filter *local)
+{
+    if (!r || !local || !name_ok(name))
+        return BG_EINVAL;
+    return bg__bitmap_publish(r, name, local);
+}
+
+int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
+{
+    if (!out)
+        return BG_EINVAL;
+    *out = NULL;
+    if (!f || f->backend != BG_REMOTE_BITMAP)
+        return BG_EINVAL;
+    return bg__bitmap_fetch(f, out);
+}
+
+int bg_remote_filter_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *opts)
+{
+    if (!f || f->backend != BG_REMOTE_BITMAP)
+        return BG_EINVAL;
+    return bg__bitmap_rebuild_begin(f, opts);
+}
+
+int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const *keys,
+                                          const size_t *lens, size_t count, uint8_t *results)
+{
+    if (!f || f->backend != BG_REMOTE_BITMAP || (count && (!keys || !lens)))
+        return BG_EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (!keys[i] && lens[i])
+            return BG_EINVAL;
+    if (count > (size_t)INT32_MAX)
+        return BG_EINVAL;
+    if (count == 0)
+        return 0;
+    return bg__bitmap_rebuild_add(f, keys, lens, count, results);
+}
+
+int bg_remote_filter_rebuild_commit(bg_remote_filter *f)
+{
+    if (!f || f->backend != BG_REMOTE_BITMAP)
+        return BG_EINVAL;
+    return bg__bitmap_rebuild_commit(f);
+}
+
+int bg_remote_filter_rebuild_abort(bg_remote_filter *f)
+{
+    if (!f || f->backend != BG_REMOTE_BITMAP)
+        return BG_EINVAL;
+    return bg__bitmap_rebuild_abort(f);
 }
 
 void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode)

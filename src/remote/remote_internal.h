@@ -22,6 +22,12 @@ enum {
     BG__SCRIPT_STATS,
     BG__SCRIPT_DROP,
     BG__SCRIPT_EXPIRE,
+    BG__SCRIPT_PUBLISH,
+    BG__SCRIPT_FETCH,
+    BG__SCRIPT_REBUILD_BEGIN,
+    BG__SCRIPT_REBUILD_ADD,
+    BG__SCRIPT_REBUILD_COMMIT,
+    BG__SCRIPT_REBUILD_ABORT,
     BG__SCRIPTS
 };
 
@@ -43,6 +49,15 @@ typedef enum bg__bitmap_mode {
     BG__BITMAP_RAW_BITFIELD = 2, /* bench only: BITFIELD without the check (unsafe) */
 } bg__bitmap_mode;
 
+/* One generation's shape (bitmap): a pending rebuild's, as last seen. */
+typedef struct bg__gen {
+    uint64_t gen; /* 0: none */
+    uint64_t m, seed, capacity;
+    uint32_t k;
+    double error_rate;
+    char str[24]; /* gen in decimal; "0" when none */
+} bg__gen;
+
 struct bg_remote_filter {
     bg_remote *r;
     bg_remote_backend backend;
@@ -53,6 +68,10 @@ struct bg_remote_filter {
     uint32_t k;
     double error_rate;
     char gen_str[24];
+    char lineage[24];   /* bitmap: the generation the filter was created with */
+    bg__gen next;       /* bitmap: the pending rebuild as last seen (adds write it too) */
+    bg__gen rb;         /* bitmap: the rebuild this handle began (rebuild_*) */
+    char *rb_bits_key;  /* {name}:bits:<rb.gen> */
     bg__bitmap_mode mode;
 };
 
@@ -95,6 +114,13 @@ int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, co
 int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
 int bg__bitmap_drop(bg_remote_filter *f);
 int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms);
+int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local);
+int bg__bitmap_fetch(bg_remote_filter *f, bg_filter **out);
+int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o);
+int64_t bg__bitmap_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
+                               size_t count, uint8_t *results);
+int bg__bitmap_rebuild_commit(bg_remote_filter *f);
+int bg__bitmap_rebuild_abort(bg_remote_filter *f);
 
 int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o);
 int bg__module_open(bg_remote_filter *f);

@@ -1,5 +1,5 @@
 /* A real redis-server for the remote tests: started on a free loopback port
- * in 20000-20999 with its own temporary directory, killed afterwards.
+ * in 21000-21999 with its own temporary directory, killed afterwards.
  *
  * The child asks the kernel to SIGKILL it when the test process dies
  * (PR_SET_PDEATHSIG), and every server started is also killed by an atexit
@@ -55,12 +55,12 @@ static inline void ts_track(pid_t pid, pid_t old)
         }
 }
 
-/* A port in 20000-20999 nobody listens on now. */
+/* A port in 21000-21999 nobody listens on now. */
 static inline int ts_free_port(void)
 {
     uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
     for (int tries = 0; tries < 200; tries++) {
-        int port = 20000 + (int)(tu_next(&st) % 1000);
+        int port = 21000 + (int)(tu_next(&st) % 1000);
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         assert_true(fd >= 0);
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -70,7 +70,7 @@ static inline int ts_free_port(void)
         if (ok)
             return port;
     }
-    fail_msg("no free port in 20000-20999");
+    fail_msg("no free port in 21000-21999");
     return -1;
 }
 

@@ -10,6 +10,8 @@
 
 #include <bloomgate/remote.h>
 
+#include <time.h>
+
 static ts_server srv; /* the shared plain server */
 
 static int setup(void **state)
@@ -347,6 +349,405 @@ static void bitmap_local_agrees(void **state)
     bg_filter_free(lf);
 }
 
+/* ---- generations: publish, fetch, swap, rebuild ----------------------- */
+
+static uint8_t *image_of(const bg_filter *f, uint64_t *size)
+{
+    TU_EQ_I(bg_filter_encoded_size(f, size), BG_OK);
+    uint8_t *img = malloc(*size);
+    assert_non_null(img);
+    TU_EQ_I(bg_filter_encode(f, img, *size, NULL), BG_OK);
+    return img;
+}
+
+static bg_filter *local_filter(uint64_t capacity, double p, uint64_t seed, uint64_t set,
+                               size_t n)
+{
+    bg_filter *lf;
+    bg_filter_options lo = {.variant = BG_VARIANT_STANDARD, .capacity = capacity,
+                            .error_rate = p, .seed = seed};
+    TU_EQ_I(bg_filter_new(&lf, &lo), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 500);
+    for (size_t i = 0; i < n; i += 500) {
+        size_t c = n - i < 500 ? n - i : 500;
+        tu_batch_fill(&b, 1, set, i, c);
+        TU_TRUE(bg_filter_add_many(lf, b.keys, b.lens, c, NULL) >= 0);
+    }
+    tu_batch_free(&b);
+    return lf;
+}
+
+/* Publish a local filter, agree key by key, fetch it back byte for byte;
+ * a second publish swaps it under an open handle; a large one goes up in
+ * several pieces. */
+static void bitmap_publish_fetch(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap publish and fetch");
+    enum { N = 5000, B = 500 };
+    bg_filter *lf = local_filter(N, 0.02, 0xabcu, 3, N);
+    bg_remote *r = conn(&srv, 0);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", lf), BG_OK);
+    bg_remote_filter *f;
+    TU_EQ_I(bg_remote_filter_open(&f, r, "pub", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_U(bg_remote_filter_bits(f), bg_filter_bits(lf));
+    TU_EQ_U(bg_remote_filter_seed(f), 0xabcu);
+    tu_batch b;
+    tu_batch_init(&b, B);
+    uint8_t res[B];
+    for (uint64_t set = 3; set <= 4; set++)
+        for (size_t i = 0; i < (set == 3 ? N : 20000); i += B) {
+            tu_batch_fill(&b, 1, set, i, B);
+            TU_TRUE(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res) >= 0);
+            for (size_t j = 0; j < B; j++)
+                TU_EQ_I(res[j], bg_filter_contains(lf, b.keys[j], b.lens[j]));
+        }
+    bg_remote_filter_stats st;
+    TU_EQ_I(bg_remote_filter_stats_get(f, &st), BG_OK);
+    TU_EQ_U(st.items, bg_filter_items(lf));
+
+    /* Fetch: the same image, byte for byte (header, items, checksum). */
+    bg_filter *back;
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
+    uint64_t s1, s2;
+    uint8_t *i1 = image_of(lf, &s1), *i2 = image_of(back, &s2);
+    TU_EQ_U(s1, s2);
+    TU_TRUE(memcmp(i1, i2, s1) == 0);
+    free(i1);
+    free(i2);
+    bg_filter_free(back);
+
+    /* Publish again (other keys, same shape): the open handle follows. */
+    uint64_t g1 = bg_remote_filter_generation(f);
+    bg_filter *lf2 = local_filter(N, 0.02, 0xabcu, 5, N);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", lf2), BG_OK);
+    tu_batch_fill(&b, 1, 5, 0, B);
+    TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res), B);
+    TU_TRUE(bg_remote_filter_generation(f) != g1);
+    redisContext *c = ts_raw(&srv);
+    TU_EQ_I(ts_count_keys(c, "{pub}*"), 2); /* the old bits are gone */
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
+    i1 = image_of(lf2, &s1);
+    i2 = image_of(back, &s2);
+    TU_TRUE(s1 == s2 && memcmp(i1, i2, s1) == 0);
+    free(i1);
+    free(i2);
+    bg_filter_free(back);
+
+    /* Refusals. */
+    bg_filter *blk;
+    bg_filter_options bo = {.variant = BG_VARIANT_BLOCKED, .capacity = 1000, .error_rate = 0.01};
+    TU_EQ_I(bg_filter_new(&blk, &bo), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", blk), BG_EVARIANT);
+    bg_filter_free(blk);
+    TU_EQ_I(bg_remote_filter_publish(r, "a{b}", lf), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", NULL), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_fetch(f, NULL), BG_EINVAL);
+
+    /* Several pieces each way (> 4 MiB). */
+    bg_filter *big;
+    bg_filter_options go = {.variant = BG_VARIANT_STANDARD, .bits = 80000000, .hashes = 3,
+                            .seed = 1};
+    TU_EQ_I(bg_filter_new(&big, &go), BG_OK);
+    for (size_t i = 0; i < 2000; i += B) {
+        tu_batch_fill(&b, 1, 6, i, B);
+        TU_TRUE(bg_filter_add_many(big, b.keys, b.lens, B, NULL) >= 0);
+    }
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", big), BG_OK);
+    TU_EQ_I(bg_remote_filter_contains(f, "x", 1), BG_ESTALE); /* reshaped */
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_open(&f, r, "pub", BG_REMOTE_BITMAP), BG_OK);
+    tu_batch_fill(&b, 1, 6, 1500, B);
+    TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res), B);
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
+    i1 = image_of(big, &s1);
+    i2 = image_of(back, &s2);
+    TU_TRUE(s1 == s2 && memcmp(i1, i2, s1) == 0);
+    free(i1);
+    free(i2);
+    bg_filter_free(back);
+    bg_filter_free(big);
+
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{pub}*"), 0);
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_ENOTFOUND);
+    TU_TRUE(back == NULL);
+    bg_remote_filter_close(f);
+    redisFree(c);
+    bg_remote_free(r);
+    tu_batch_free(&b);
+    bg_filter_free(lf);
+    bg_filter_free(lf2);
+}
+
+/* A reader process: checks the known-present keys (set 7, K of them) in a
+ * loop until its handle goes stale (the final reshape). Exit 0: never a 0
+ * and at least 5 generations seen; 1: a false negative; 2: another error;
+ * 3: too long; 4: too few swaps seen. */
+static void swap_reader(int port, int ready_fd, size_t K)
+{
+    bg_remote *cr = NULL;
+    bg_remote_options co = {.port = port};
+    bg_remote_filter *cf = NULL;
+    if (bg_remote_connect(&cr, &co) != BG_OK ||
+        bg_remote_filter_open(&cf, cr, "swap", BG_REMOTE_BITMAP) != BG_OK)
+        _exit(2);
+    tu_batch b;
+    tu_batch_init(&b, 250);
+    uint8_t res[250];
+    int code = 3, gens = 1;
+    uint64_t g = bg_remote_filter_generation(cf);
+    double end = tu_now() + 60;
+    for (int loops = 0; tu_now() < end; loops++) {
+        int stale = 0;
+        for (size_t i = 0; i < K && !stale; i += 250) {
+            tu_batch_fill(&b, 1, 7, i, 250);
+            int64_t n = bg_remote_filter_contains_many(cf, b.keys, b.lens, 250, res);
+            if (n == BG_ESTALE) {
+                stale = 1;
+            } else if (n < 0) {
+                code = 2;
+                goto done;
+            } else if (n != 250) {
+                code = 1;
+                goto done;
+            }
+            if (bg_remote_filter_generation(cf) != g) {
+                g = bg_remote_filter_generation(cf);
+                gens++;
+            }
+        }
+        if (stale) {
+            code = gens >= 5 ? 0 : 4;
+            goto done;
+        }
+        if (loops == 0 && write(ready_fd, "r", 1) != 1)
+            _exit(2);
+    }
+done:
+    tu_batch_free(&b);
+    bg_remote_filter_close(cf);
+    bg_remote_free(cr);
+    _exit(code);
+}
+
+/* 20 publishes of rebuilt filters (each holding the known keys, plus
+ * others) under 2 reader processes, which never see a false negative; a
+ * reshape at the end sends them BG_ESTALE. */
+static void bitmap_swap_readers(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap swaps under concurrent readers");
+    enum { K = 1000, SWAPS = 20, READERS = 2 };
+    bg_remote *r = conn(&srv, 0);
+    bg_filter *lf = local_filter(20000, 0.01, 77, 7, K);
+    TU_EQ_I(bg_remote_filter_publish(r, "swap", lf), BG_OK);
+    bg_filter_free(lf);
+
+    int fds[2];
+    TU_EQ_I(pipe(fds), 0);
+    pid_t pids[READERS];
+    for (int i = 0; i < READERS; i++) {
+        pids[i] = fork();
+        assert_true(pids[i] >= 0);
+        if (pids[i] == 0) {
+            close(fds[0]);
+            swap_reader(srv.port, fds[1], K);
+        }
+    }
+    close(fds[1]);
+    char ready[READERS];
+    TU_EQ_I(read(fds[0], ready, 1), 1);
+    TU_EQ_I(read(fds[0], ready + 1, 1), 1);
+    close(fds[0]);
+
+    for (int s = 0; s < SWAPS; s++) {
+        lf = local_filter(20000, 0.01, 77, 7, K);
+        tu_batch b;
+        tu_batch_init(&b, 500);
+        tu_batch_fill(&b, 1, 100 + (uint64_t)s, 0, 500); /* this rebuild's own keys */
+        TU_TRUE(bg_filter_add_many(lf, b.keys, b.lens, 500, NULL) >= 0);
+        tu_batch_free(&b);
+        TU_EQ_I(bg_remote_filter_publish(r, "swap", lf), BG_OK);
+        bg_filter_free(lf);
+        nanosleep(&(struct timespec){.tv_nsec = 30000000}, NULL);
+    }
+    redisContext *c = ts_raw(&srv);
+    TU_EQ_I(ts_count_keys(c, "{swap}*"), 2);
+    /* A reshape: the readers' handles go stale, and they stop. */
+    lf = local_filter(40000, 0.01, 77, 7, K);
+    TU_EQ_I(bg_remote_filter_publish(r, "swap", lf), BG_OK);
+    bg_filter_free(lf);
+    for (int i = 0; i < READERS; i++) {
+        int status;
+        TU_EQ_I(waitpid(pids[i], &status, 0), pids[i]);
+        TU_TRUE(WIFEXITED(status));
+        TU_EQ_I(WEXITSTATUS(status), 0);
+    }
+    TU_EQ_I(ts_count_keys(c, "{swap}*"), 2);
+    redisFree(c);
+    bg_remote_filter *f;
+    TU_EQ_I(bg_remote_filter_open(&f, r, "swap", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    bg_remote_filter_close(f);
+    bg_remote_free(r);
+}
+
+/* An adder process during a rebuild: its handle was opened before the
+ * rebuild began; it adds set 9 after the parent says go. */
+static void rebuild_adder(int port, int ready_fd, int go_fd, size_t n)
+{
+    bg_remote *cr = NULL;
+    bg_remote_options co = {.port = port};
+    bg_remote_filter *cf = NULL;
+    char x;
+    if (bg_remote_connect(&cr, &co) != BG_OK ||
+        bg_remote_filter_open(&cf, cr, "rb", BG_REMOTE_BITMAP) != BG_OK ||
+        write(ready_fd, "r", 1) != 1 || read(go_fd, &x, 1) != 1)
+        _exit(2);
+    tu_batch b;
+    tu_batch_init(&b, 50);
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i += 50) {
+        tu_batch_fill(&b, 1, 9, i, 50);
+        ok = bg_remote_filter_add_many(cf, b.keys, b.lens, 50, NULL) >= 0;
+    }
+    tu_batch_free(&b);
+    bg_remote_filter_close(cf);
+    bg_remote_free(cr);
+    _exit(ok ? 0 : 1);
+}
+
+static void expect_all(bg_remote_filter *f, uint64_t set, size_t n)
+{
+    tu_batch b;
+    tu_batch_init(&b, 100);
+    uint8_t res[100];
+    for (size_t i = 0; i < n; i += 100) {
+        size_t c = n - i < 100 ? n - i : 100;
+        tu_batch_fill(&b, 1, set, i, c);
+        int64_t got = bg_remote_filter_contains_many(f, b.keys, b.lens, c, res);
+        if (got != (int64_t)c)
+            fail_msg("set %llu keys %zu..: %lld of %zu present (%s)", (unsigned long long)set, i,
+                     (long long)got, c, got < 0 ? bg_err_name((int)got) : "");
+    }
+    tu_batch_free(&b);
+}
+
+static void add_set(bg_remote_filter *f, uint64_t set, size_t first, size_t n, int rebuild)
+{
+    tu_batch b;
+    tu_batch_init(&b, 100);
+    for (size_t i = first; i < first + n; i += 100) {
+        tu_batch_fill(&b, 1, set, i, 100);
+        int64_t rc = rebuild ? bg_remote_filter_rebuild_add_many(f, b.keys, b.lens, 100, NULL)
+                             : bg_remote_filter_add_many(f, b.keys, b.lens, 100, NULL);
+        if (rc < 0)
+            fail_msg("add: %s", bg_err_name((int)rc));
+    }
+    tu_batch_free(&b);
+}
+
+/* Rebuild with a new shape while another handle and another process add:
+ * every key added during the rebuild is there after the commit. */
+static void bitmap_rebuild(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap rebuild");
+    enum { SRC = 1000, DURING = 1000, CHILD = 2000 };
+    bg_remote *r = conn(&srv, 0), *rb = conn(&srv, 0);
+    bg_remote_filter *a, *w;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 2000,
+                                  .error_rate = 0.01, .seed = 1};
+    TU_EQ_I(bg_remote_filter_create(&a, r, "rb", &o), BG_OK);
+    add_set(a, 6, 0, SRC, 0); /* the source's keys, added before */
+    TU_EQ_I(bg_remote_filter_open(&w, rb, "rb", BG_REMOTE_BITMAP), BG_OK);
+
+    int ready[2], go[2];
+    TU_EQ_I(pipe(ready), 0);
+    TU_EQ_I(pipe(go), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        rebuild_adder(srv.port, ready[1], go[0], CHILD);
+    char x;
+    TU_EQ_I(read(ready[0], &x, 1), 1);
+
+    bg_remote_filter_options no = {.capacity = 10000, .error_rate = 0.001, .seed = 2};
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_EEXIST);
+    TU_EQ_I(write(go[1], "g", 1), 1);
+    /* The source, interleaved with adds through a handle opened before. */
+    for (size_t i = 0; i < SRC; i += 100) {
+        add_set(w, 6, i, 100, 1);
+        add_set(a, 8, i, DURING / 10, 0);
+    }
+    int status;
+    TU_EQ_I(waitpid(pid, &status, 0), pid);
+    TU_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+    close(ready[1]);
+    close(go[0]);
+    close(go[1]);
+    expect_all(a, 8, DURING); /* queries read the current generation */
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_EINVAL);
+    TU_EQ_U(bg_remote_filter_seed(w), 2);
+
+    expect_all(w, 6, SRC);
+    expect_all(w, 8, DURING);
+    expect_all(w, 9, CHILD);
+    TU_EQ_I(bg_remote_filter_contains(a, "x", 1), BG_ESTALE); /* reshaped */
+    redisContext *c = ts_raw(&srv);
+    TU_EQ_I(ts_count_keys(c, "{rb}*"), 2);
+
+    /* Same shape: old handles go on; abort; a publish cancels a rebuild. */
+    bg_remote_filter_close(a);
+    TU_EQ_I(bg_remote_filter_open(&a, r, "rb", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{rb}*"), 3);
+    add_set(w, 6, 0, SRC, 1);
+    add_set(a, 10, 0, 200, 0);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+    expect_all(a, 6, SRC);
+    expect_all(a, 10, 200);
+    TU_EQ_I(ts_count_keys(c, "{rb}*"), 2);
+
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(a, NULL), BG_EEXIST);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_OK); /* anyone's: a dead rebuilder */
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_ENOTFOUND);
+    TU_EQ_I(ts_count_keys(c, "{rb}*"), 2);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, NULL, NULL, 0, NULL), 0);
+    tu_batch b;
+    tu_batch_init(&b, 10);
+    tu_batch_fill(&b, 1, 6, 0, 10);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_add(a, "y", 1), BG_OK); /* knows the rebuild is gone */
+
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    bg_filter *lf; /* a's shape, so that a stays valid */
+    bg_filter_options lo = {.variant = BG_VARIANT_STANDARD, .bits = bg_remote_filter_bits(a),
+                            .hashes = bg_remote_filter_hashes(a), .seed = bg_remote_filter_seed(a)};
+    TU_EQ_I(bg_filter_new(&lf, &lo), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "rb", lf), BG_OK);
+    bg_filter_free(lf);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+    TU_EQ_I(ts_count_keys(c, "{rb}*"), 2);
+    TU_EQ_I(bg_remote_filter_add(a, "z", 1), BG_OK);
+    tu_batch_free(&b);
+
+    TU_EQ_I(bg_remote_filter_drop(a), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{rb}*"), 0);
+    redisFree(c);
+    bg_remote_filter_close(a);
+    bg_remote_filter_close(w);
+    bg_remote_free(r);
+    bg_remote_free(rb);
+}
+
 /* 2^32 bits at most; meta hashes this library cannot use are refused. */
 static void bitmap_limits(void **state)
 {
@@ -584,6 +985,9 @@ int main(void)
         cmocka_unit_test(bitmap_fp_rate),
         cmocka_unit_test(bitmap_stale),
         cmocka_unit_test(bitmap_local_agrees),
+        cmocka_unit_test(bitmap_publish_fetch),
+        cmocka_unit_test(bitmap_swap_readers),
+        cmocka_unit_test(bitmap_rebuild),
         cmocka_unit_test(bitmap_limits),
         cmocka_unit_test(connect_errors),
         cmocka_unit_test(server_dies_mid_batch),
