@@ -76,6 +76,17 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
  * error naming the option. Returns CLI_EXIT_ERROR. */
 int cli_bad_option(const cli_command *cmd, int c, char **argv);
 
+/* The options of the commands that take only these: -f/--force (when
+ * allow_force), -q/--quiet, --json, -h/--help. Parses argv from optind 0
+ * into *out (all false first); returns -1 when the caller goes on with the
+ * operands at argv[optind..], or the exit status to return (--help was
+ * answered, or a usage error was printed). */
+typedef struct cli_simple_flags {
+    bool force, quiet, json;
+} cli_simple_flags;
+int cli_parse_simple_flags(const cli_command *cmd, bool allow_force, int argc, char **argv,
+                           cli_simple_flags *out);
+
 /* ---- messages --------------------------------------------------------- */
 
 /* "bloomgate: <message>\n" on stderr. */
@@ -277,5 +288,99 @@ int cli_parse_variant(const char *text, bg_variant *out);
  * (bg_filter_scaling), without braces or a trailing comma: shared by create
  * and info. */
 void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc);
+
+/* ---- remote filters (url.c, remote.c) ------------------------------------ */
+
+/* A remote filter named by a URL (docs/CLI.md, "Remote filters"):
+ *
+ *   redis://[[USER]:PASSWORD@]HOST[:PORT]/NAME[?backend=bitmap|module&timeout=MS]
+ *
+ * HOST is an IPv4 address, a host name, or an IPv6 address in brackets;
+ * PORT defaults to 6379. NAME (the filter's name, not a database number)
+ * and the password are percent-decoded. `redis+cluster://` and `shards=`
+ * are recognised only to be refused ("not supported yet"). */
+typedef enum cli_url_backend {
+    CLI_URL_BITMAP = 1, /* BG_REMOTE_BITMAP */
+    CLI_URL_MODULE = 2, /* BG_REMOTE_MODULE */
+} cli_url_backend;
+
+typedef struct cli_url {
+    char *host;          /* without brackets */
+    int port;
+    char *username;      /* NULL: none */
+    char *password;      /* NULL: none */
+    char *name;          /* decoded, non-empty */
+    cli_url_backend backend;
+    uint32_t timeout_ms; /* 0: the library's defaults */
+    char *display;       /* the URL for messages, with the password as "***" */
+} cli_url;
+
+/* True if `word` names a remote filter rather than a file: it starts with
+ * "redis://" or "redis+cluster://". Everything else is a path. */
+bool cli_is_url(const char *word);
+
+/* Parses `text` into *out. 0, or -1 after printing what is wrong with the
+ * URL (never the password). Allocates; free with cli_url_free. */
+int cli_url_parse(const char *text, cli_url *out);
+void cli_url_free(cli_url *u);
+
+/* For a subcommand that takes no remote filter: prints "URL: <why>" (or
+ * what is wrong with the URL) and returns CLI_EXIT_ERROR. */
+int cli_url_refuse(const char *text, const char *why);
+
+/* The subcommands' remote halves (remote.c). Without remote support
+ * compiled in (BG_BUILD_REMOTE=OFF) each prints "built without remote
+ * support" and fails. Functions returning int return an exit status;
+ * cli_remote_open and the batch calls return -1 after printing why. */
+typedef struct cli_remote cli_remote;
+
+/* Connects and opens the existing filter named by `url`. Allocates; free
+ * with cli_remote_close (NULL allowed). */
+int cli_remote_open(const char *url, cli_remote **out);
+void cli_remote_close(cli_remote *rf);
+/* The URL for messages (password hidden). Owned by rf: dead after
+ * cli_remote_close. */
+const char *cli_remote_display(const cli_remote *rf);
+/* As bg_filter_add_many / bg_filter_contains_many, in round trips of at
+ * most CLI_REMOTE_BATCH keys. The count of new / maybe-present keys, or -1
+ * (message printed). */
+int64_t cli_remote_add_many(cli_remote *rf, const void *const *keys, const size_t *lens,
+                            size_t n, uint8_t *results);
+int64_t cli_remote_contains_many(cli_remote *rf, const void *const *keys, const size_t *lens,
+                                 size_t n, uint8_t *results);
+/* The summary of `add` for a remote filter: items and capacity from the
+ * server. 0, or -1 (message printed). */
+int cli_remote_counts(cli_remote *rf, uint64_t *items, uint64_t *capacity);
+
+/* What `create URL` was given; cli_remote_create checks what applies to
+ * the URL's backend (usage errors otherwise). */
+typedef struct cli_remote_create_args {
+    bg_sizing given;
+    bg_variant variant;        /* 0: not given */
+    uint64_t seed;
+    bool seed_given;
+    uint32_t expansion;        /* 0: not given */
+    bool nonscaling;
+    const char *other_scaling; /* a scalable-only option given that no backend takes */
+    bool force, quiet, json;
+} cli_remote_create_args;
+int cli_remote_create(const char *url, const cli_remote_create_args *a);
+int cli_remote_info(const char *url, bool json);
+/* push FILE URL, pull URL FILE (cmd_push.c, cmd_pull.c). */
+int cli_remote_push(const char *path, const char *url, bool quiet, bool json);
+int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, bool json);
+
+/* Keys per round trip to Redis: each batch is one Lua script (or one
+ * BF.INSERT) that runs atomically and holds the server meanwhile, so it is
+ * kept to about a millisecond of its time. */
+#define CLI_REMOTE_BATCH 1000u
+
+/* `create` without replacing: saves f to a temporary name beside path and
+ * moves it there only if path does not exist (cmd_create.c). With force,
+ * a plain crash-safe save. 0, or -1 (message printed). */
+int cli_save_new(const bg_filter *f, const char *path, bool force);
+
+extern const cli_command cli_cmd_push;
+extern const cli_command cli_cmd_pull;
 
 #endif

@@ -88,6 +88,71 @@ static int add_batch(void *ctx, const void *const *keys, const size_t *lens, siz
     return 0;
 }
 
+/* ---- remote filters (cli.h, remote.c) ---------------------------------- */
+
+typedef struct remote_adder {
+    cli_remote *rf;
+    uint64_t done;  /* keys sent in batches that succeeded */
+    int64_t added;  /* keys that were new */
+} remote_adder;
+
+static int add_remote_batch(void *ctx, const void *const *keys, const size_t *lens,
+                            size_t count, uint64_t before)
+{
+    remote_adder *a = ctx;
+    (void)before;
+    int64_t rc = cli_remote_add_many(a->rf, keys, lens, count, NULL);
+    if (rc < 0)
+        return -1;
+    a->added += rc;
+    a->done += count;
+    return 0;
+}
+
+/* add URL: each round trip is atomic on the server, the whole run is not. */
+static int add_remote(const char *url, char **args, size_t nargs, char sep, bool quiet,
+                      bool json)
+{
+    remote_adder a = {0};
+    if (cli_remote_open(url, &a.rf) != 0)
+        return CLI_EXIT_ERROR;
+    const char *disp = cli_remote_display(a.rf);
+    int64_t read = cli_keys_each(args, nargs, sep, "add", disp, quiet, add_remote_batch, &a);
+    if (read < 0) {
+        if (a.done == 0)
+            cli_error("%s: nothing was added", disp);
+        else
+            cli_error("%s: the first %llu keys were added, the rest were not (a batch cut off "
+                      "by a broken connection may or may not have been)",
+                      disp, (unsigned long long)a.done);
+        cli_remote_close(a.rf);
+        return CLI_EXIT_ERROR;
+    }
+    uint64_t items, capacity;
+    if (cli_remote_counts(a.rf, &items, &capacity) != 0) {
+        cli_error("%s: all %llu keys were added", disp, (unsigned long long)read);
+        cli_remote_close(a.rf);
+        return CLI_EXIT_ERROR;
+    }
+    if (json) {
+        printf("{\"url\":");
+        cli_json_string(stdout, disp);
+        printf(",\"keys\":%llu,\"new\":%lld,\"items\":%llu,\"capacity\":%llu}\n",
+               (unsigned long long)read, (long long)a.added, (unsigned long long)items,
+               (unsigned long long)capacity);
+    } else if (!quiet) {
+        fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items\n", disp,
+                (unsigned long long)read, (long long)a.added, (unsigned long long)items);
+    }
+    if (!quiet && capacity > 0 && items > capacity)
+        fprintf(stderr, "bloomgate: %s: warning: %llu items exceed the capacity %llu\n", disp,
+                (unsigned long long)items, (unsigned long long)capacity);
+    cli_remote_close(a.rf);
+    if (json && cli_stdout_close() != 0)
+        return CLI_EXIT_ERROR;
+    return CLI_EXIT_OK;
+}
+
 static int run(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -123,6 +188,8 @@ static int run(int argc, char **argv)
         return cli_usage_error(&cli_cmd_add, "no FILE given");
     const char *path = argv[optind++];
     size_t nargs = (size_t)(argc - optind);
+    if (cli_is_url(path))
+        return add_remote(path, argv + optind, nargs, sep, quiet, json);
 
     bg_filter *f;
     int rc = bg_filter_load(&f, path, BG_FILE_SINGLE_WRITER);
@@ -197,7 +264,7 @@ static int run(int argc, char **argv)
 const cli_command cli_cmd_add = {
     .name = "add",
     .summary = "add keys (arguments, or lines of stdin) to a filter file",
-    .usage = "bloomgate add [-0] [-q] [--json] FILE [--] [KEY...]\n",
+    .usage = "bloomgate add [-0] [-q] [--json] FILE|URL [--] [KEY...]\n",
     .help =
         "Adds the KEYs to the filter in FILE, or, when no KEY is given, every key\n"
         "read from standard input: one key per line, or NUL-separated with -0.\n"
@@ -218,7 +285,14 @@ const cli_command cli_cmd_add = {
         "  -h, --help    this help\n"
         "  --            end of options: later arguments are keys, even '-x'\n"
         "\n"
+        "URL, redis://[:PASSWORD@]HOST[:PORT]/NAME[?backend=module], names a remote\n"
+        "filter (docs/CLI.md, 'Remote filters'): the keys go to Redis in batches,\n"
+        "each one round trip applied atomically. A failure part-way\n"
+        "leaves the earlier batches added (the message says how many keys); the\n"
+        "--json summary has \"url\" instead of \"file\".\n"
+        "\n"
         "Examples: bloomgate add users.bgf alice bob\n"
-        "          psql -At -c 'select id from products' | bloomgate add products.bgf\n",
+        "          psql -At -c 'select id from products' | bloomgate add products.bgf\n"
+        "          psql -At -c 'select id from users' | bloomgate add redis://127.0.0.1:6379/users\n",
     .run = run,
 };

@@ -17,6 +17,7 @@ enum show { SHOW_ALL, SHOW_ABSENT, SHOW_PRESENT };
 
 typedef struct checker {
     const bg_filter *f;
+    cli_remote *rf;  /* a remote filter instead of f */
     enum show show;
     bool count_only; /* -c */
     bool quiet;      /* -q */
@@ -65,10 +66,17 @@ static int check_batch(void *ctx, const void *const *keys, const size_t *lens, s
 {
     checker *c = ctx;
     (void)before; /* c->keys counts them too */
-    int64_t rc = bg_filter_contains_many(c->f, keys, lens, n, c->results);
-    if (rc < 0) {
-        cli_error("check: %s", bg_strerror((int)rc));
-        return -1;
+    int64_t rc;
+    if (c->rf) {
+        rc = cli_remote_contains_many(c->rf, keys, lens, n, c->results);
+        if (rc < 0)
+            return -1; /* message printed */
+    } else {
+        rc = bg_filter_contains_many(c->f, keys, lens, n, c->results);
+        if (rc < 0) {
+            cli_error("check: %s", bg_strerror((int)rc));
+            return -1;
+        }
     }
     c->keys += n;
     c->maybe += (uint64_t)rc;
@@ -141,19 +149,29 @@ static int run(int argc, char **argv)
     const char *path = argv[optind++];
     size_t nargs = (size_t)(argc - optind);
 
-    bg_filter *f;
-    int rc = bg_filter_map(&f, path, flags);
-    if (rc != BG_OK) {
-        cli_file_error(path, "cannot open", rc, errno);
-        goto done;
+    /* A remote filter is named in messages and JSON without its password,
+     * and under "url" instead of "file". */
+    const char *field = "{\"file\":";
+    bg_filter *f = NULL;
+    if (cli_is_url(path)) {
+        if (cli_remote_open(path, &c->rf) != 0)
+            goto done;
+        path = cli_remote_display(c->rf);
+        field = "{\"url\":";
+    } else {
+        int rc = bg_filter_map(&f, path, flags);
+        if (rc != BG_OK) {
+            cli_file_error(path, "cannot open", rc, errno);
+            goto done;
+        }
+        c->f = f;
     }
-    c->f = f;
     if (cli_out_open(&c->out, STDOUT_FILENO) != 0) {
         bg_filter_free(f);
         goto done;
     }
     if (c->json && !c->quiet && !c->count_only) {
-        cli_out_write(&c->out, "{\"file\":", 8);
+        cli_out_write(&c->out, field, strlen(field));
         cli_out_json_string(&c->out, path, strlen(path));
         cli_out_write(&c->out, ",\"results\":[", 12);
     }
@@ -164,7 +182,7 @@ static int run(int argc, char **argv)
         uint64_t absent = c->keys - c->maybe;
         if (c->json) {
             if (c->count_only) {
-                cli_out_write(&c->out, "{\"file\":", 8);
+                cli_out_write(&c->out, field, strlen(field));
                 cli_out_json_string(&c->out, path, strlen(path));
                 cli_out_write(&c->out, ",", 1);
             } else {
@@ -188,6 +206,7 @@ static int run(int argc, char **argv)
         goto done;
     status = c->maybe == c->keys ? CLI_EXIT_OK : CLI_EXIT_ABSENT;
 done:
+    cli_remote_close(c->rf);
     free(c);
     return status;
 }
@@ -196,7 +215,7 @@ const cli_command cli_cmd_check = {
     .name = "check",
     .summary = "ask a filter file whether keys may be present",
     .usage = "bloomgate check [-0] [--absent|--present] [-c] [-q] [--json] [--no-verify]\n"
-             "                FILE [--] [KEY...]\n",
+             "                FILE|URL [--] [KEY...]\n",
     .help =
         "Looks up each KEY (or, when none is given, each key on standard input, as\n"
         "for 'bloomgate add') in the filter in FILE and prints one line per key:\n"
@@ -214,6 +233,11 @@ const cli_command cli_cmd_check = {
         "                    but damaged bytes go unnoticed\n"
         "  -h, --help        this help\n"
         "  --                end of options: later arguments are keys, even '-x'\n"
+        "\n"
+        "URL, redis://[:PASSWORD@]HOST[:PORT]/NAME[?backend=module], names a remote\n"
+        "filter (docs/CLI.md, 'Remote filters'): the keys are asked in batches,\n"
+        "one round trip each; the output is the same (in JSON, \"url\" instead of\n"
+        "\"file\"). --no-verify does not apply.\n"
         "\n"
         "Exit status: 0 if every key may be present, 1 if some key is definitely\n"
         "absent, 2 on error.\n"

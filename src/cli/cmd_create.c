@@ -64,7 +64,7 @@ static void sync_dir(const char *path)
     free(dir);
 }
 
-static int save_new(const bg_filter *f, const char *path, bool force)
+int cli_save_new(const bg_filter *f, const char *path, bool force)
 {
     int err;
     if (force) {
@@ -170,7 +170,8 @@ static int run(int argc, char **argv)
     bg_sizing given = {0};
     bg_filter_options o = {0};
     scaling_opts so = {0};
-    bool force = false, quiet = false, json = false;
+    bool force = false, quiet = false, json = false, seed_given = false;
+    const char *remote_refused = NULL; /* the first option no remote filter takes */
     uint64_t v64;
     int c;
     optind = 0;
@@ -191,6 +192,7 @@ static int run(int argc, char **argv)
         case 's':
             if (cli_parse_seed("--seed", optarg, &o.seed) != 0)
                 return CLI_EXIT_ERROR;
+            seed_given = true;
             break;
         case OPT_EXPANSION:
             note_scaling(&so, "--expansion");
@@ -205,6 +207,7 @@ static int run(int argc, char **argv)
             break;
         case OPT_MAX_LAYERS:
             note_scaling(&so, "--max-layers");
+            remote_refused = remote_refused ? remote_refused : "--max-layers";
             if (cli_parse_count("--max-layers", optarg, 1, BG_MAX_LAYERS, &v64) != 0)
                 return CLI_EXIT_ERROR;
             o.max_layers = (uint32_t)v64;
@@ -212,6 +215,7 @@ static int run(int argc, char **argv)
             break;
         case OPT_LAYER_VARIANT:
             note_scaling(&so, "--layer-variant");
+            remote_refused = remote_refused ? remote_refused : "--layer-variant";
             if (bg_variant_parse(optarg, &o.layer_variant) != BG_OK ||
                 (o.layer_variant != BG_VARIANT_STANDARD && o.layer_variant != BG_VARIANT_BLOCKED)) {
                 cli_error("--layer-variant: '%s' is not a layer variant (standard or blocked)",
@@ -221,12 +225,14 @@ static int run(int argc, char **argv)
             break;
         case OPT_TIGHTENING:
             note_scaling(&so, "--tightening");
+            remote_refused = remote_refused ? remote_refused : "--tightening";
             if (cli_parse_rate("--tightening", optarg, &o.tightening) != 0)
                 return CLI_EXIT_ERROR;
             so.tightening_given = true;
             break;
         case OPT_MAX_BYTES:
             note_scaling(&so, "--max-bytes");
+            remote_refused = remote_refused ? remote_refused : "--max-bytes";
             if (cli_parse_count("--max-bytes", optarg, 1, BG_MAX_BITS / 8, &o.max_bytes) != 0)
                 return CLI_EXIT_ERROR;
             break;
@@ -250,6 +256,21 @@ static int run(int argc, char **argv)
     const char *path = argv[optind++];
     if (optind < argc)
         return cli_usage_error(&cli_cmd_create, "unexpected argument '%s'", argv[optind]);
+    if (cli_is_url(path)) {
+        cli_remote_create_args ra = {
+            .given = given,
+            .variant = o.variant,
+            .seed = o.seed,
+            .seed_given = seed_given,
+            .expansion = o.expansion,
+            .nonscaling = o.nonscaling != 0,
+            .other_scaling = remote_refused,
+            .force = force,
+            .quiet = quiet,
+            .json = json,
+        };
+        return cli_remote_create(path, &ra);
+    }
     bg_variant v = o.variant ? o.variant : BG_VARIANT_DEFAULT;
     char badbuf[160];
     const char *bad = options_error(v, &given, &so, &o, badbuf, sizeof badbuf);
@@ -257,7 +278,7 @@ static int run(int argc, char **argv)
         return cli_usage_error(&cli_cmd_create, "%s", bad);
 
     /* Fail early and cheaply on the common mistake, before allocating what
-     * may be gigabytes; save_new makes the refusal race-free. */
+     * may be gigabytes; cli_save_new makes the refusal race-free. */
     struct stat st;
     if (!force && lstat(path, &st) == 0) {
         cli_error("%s: already exists (use --force to replace it)", path);
@@ -283,7 +304,7 @@ static int run(int argc, char **argv)
         cli_error("%s: cannot create a %s filter: %s", path, bg_variant_name(v), why);
         return CLI_EXIT_ERROR;
     }
-    if (save_new(f, path, force) != 0) {
+    if (cli_save_new(f, path, force) != 0) {
         bg_filter_free(f);
         return CLI_EXIT_ERROR;
     }
@@ -355,7 +376,9 @@ const cli_command cli_cmd_create = {
              "       bloomgate create FILE (any two of -n, -p, -m, -k) [...]\n"
              "       bloomgate create FILE -n N -p P --variant scalable [--expansion E]\n"
              "                        [--max-layers L] [--layer-variant V] [--tightening T]\n"
-             "                        [--max-bytes B] [--nonscaling] [...]\n",
+             "                        [--max-bytes B] [--nonscaling] [...]\n"
+             "       bloomgate create redis://[:PASSWORD@]HOST[:PORT]/NAME[?backend=module]\n"
+             "                        -n N -p P [...]\n",
     .help =
         "Creates FILE holding an empty filter sized for N keys at false-positive\n"
         "rate P (or from any two of n, p, m, k, as 'bloomgate calc' solves them).\n"
@@ -389,8 +412,17 @@ const cli_command cli_cmd_create = {
         "      --nonscaling      one layer at P that never grows: adding a new key\n"
         "                        to it when full is an error\n"
         "\n"
+        "Remote filters: when FILE is a URL, redis://[:PASSWORD@]HOST[:PORT]/NAME,\n"
+        "the filter NAME is created in Redis (see 'Remote filters' in docs/CLI.md).\n"
+        "The bitmap backend (the default) makes a standard filter, sized by any\n"
+        "two of -n, -p, -m, -k (at most 2^32 bits), with --seed. ?backend=module\n"
+        "(BF.RESERVE; needs bloomgate.so or RedisBloom) takes -n and -p, and\n"
+        "--expansion or --nonscaling. An existing remote filter is an error unless\n"
+        "--force, which drops it and creates it again.\n"
+        "\n"
         "Examples: bloomgate create users.bgf -n 1e6 -p 0.001\n"
         "          bloomgate create catalogue.bgf -n 1e6 -p 0.01 --variant counting\n"
-        "          bloomgate create events.bgf -n 1e5 -p 0.001 --variant scalable\n",
+        "          bloomgate create events.bgf -n 1e5 -p 0.001 --variant scalable\n"
+        "          bloomgate create redis://127.0.0.1:6379/users -n 1000000 -p 0.01\n",
     .run = run,
 };

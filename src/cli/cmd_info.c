@@ -291,6 +291,8 @@ static int run(int argc, char **argv)
     const char *path = argv[optind++];
     if (optind < argc)
         return cli_usage_error(&cli_cmd_info, "unexpected argument '%s'", argv[optind]);
+    if (cli_is_url(path))
+        return cli_remote_info(path, json);
 
     bg_file_info in;
     bg_filter *f;
@@ -350,7 +352,7 @@ static int run(int argc, char **argv)
 const cli_command cli_cmd_info = {
     .name = "info",
     .summary = "show a filter file's parameters, fill and checksum status",
-    .usage = "bloomgate info [--json] [--no-verify] FILE\n",
+    .usage = "bloomgate info [--json] [--no-verify] FILE|URL\n",
     .help =
         "Prints every parameter of the filter in FILE (format version, variant,\n"
         "hash, seed, m, k, capacity, items, payload offset and size), the file's\n"
@@ -361,6 +363,12 @@ const cli_command cli_cmd_info = {
         "capacity, fill, estimated p now) with the totals. Verifies the\n"
         "checksum: a damaged file still has its header printed, with\n"
         "'checksum: MISMATCH', and the exit status is 2.\n"
+        "\n"
+        "URL, redis://[:PASSWORD@]HOST[:PORT]/NAME[?backend=module], names a remote\n"
+        "filter (docs/CLI.md, 'Remote filters'): its parameters and statistics\n"
+        "come from the server (bitmap: m, k, seed, capacity, items, bits set, fill,\n"
+        "estimates and generation; module: BF.INFO's capacity, items, size and\n"
+        "layers); in JSON, \"url\" and \"name\" instead of \"file\".\n"
         "\n"
         "      --json        one JSON object on stdout (a scalable filter's layers\n"
         "                    in a \"layers\" array)\n"

@@ -71,36 +71,18 @@ static bool is_input(const struct stat *out, char **inputs, size_t n)
 
 static int combine(const cli_command *cmd, bool intersect, int argc, char **argv)
 {
-    static const struct option longs[] = {
-        {"force", no_argument, NULL, 'f'},
-        {"quiet", no_argument, NULL, 'q'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {0, 0, 0, 0},
-    };
-    bool force = false, quiet = false, json = false;
-    int c;
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":fqh", longs, NULL)) != -1) {
-        switch (c) {
-        case 'f':
-            force = true;
-            break;
-        case 'q':
-            quiet = true;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'h':
-            return cli_help(cmd);
-        default:
-            return cli_bad_option(cmd, c, argv);
-        }
-    }
+    cli_simple_flags fl;
+    int parsed = cli_parse_simple_flags(cmd, true, argc, argv, &fl);
+    if (parsed >= 0)
+        return parsed;
+    bool force = fl.force, quiet = fl.quiet, json = fl.json;
     if (argc - optind < 3)
         return cli_usage_error(cmd, "give OUT and at least two input files");
+    for (int i = optind; i < argc; i++)
+        if (cli_is_url(argv[i]))
+            return cli_url_refuse(argv[i], "merge and intersect work on files only: pull the "
+                                           "remote filter into a file first (bloomgate pull URL "
+                                           "FILE)");
     const char *out = argv[optind];
     char **inputs = argv + optind + 1;
     size_t n = (size_t)(argc - optind - 1);

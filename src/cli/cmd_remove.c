@@ -82,6 +82,10 @@ static int run(int argc, char **argv)
         return cli_usage_error(&cli_cmd_remove, "no FILE given");
     const char *path = argv[optind++];
     size_t nargs = (size_t)(argc - optind);
+    if (cli_is_url(path))
+        return cli_url_refuse(path, "remote filters cannot remove keys (a bitmap filter has "
+                                    "bits, not counters); remove works on counting filter "
+                                    "files only");
 
     bg_filter *f;
     int rc = bg_filter_load(&f, path, BG_FILE_SINGLE_WRITER);

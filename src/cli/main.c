@@ -15,6 +15,7 @@
 static const cli_command *const commands[] = {
     &cli_cmd_calc,  &cli_cmd_create, &cli_cmd_add,   &cli_cmd_remove,
     &cli_cmd_check, &cli_cmd_info,   &cli_cmd_merge, &cli_cmd_intersect,
+    &cli_cmd_push,  &cli_cmd_pull,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -34,6 +35,10 @@ static void overview(FILE *fp)
           "Bloom filter files: build them from key lists, ask them whether keys may\n"
           "exist, and combine them. A filter never forgets a key that was added\n"
           "(unless a counting filter is told to remove it).\n"
+          "\n"
+          "Wherever a FILE is expected, create, add, check and info also take a\n"
+          "remote filter held in Redis: redis://[:PASSWORD@]HOST[:PORT]/NAME\n"
+          "(see 'Remote filters' in docs/CLI.md).\n"
           "\n"
           "Commands:\n",
           fp);

@@ -67,6 +67,42 @@ int cli_bad_option(const cli_command *cmd, int c, char **argv)
     return cli_usage_error(cmd, "unknown option '%s'", word);
 }
 
+int cli_parse_simple_flags(const cli_command *cmd, bool allow_force, int argc, char **argv,
+                           cli_simple_flags *out)
+{
+    static const struct option longs[] = {
+        {"force", no_argument, NULL, 'f'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    *out = (cli_simple_flags){0};
+    int c;
+    optind = 0;
+    opterr = 0;
+    /* Without force, -f and --force are unknown options like any other. */
+    while ((c = getopt_long(argc, argv, allow_force ? ":fqh" : ":qh",
+                            allow_force ? longs : longs + 1, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            out->force = true;
+            break;
+        case 'q':
+            out->quiet = true;
+            break;
+        case 'j':
+            out->json = true;
+            break;
+        case 'h':
+            return cli_help(cmd);
+        default:
+            return cli_bad_option(cmd, c, argv);
+        }
+    }
+    return -1;
+}
+
 int cli_help(const cli_command *cmd)
 {
     print_usage_lines(stdout, cmd);

@@ -1,0 +1,644 @@
+/* The remote halves of create, add, check, info, push and pull: filters in
+ * Redis (<bloomgate/remote.h>), named by URLs (url.c).
+ *
+ * HOW IT WORKS
+ * A URL is parsed, one connection is made with its timeouts and
+ * credentials, and the filter is opened (or created) on it. add and check
+ * hand each batch of keys from the key reader (keys.c) to
+ * bg_remote_filter_add_many / _contains_many in round trips of at most
+ * CLI_REMOTE_BATCH keys; the output is the files' own.
+ *
+ * LIMITATIONS
+ * Each round trip is atomic on the server, but an add of many keys is not:
+ * a failure after some batches leaves those keys added (a file, by
+ * contrast, is only replaced at the end). The message says how many were
+ * sent before the failure. Bitmap filters cannot remove keys.
+ *
+ * Built only with BG_BUILD_REMOTE (BG_CLI_REMOTE defined); otherwise every
+ * entry point says the tool was built without remote support. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifdef BG_CLI_REMOTE
+
+#include <bloomgate/remote.h>
+
+struct cli_remote {
+    cli_url url;
+    bg_remote *r;
+    bg_remote_filter *f;
+};
+
+static const char *backend_word(bg_remote_backend b)
+{
+    return b == BG_REMOTE_MODULE ? "module" : "bitmap";
+}
+
+/* "bloomgate: URL: WHAT: <why>" for a failed remote call with status rc. */
+static void remote_error(const char *display, const char *what, int rc, const bg_remote *r)
+{
+    const char *detail = bg_remote_errstr(r);
+    switch (rc) {
+    case BG_ECONN:
+        cli_error("%s: %s: cannot reach Redis (connection failed, broke or timed out)%s%s",
+                  display, what, detail[0] ? ": " : "", detail);
+        break;
+    case BG_EREMOTE:
+        cli_error("%s: %s: Redis replied an error: %s", display, what,
+                  detail[0] ? detail : "(no message)");
+        /* The two replies people meet first, with what to do. */
+        if (strncmp(detail, "NOAUTH", 6) == 0 || strstr(detail, "unauthenticated"))
+            cli_error("%s: the server wants a password: redis://:PASSWORD@HOST:PORT/NAME",
+                      display);
+        else if (strstr(detail, "unknown command") && strstr(detail, "BF."))
+            cli_error("%s: ?backend=module needs bloomgate.so (or RedisBloom) loaded in the "
+                      "server; the default bitmap backend needs no module",
+                      display);
+        break;
+    case BG_ESTALE:
+        cli_error("%s: %s: the filter was re-created or replaced meanwhile (its parameters "
+                  "changed); run the command again",
+                  display, what);
+        break;
+    case BG_ENOTFOUND:
+        cli_error("%s: %s: no such filter (create it first: bloomgate create URL -n N -p P)",
+                  display, what);
+        break;
+    case BG_EEXIST:
+        cli_error("%s: %s: the filter already exists (use --force to drop and re-create it)",
+                  display, what);
+        break;
+    default:
+        cli_error("%s: %s: %s", display, what, bg_strerror(rc));
+    }
+}
+
+static int connect_url(const cli_url *u, bg_remote **out)
+{
+    bg_remote_options ro = {
+        .host = u->host,
+        .port = u->port,
+        .username = u->username,
+        .password = u->password,
+        .connect_timeout_ms = u->timeout_ms,
+        .command_timeout_ms = u->timeout_ms,
+    };
+    int rc = bg_remote_connect(out, &ro);
+    if (rc != BG_OK) {
+        remote_error(u->display, "cannot connect", rc, *out);
+        bg_remote_free(*out);
+        *out = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Parses and connects (no filter opened yet). */
+static int begin(const char *text, cli_remote **out)
+{
+    cli_remote *rf = calloc(1, sizeof *rf);
+    if (!rf) {
+        cli_error("out of memory");
+        return -1;
+    }
+    if (cli_url_parse(text, &rf->url) != 0) {
+        free(rf);
+        return -1;
+    }
+    if (connect_url(&rf->url, &rf->r) != 0) {
+        cli_url_free(&rf->url);
+        free(rf);
+        return -1;
+    }
+    *out = rf;
+    return 0;
+}
+
+void cli_remote_close(cli_remote *rf)
+{
+    if (!rf)
+        return;
+    bg_remote_filter_close(rf->f);
+    bg_remote_free(rf->r);
+    cli_url_free(&rf->url);
+    free(rf);
+}
+
+int cli_remote_open(const char *url, cli_remote **out)
+{
+    cli_remote *rf;
+    if (begin(url, &rf) != 0)
+        return -1;
+    int rc = bg_remote_filter_open(&rf->f, rf->r, rf->url.name,
+                                   (bg_remote_backend)rf->url.backend);
+    if (rc != BG_OK) {
+        remote_error(rf->url.display, "cannot open", rc, rf->r);
+        cli_remote_close(rf);
+        return -1;
+    }
+    *out = rf;
+    return 0;
+}
+
+const char *cli_remote_display(const cli_remote *rf)
+{
+    return rf->url.display;
+}
+
+int64_t cli_remote_add_many(cli_remote *rf, const void *const *keys, const size_t *lens,
+                            size_t n, uint8_t *results)
+{
+    int64_t total = 0;
+    for (size_t at = 0; at < n; at += CLI_REMOTE_BATCH) {
+        size_t count = n - at < CLI_REMOTE_BATCH ? n - at : CLI_REMOTE_BATCH;
+        int64_t rc = bg_remote_filter_add_many(rf->f, keys + at, lens + at, count,
+                                               results ? results + at : NULL);
+        if (rc < 0) {
+            remote_error(rf->url.display, "cannot add", (int)rc, rf->r);
+            return -1;
+        }
+        total += rc;
+    }
+    return total;
+}
+
+int64_t cli_remote_contains_many(cli_remote *rf, const void *const *keys, const size_t *lens,
+                                 size_t n, uint8_t *results)
+{
+    int64_t total = 0;
+    for (size_t at = 0; at < n; at += CLI_REMOTE_BATCH) {
+        size_t count = n - at < CLI_REMOTE_BATCH ? n - at : CLI_REMOTE_BATCH;
+        int64_t rc = bg_remote_filter_contains_many(rf->f, keys + at, lens + at, count,
+                                                    results + at);
+        if (rc < 0) {
+            remote_error(rf->url.display, "cannot check", (int)rc, rf->r);
+            return -1;
+        }
+        total += rc;
+    }
+    return total;
+}
+
+int cli_remote_counts(cli_remote *rf, uint64_t *items, uint64_t *capacity)
+{
+    bg_remote_filter_stats s;
+    int rc = bg_remote_filter_stats_get(rf->f, &s);
+    if (rc != BG_OK) {
+        remote_error(rf->url.display, "cannot read the statistics", rc, rf->r);
+        return -1;
+    }
+    *items = s.items;
+    *capacity = s.capacity;
+    return 0;
+}
+
+/* ---- create ----------------------------------------------------------- */
+
+/* What in `a` does not apply to backend b; NULL if all of it does. */
+static const char *create_args_error(bg_remote_backend b, const cli_remote_create_args *a)
+{
+    if (a->other_scaling)
+        return "--max-layers, --layer-variant, --tightening and --max-bytes do not apply to "
+               "a remote filter";
+    if (b == BG_REMOTE_BITMAP) {
+        if (a->variant && a->variant != BG_VARIANT_STANDARD)
+            return "a bitmap remote filter is a standard filter: drop --variant (or use "
+                   "?backend=module for a scalable one)";
+        if (a->expansion || a->nonscaling)
+            return "--expansion and --nonscaling apply to ?backend=module only";
+        return cli_sizing_given_error(&a->given);
+    }
+    if (a->variant)
+        return "?backend=module: the module chooses its own variant: drop --variant";
+    if (a->given.m || a->given.k || a->seed_given)
+        return "?backend=module is sized by -n and -p only (the module picks m, k and its "
+               "hashing): drop -m, -k and --seed";
+    if (!a->given.n || a->given.p == 0)
+        return "?backend=module needs -n (capacity) and -p (error rate)";
+    if (a->expansion && a->nonscaling)
+        return "--nonscaling makes one layer that never grows: --expansion does not apply";
+    return NULL;
+}
+
+static void print_created(const cli_remote *rf, const bg_remote_filter_stats *s,
+                          const cli_remote_create_args *a)
+{
+    char d[32], size[32];
+    const char *url = rf->url.display;
+    if (a->json) {
+        printf("{\"url\":");
+        cli_json_string(stdout, url);
+        printf(",\"name\":");
+        cli_json_string(stdout, rf->url.name);
+        printf(",\"backend\":\"%s\",", backend_word(s->backend));
+        if (s->backend == BG_REMOTE_BITMAP) {
+            printf("\"variant\":\"standard\",\"capacity\":%llu,\"error_rate\":%s,",
+                   (unsigned long long)s->capacity,
+                   s->capacity ? cli_fmt_double(d, s->error_rate) : "null");
+            printf("\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"bytes\":%llu,"
+                   "\"generation\":%llu}\n",
+                   (unsigned long long)s->bits, s->hashes, (unsigned long long)s->seed,
+                   (unsigned long long)s->bytes, (unsigned long long)s->generation);
+        } else {
+            printf("\"capacity\":%llu,\"error_rate\":%s,\"bytes\":%llu,\"layers\":%u}\n",
+                   (unsigned long long)s->capacity, cli_fmt_double(d, a->given.p),
+                   (unsigned long long)s->bytes, s->layers);
+        }
+    }
+    if (a->quiet)
+        return;
+    cli_fmt_bytes(size, sizeof size, s->bytes);
+    if (s->backend == BG_REMOTE_BITMAP) {
+        fprintf(stderr, "bloomgate: created %s: standard (bitmap backend), m = %llu bits (%s), "
+                        "k = %u",
+                url, (unsigned long long)s->bits, size, s->hashes);
+        if (s->capacity)
+            fprintf(stderr, ", for %llu keys at p = %.4g (model)", (unsigned long long)s->capacity,
+                    s->error_rate);
+        fputc('\n', stderr);
+    } else {
+        fprintf(stderr,
+                "bloomgate: created %s: module backend, for %llu keys at p = %.4g; %s on the "
+                "server\n",
+                url, (unsigned long long)s->capacity, a->given.p, size);
+    }
+}
+
+int cli_remote_create(const char *url, const cli_remote_create_args *a)
+{
+    cli_url u;
+    if (cli_url_parse(url, &u) != 0)
+        return CLI_EXIT_ERROR;
+    const char *bad = create_args_error((bg_remote_backend)u.backend, a);
+    cli_url_free(&u);
+    if (bad)
+        return cli_usage_error(&cli_cmd_create, "%s", bad);
+
+    cli_remote *rf;
+    if (begin(url, &rf) != 0)
+        return CLI_EXIT_ERROR;
+    bg_remote_backend b = (bg_remote_backend)rf->url.backend;
+    bg_remote_filter_options fo = {
+        .backend = b,
+        .capacity = a->given.n,
+        .error_rate = a->given.p,
+        .bits = a->given.m,
+        .hashes = a->given.k,
+        .seed = a->seed,
+        .expansion = a->expansion,
+        .nonscaling = a->nonscaling,
+    };
+    int rc = bg_remote_filter_create(&rf->f, rf->r, rf->url.name, &fo);
+    if (rc == BG_EEXIST && a->force) {
+        /* Drop what is there and try again; if someone else drops it
+         * first, the open finds nothing, which is as good. */
+        bg_remote_filter *old;
+        rc = bg_remote_filter_open(&old, rf->r, rf->url.name, b);
+        if (rc == BG_OK) {
+            rc = bg_remote_filter_drop(old);
+            bg_remote_filter_close(old);
+            if (rc != BG_OK) {
+                remote_error(rf->url.display, "cannot drop the existing filter", rc, rf->r);
+                cli_remote_close(rf);
+                return CLI_EXIT_ERROR;
+            }
+        } else if (rc != BG_ENOTFOUND) {
+            remote_error(rf->url.display, "cannot open the existing filter to drop it", rc,
+                         rf->r);
+            cli_remote_close(rf);
+            return CLI_EXIT_ERROR;
+        }
+        rc = bg_remote_filter_create(&rf->f, rf->r, rf->url.name, &fo);
+    }
+    if (rc != BG_OK) {
+        if (rc == BG_ETOOBIG)
+            cli_error("%s: cannot create: the filter would need more than %llu bits (512 MiB), "
+                      "the most a bitmap filter has",
+                      rf->url.display, (unsigned long long)BG_REMOTE_MAX_BITS);
+        else if (rc == BG_EINVAL || rc == BG_EOVERFLOW || rc == BG_EUNDERDET) {
+            char why[200];
+            cli_sizing_explain(BG_VARIANT_STANDARD, &a->given, rc, why, sizeof why);
+            cli_error("%s: cannot create: %s", rf->url.display, why);
+        } else
+            remote_error(rf->url.display, "cannot create", rc, rf->r);
+        cli_remote_close(rf);
+        return CLI_EXIT_ERROR;
+    }
+    bg_remote_filter_stats s;
+    rc = bg_remote_filter_stats_get(rf->f, &s);
+    if (rc != BG_OK) {
+        remote_error(rf->url.display, "created, but cannot read its statistics", rc, rf->r);
+        cli_remote_close(rf);
+        return CLI_EXIT_ERROR;
+    }
+    print_created(rf, &s, a);
+    cli_remote_close(rf);
+    if (a->json && cli_stdout_close() != 0)
+        return CLI_EXIT_ERROR;
+    return CLI_EXIT_OK;
+}
+
+/* ---- info ------------------------------------------------------------- */
+
+int cli_remote_info(const char *url, bool json)
+{
+    cli_remote *rf;
+    if (cli_remote_open(url, &rf) != 0)
+        return CLI_EXIT_ERROR;
+    bg_remote_filter_stats s;
+    int rc = bg_remote_filter_stats_get(rf->f, &s);
+    if (rc != BG_OK) {
+        remote_error(rf->url.display, "cannot read the statistics", rc, rf->r);
+        cli_remote_close(rf);
+        return CLI_EXIT_ERROR;
+    }
+    const char *disp = rf->url.display;
+    char d[32], size[32];
+    bool bitmap = s.backend == BG_REMOTE_BITMAP;
+    /* From the bits set X of m, with k probes: the usual estimates,
+     * n ~ -(m / k) ln(1 - X / m) (Swamidass & Baldi 2007) and p ~ (X / m)^k. */
+    double fill = 0, est_items = 0, est_p = 0;
+    if (bitmap && s.bits > 0 && s.hashes > 0) {
+        fill = (double)s.bits_set / (double)s.bits;
+        est_items = fill < 1.0 ? -((double)s.bits / s.hashes) * log1p(-fill) : INFINITY;
+        est_p = pow(fill, (double)s.hashes);
+    }
+    if (json) {
+        printf("{\"url\":");
+        cli_json_string(stdout, disp);
+        printf(",\"name\":");
+        cli_json_string(stdout, rf->url.name);
+        printf(",\"backend\":\"%s\",", backend_word(s.backend));
+        if (bitmap) {
+            printf("\"variant\":\"standard\",\"seed\":%llu,\"bits\":%llu,\"hashes\":%u,",
+                   (unsigned long long)s.seed, (unsigned long long)s.bits, s.hashes);
+            printf("\"capacity\":%llu,\"error_rate\":%s,", (unsigned long long)s.capacity,
+                   s.capacity ? cli_fmt_double(d, s.error_rate) : "null");
+            printf("\"items\":%llu,\"bytes\":%llu,\"bits_set\":%llu,",
+                   (unsigned long long)s.items, (unsigned long long)s.bytes,
+                   (unsigned long long)s.bits_set);
+            printf("\"fill_ratio\":%s,", cli_fmt_double(d, fill));
+            printf("\"estimated_items\":%s,", cli_fmt_double(d, est_items));
+            printf("\"estimated_fp_rate\":%s,", cli_fmt_double(d, est_p));
+            printf("\"generation\":%llu}\n", (unsigned long long)s.generation);
+        } else {
+            printf("\"capacity\":%llu,\"items\":%llu,\"bytes\":%llu,\"layers\":%u}\n",
+                   (unsigned long long)s.capacity, (unsigned long long)s.items,
+                   (unsigned long long)s.bytes, s.layers);
+        }
+    } else {
+        printf("url:               %s\n", disp);
+        printf("name:              %s\n", rf->url.name);
+        printf("backend:           %s\n", backend_word(s.backend));
+        cli_fmt_bytes(size, sizeof size, s.bytes);
+        if (bitmap) {
+            printf("variant:           standard\n");
+            printf("seed:              %llu (0x%llx)\n", (unsigned long long)s.seed,
+                   (unsigned long long)s.seed);
+            printf("bits (m):          %llu\n", (unsigned long long)s.bits);
+            printf("hashes (k):        %u\n", s.hashes);
+            if (s.capacity) {
+                printf("capacity (n):      %llu\n", (unsigned long long)s.capacity);
+                printf("error rate (p):    %.6g at capacity (the model's)\n", s.error_rate);
+            } else {
+                printf("capacity (n):      0 (sized by m and k)\n");
+            }
+            printf("items:             %llu\n", (unsigned long long)s.items);
+            printf("bytes:             %llu (%s, the bit array in Redis)\n",
+                   (unsigned long long)s.bytes, size);
+            printf("bits set:          %llu\n", (unsigned long long)s.bits_set);
+            printf("fill ratio:        %.6f\n", fill);
+            printf("estimated items:   %.0f\n", est_items);
+            printf("estimated p now:   %.6g\n", est_p);
+            printf("generation:        %llu\n", (unsigned long long)s.generation);
+        } else {
+            printf("capacity (n):      %llu (BF.INFO)\n", (unsigned long long)s.capacity);
+            printf("items:             %llu\n", (unsigned long long)s.items);
+            printf("bytes:             %llu (%s, BF.INFO Size)\n", (unsigned long long)s.bytes,
+                   size);
+            printf("layers:            %u\n", s.layers);
+        }
+    }
+    cli_remote_close(rf);
+    return cli_stdout_close() == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+}
+
+/* ---- push and pull ---------------------------------------------------- */
+
+/* -1 if `url` names a bitmap filter (push and pull work on those only),
+ * else the exit status after the error was printed. */
+static int bitmap_only(const cli_command *cmd, const char *url)
+{
+    cli_url u;
+    if (cli_url_parse(url, &u) != 0)
+        return CLI_EXIT_ERROR;
+    bool module = u.backend == CLI_URL_MODULE;
+    cli_url_free(&u);
+    if (module)
+        return cli_usage_error(cmd, "%s needs the bitmap backend: drop ?backend=module",
+                               cmd->name);
+    return -1;
+}
+
+
+int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
+{
+    int refused = bitmap_only(&cli_cmd_push, url);
+    if (refused >= 0)
+        return refused;
+    bg_filter *f;
+    int rc = bg_filter_map(&f, path, 0);
+    if (rc != BG_OK) {
+        cli_file_error(path, "cannot open", rc, errno);
+        return CLI_EXIT_ERROR;
+    }
+    if (bg_filter_variant(f) != BG_VARIANT_STANDARD) {
+        cli_error("%s: is a %s filter; only a standard one can be pushed (a bitmap remote "
+                  "filter is standard: create the file with --variant standard)",
+                  path, bg_variant_name(bg_filter_variant(f)));
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
+    cli_remote *rf;
+    if (begin(url, &rf) != 0) {
+        bg_filter_free(f);
+        return CLI_EXIT_ERROR;
+    }
+    rc = bg_remote_filter_publish(rf->r, rf->url.name, f);
+    if (rc != BG_OK) {
+        if (rc == BG_ETOOBIG)
+            cli_error("%s: cannot push %s: it has more than %llu bits, the most a bitmap "
+                      "filter has",
+                      rf->url.display, path, (unsigned long long)BG_REMOTE_MAX_BITS);
+        else
+            remote_error(rf->url.display, "cannot push", rc, rf->r);
+        bg_filter_free(f);
+        cli_remote_close(rf);
+        return CLI_EXIT_ERROR;
+    }
+    uint64_t bits = bg_filter_bits(f), items = bg_filter_items(f), seed = bg_filter_seed(f);
+    uint32_t hashes = bg_filter_hashes(f);
+    bg_filter_free(f);
+    /* The generation now current: someone may already have pushed again,
+     * so it is reported as read back, not as pushed. */
+    uint64_t generation = 0;
+    if (bg_remote_filter_open(&rf->f, rf->r, rf->url.name, BG_REMOTE_BITMAP) == BG_OK)
+        generation = bg_remote_filter_generation(rf->f);
+    if (json) {
+        printf("{\"file\":");
+        cli_json_string(stdout, path);
+        printf(",\"url\":");
+        cli_json_string(stdout, rf->url.display);
+        printf(",\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"items\":%llu,\"generation\":%llu}\n",
+               (unsigned long long)bits, hashes, (unsigned long long)seed,
+               (unsigned long long)items, (unsigned long long)generation);
+    }
+    if (!quiet)
+        fprintf(stderr,
+                "bloomgate: pushed %s to %s: m = %llu bits, k = %u, %llu items; now "
+                "generation %llu\n",
+                path, rf->url.display, (unsigned long long)bits, hashes,
+                (unsigned long long)items, (unsigned long long)generation);
+    cli_remote_close(rf);
+    if (json && cli_stdout_close() != 0)
+        return CLI_EXIT_ERROR;
+    return CLI_EXIT_OK;
+}
+
+int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, bool json)
+{
+    int refused = bitmap_only(&cli_cmd_pull, url);
+    if (refused >= 0)
+        return refused;
+    /* Fail before downloading what may be hundreds of MiB; cli_save_new
+     * makes the refusal race-free. */
+    struct stat st;
+    if (!force && lstat(path, &st) == 0) {
+        cli_error("%s: already exists (use --force to replace it)", path);
+        return CLI_EXIT_ERROR;
+    }
+    cli_remote *rf;
+    if (cli_remote_open(url, &rf) != 0)
+        return CLI_EXIT_ERROR;
+    bg_filter *f;
+    int rc = bg_remote_filter_fetch(rf->f, &f);
+    if (rc != BG_OK) {
+        remote_error(rf->url.display, "cannot pull", rc, rf->r);
+        cli_remote_close(rf);
+        return CLI_EXIT_ERROR;
+    }
+    uint64_t generation = bg_remote_filter_generation(rf->f);
+    if (cli_save_new(f, path, force) != 0) {
+        bg_filter_free(f);
+        cli_remote_close(rf);
+        return CLI_EXIT_ERROR;
+    }
+    uint64_t bits = bg_filter_bits(f), items = bg_filter_items(f), seed = bg_filter_seed(f);
+    uint32_t hashes = bg_filter_hashes(f);
+    bg_filter_free(f);
+    if (json) {
+        printf("{\"url\":");
+        cli_json_string(stdout, rf->url.display);
+        printf(",\"file\":");
+        cli_json_string(stdout, path);
+        printf(",\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"items\":%llu,\"generation\":%llu}\n",
+               (unsigned long long)bits, hashes, (unsigned long long)seed,
+               (unsigned long long)items, (unsigned long long)generation);
+    }
+    if (!quiet)
+        fprintf(stderr,
+                "bloomgate: pulled %s (generation %llu) into %s: m = %llu bits, k = %u, %llu "
+                "items\n",
+                rf->url.display, (unsigned long long)generation, path, (unsigned long long)bits,
+                hashes, (unsigned long long)items);
+    cli_remote_close(rf);
+    if (json && cli_stdout_close() != 0)
+        return CLI_EXIT_ERROR;
+    return CLI_EXIT_OK;
+}
+
+#else /* !BG_CLI_REMOTE */
+
+/* Built without bloomgate_remote: a URL is recognised, and refused. */
+static int no_remote(const char *url)
+{
+    cli_url u;
+    if (cli_url_parse(url, &u) == 0) {
+        cli_error("%s: built without remote support (configure with -DBG_BUILD_REMOTE=ON)",
+                  u.display);
+        cli_url_free(&u);
+    }
+    return -1;
+}
+
+int cli_remote_open(const char *url, cli_remote **out)
+{
+    *out = NULL;
+    return no_remote(url);
+}
+
+void cli_remote_close(cli_remote *rf)
+{
+    (void)rf;
+}
+
+const char *cli_remote_display(const cli_remote *rf)
+{
+    (void)rf;
+    return "";
+}
+
+int64_t cli_remote_add_many(cli_remote *rf, const void *const *keys, const size_t *lens,
+                            size_t n, uint8_t *results)
+{
+    (void)rf, (void)keys, (void)lens, (void)n, (void)results;
+    return -1;
+}
+
+int64_t cli_remote_contains_many(cli_remote *rf, const void *const *keys, const size_t *lens,
+                                 size_t n, uint8_t *results)
+{
+    (void)rf, (void)keys, (void)lens, (void)n, (void)results;
+    return -1;
+}
+
+int cli_remote_counts(cli_remote *rf, uint64_t *items, uint64_t *capacity)
+{
+    (void)rf, (void)items, (void)capacity;
+    return -1;
+}
+
+int cli_remote_create(const char *url, const cli_remote_create_args *a)
+{
+    (void)a;
+    no_remote(url);
+    return CLI_EXIT_ERROR;
+}
+
+int cli_remote_info(const char *url, bool json)
+{
+    (void)json;
+    no_remote(url);
+    return CLI_EXIT_ERROR;
+}
+
+int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
+{
+    (void)path, (void)quiet, (void)json;
+    no_remote(url);
+    return CLI_EXIT_ERROR;
+}
+
+int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, bool json)
+{
+    (void)path, (void)force, (void)quiet, (void)json;
+    no_remote(url);
+    return CLI_EXIT_ERROR;
+}
+
+#endif /* BG_CLI_REMOTE */

@@ -1,0 +1,463 @@
+#!/usr/bin/env bash
+# Tests of the bloomgate command-line tool on remote filters (redis:// URLs,
+# docs/CLI.md "Remote filters"), run as a real binary against real
+# redis-server processes.
+#
+#   bash cli_remote_test.sh PATH/TO/bloomgate CASE
+#
+# Each CASE is one function below (case_<name>) and one ctest test
+# (cli.remote.<name>, tests/cli/CMakeLists.txt). Each runs in its own
+# mktemp -d and starts its own plain redis-server (no module: the bitmap
+# backend needs none) on a free loopback port in 22000-22999, killed on exit.
+# Exit status 77 means skipped (ctest SKIP_RETURN_CODE): the module case
+# without BLOOMGATE_MODULE (the path of bloomgate.so).
+#
+# Environment: REDIS_SERVER (default: redis-server on PATH), BLOOMGATE_MODULE.
+set -euo pipefail
+
+BG=${1:?usage: cli_remote_test.sh BLOOMGATE CASE}
+CASE=${2:?usage: cli_remote_test.sh BLOOMGATE CASE}
+case $BG in /*) ;; *) BG=$PWD/$BG ;; esac
+[ -x "$BG" ] || { echo "not executable: $BG" >&2; exit 1; }
+REDIS_SERVER=${REDIS_SERVER:-redis-server}
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/bloomgate-cli-remote.XXXXXX")
+PIDS=()
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do
+        kill -CONT "$p" 2>/dev/null || true
+        kill -KILL "$p" 2>/dev/null || true
+        wait "$p" 2>/dev/null || true
+    done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+cd "$T"
+
+# ---- assertions (as in cli_test.sh) ----------------------------------------
+
+fail() {
+    echo "FAIL [remote.$CASE]: $*" >&2
+    if [ -f "$T/out" ]; then echo "--- stdout:" >&2; head -c 2000 "$T/out" >&2 || true; fi
+    if [ -f "$T/err" ]; then echo "--- stderr:" >&2; head -c 2000 "$T/err" >&2 || true; fi
+    exit 1
+}
+
+skip() {
+    echo "skipped: cli.remote.$CASE: $*"
+    exit 77
+}
+
+run() { # run WANT_RC CMD...: stdout in $T/out, stderr in $T/err
+    local want=$1 rc=0
+    shift
+    "$@" >"$T/out" 2>"$T/err" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "exit status $rc, want $want: $*"
+}
+
+eq() { [ "$1" == "$2" ] || fail "$3: got '$1', want '$2'"; }
+has() { grep -qF -- "$2" "$1" || fail "$1 does not contain '$2'"; }
+hasnt() { if grep -qF -- "$2" "$1"; then fail "$1 contains '$2'"; fi; }
+json_ok() { jq -e . "$1" >/dev/null || fail "$1 is not valid JSON"; }
+jget() { jq -r ".$2" "$1"; }
+keys() { seq -f "${3:-key}-%.0f" "$1" "$2"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# ---- redis-server ------------------------------------------------------------
+
+# start_redis [ARG...]: a redis-server on a free loopback port; sets PORT
+# and RPID. A port somebody else holds makes the server exit: try another.
+start_redis() {
+    command -v "$REDIS_SERVER" >/dev/null || fail "redis-server not found ($REDIS_SERVER)"
+    local try i dir
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        PORT=$((22000 + RANDOM % 1000))
+        dir="$T/redis-$PORT"
+        mkdir -p "$dir"
+        "$REDIS_SERVER" --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$dir" --logfile "$dir/log" --daemonize no "$@" &
+        RPID=$!
+        PIDS+=("$RPID")
+        for i in $(seq 100); do
+            kill -0 "$RPID" 2>/dev/null || break
+            if grep -q "Ready to accept connections" "$dir/log" 2>/dev/null; then return 0; fi
+            sleep 0.05
+        done
+        kill -KILL "$RPID" 2>/dev/null || true
+        wait "$RPID" 2>/dev/null || true
+    done
+    fail "could not start redis-server on a port in 22000-22999"
+}
+
+# ---- cases -------------------------------------------------------------------
+
+case_help() {
+    local c
+    for c in push pull; do
+        run 0 "$BG" $c --help
+        has out "usage: bloomgate $c"
+        run 0 "$BG" help $c
+    done
+    for c in create add check info; do
+        run 0 "$BG" $c --help
+        has out "redis://"
+    done
+    run 0 "$BG" --help
+    has out "push"
+    has out "pull"
+    has out "redis://"
+    run 2 "$BG" push only.bgf
+    has err "no URL given"
+    run 2 "$BG" push a.bgf b.bgf
+    has err "is not a redis:// URL"
+    run 2 "$BG" pull redis://h/x
+    has err "no FILE given"
+}
+
+# Every kind of malformed URL: exit 2, a message naming the URL and the
+# fault, never the password. No server needed: nothing connects.
+case_badurl() {
+    local -a bad=(
+        'redis://|the host is missing'
+        'redis://h|the filter'"'"'s name is missing'
+        'redis://h/|the filter'"'"'s name after the '"'"'/'"'"' is empty'
+        'redis://h:/x|the port after '"'"':'"'"' is missing'
+        'redis://h:0/x|is not a number from 1 to 65535'
+        'redis://h:65536/x|is not a number from 1 to 65535'
+        'redis://h:6x/x|is not a number from 1 to 65535'
+        'redis://ho st/x|the host has a character'
+        'redis://[::1/x|has no '"'"']'"'"''
+        'redis://[zz]/x|not a hex digit'
+        'redis://h/a/b|%2F'
+        'redis://h/a%7Bb|reserved for Redis hash tags'
+        'redis://h/x%zz|must be followed by two hex digits'
+        'redis://h/%00|NUL byte'
+        'redis://h/x#frag|#fragment'
+        'redis://h/x?|followed by no parameter'
+        'redis://h/x?backend=bloom|backend '"'"'bloom'"'"' is unknown'
+        'redis://h/x?timeout=0|timeout '"'"'0'"'"' is not a number of milliseconds'
+        'redis://h/x?timeout|has no value'
+        'redis://h/x?db=1|query parameter '"'"'db'"'"' is unknown'
+        'redis://h/x?shards=4|not supported yet'
+        'redis+cluster://h:7000/x|not supported yet'
+        'redis://topsecret@h/x|USER:PASSWORD@'
+        'redis://:topsecret%g@h/x|in the password'
+        'redis://:@h/x|the password is empty'
+    )
+    local item url msg c
+    for item in "${bad[@]}"; do
+        url=${item%%|*}
+        msg=${item#*|}
+        for c in info check add create; do
+            if [ $c = create ]; then
+                run 2 "$BG" create "$url" -n 100 -p 0.01
+            elif [ $c = info ]; then
+                run 2 "$BG" info "$url"
+            else
+                run 2 "$BG" $c "$url" k
+            fi
+            has err "bad URL"
+            has err "$msg"
+            hasnt err "topsecret"
+        done
+    done
+    # the URL is named, its password hidden
+    run 2 "$BG" info 'redis://:topsecret@h:1/x?backend=nope'
+    has err 'redis://***@h:1/x?backend=nope: bad URL'
+    hasnt err topsecret
+    # a raw '/' or '?' in the password cuts the authority short: the URL is
+    # refused, and no part of the password is shown
+    run 2 "$BG" info 'redis://:top/secret@h:1/x'
+    has err 'redis://***@h:1/x: bad URL'
+    hasnt err secret
+    run 2 "$BG" info 'redis://:top?secret@h:1/x'
+    hasnt err secret
+    # words that are not redis:// URLs stay file paths
+    run 2 "$BG" info 'http://h/x'
+    has err 'http://h/x: cannot open: No such file or directory'
+    run 2 "$BG" info 'redis:/h/x'
+    hasnt err 'bad URL'
+    # and push/pull/remove/merge check URLs as well
+    run 2 "$BG" pull 'redis://h/x?shards=2' out.bgf
+    has err "not supported yet"
+    run 2 "$BG" remove 'redis+cluster://h/x' k
+    has err "not supported yet"
+    [ ! -e out.bgf ] || fail "pull of a bad URL wrote out.bgf"
+}
+
+case_roundtrip() {
+    start_redis
+    local U="redis://127.0.0.1:$PORT/users"
+    run 0 "$BG" create "$U" -n 100000 -p 0.01 --seed 7
+    has err "created $U: standard (bitmap backend), m = 958506 bits"
+    run 2 "$BG" create "$U" -n 100000 -p 0.01
+    has err "already exists (use --force"
+    run 0 "$BG" create "$U" -n 100000 -p 0.01 --seed 7 --force --json
+    json_ok out
+    eq "$(jget out backend)" bitmap "backend"
+    eq "$(jget out bits)" 958506 "bits"
+    eq "$(jget out hashes)" 7 "hashes"
+    eq "$(jget out seed)" 7 "seed"
+
+    # keys from arguments and from stdin (more than one batch)
+    run 0 "$BG" add "$U" alice bob
+    has err "2 keys read, 2 new; 2 items"
+    keys 1 5000 | run 0 "$BG" add --json "$U"
+    json_ok out
+    eq "$(jget out keys)" 5000 "keys read"
+    eq "$(jget out new)" 5000 "new keys"
+    eq "$(jget out items)" 5002 "items"
+    eq "$(jget out url)" "$U" "url"
+    # NUL-separated keys, a key with a newline in it
+    printf 'x\ny\0z\0' | run 0 "$BG" add -0 -q "$U"
+
+    run 0 "$BG" check "$U" alice bob
+    eq "$(cat out)" "$(printf 'alice\tmaybe\nbob\tmaybe')" "check output"
+    run 1 "$BG" check "$U" alice carol-is-not-there
+    has out "carol-is-not-there	no"
+    keys 1 5000 | run 0 "$BG" check -c "$U"
+    eq "$(cat out)" "$(printf 'keys\t5000\nmaybe\t5000\nno\t0')" "every added key"
+    printf 'x\ny\0z\0' | run 0 "$BG" check -0 -q "$U"
+    # absent keys: a few false positives at most (p = 0.01, 5002 of 100000 keys)
+    keys 1 5000 absent | run 1 "$BG" check -c --absent "$U"
+    [ "$(cat out)" -ge 4950 ] || fail "too many false positives: $(cat out) of 5000 absent"
+    run 1 "$BG" check --json "$U" alice nobody
+    json_ok out
+    eq "$(jq -c '.results' out)" '[{"key":"alice","maybe":true},{"key":"nobody","maybe":false}]' \
+        "json results"
+    run 0 "$BG" check -q "$U" alice
+    run 1 "$BG" check -q "$U" nobody
+    # parameters together; the default port is not this one
+    run 0 "$BG" check -q "$U?backend=bitmap&timeout=5000" alice
+    run 0 "$BG" check -q "redis://localhost:$PORT/users?timeout=5000" alice
+
+    run 0 "$BG" info "$U"
+    has out "url:               $U"
+    has out "backend:           bitmap"
+    has out "bits (m):          958506"
+    has out "items:             5004"
+    has out "generation:"
+    run 0 "$BG" info --json "$U"
+    json_ok out
+    eq "$(jget out items)" 5004 "items"
+    eq "$(jget out capacity)" 100000 "capacity"
+    [ "$(jget out bits_set)" -gt 0 ] || fail "no bits set"
+
+    # -m/-k sizing; options that do not apply
+    run 0 "$BG" create "redis://127.0.0.1:$PORT/mk" -m 8192 -k 3 --json -q
+    eq "$(jget out bits)" 8192 "bits"
+    run 2 "$BG" create "redis://127.0.0.1:$PORT/v" -n 100 -p 0.01 --variant blocked
+    has err "a bitmap remote filter is a standard filter"
+    run 2 "$BG" create "redis://127.0.0.1:$PORT/v" -n 100 -p 0.01 --expansion 2
+    has err "apply to ?backend=module only"
+    run 2 "$BG" create "redis://127.0.0.1:$PORT/v" -n 100
+    has err "give two of"
+    run 2 "$BG" create "redis://127.0.0.1:$PORT/v" -m 1e11 -k 3
+    has err "the most a bitmap filter has"
+
+    # missing filter; remove; merge
+    run 2 "$BG" check "redis://127.0.0.1:$PORT/nope" a
+    has err "redis://127.0.0.1:$PORT/nope: cannot open: no such filter"
+    run 2 "$BG" add "redis://127.0.0.1:$PORT/nope" a
+    has err "no such filter"
+    run 2 "$BG" info "redis://127.0.0.1:$PORT/nope"
+    has err "no such filter"
+    run 2 "$BG" remove "$U" alice
+    has err "remote filters cannot remove keys"
+    run 0 "$BG" check -q "$U" alice
+    run 0 "$BG" create a.bgf -n 100 -p 0.01 -q
+    run 2 "$BG" merge out.bgf a.bgf "$U"
+    has err "merge and intersect work on files only"
+
+    # re-created under a handle? A new create with --force: the old keys are gone
+    run 0 "$BG" create "$U" -n 1000 -p 0.01 --force -q
+    run 1 "$BG" check -q "$U" alice
+}
+
+# Keys added by other processes, two of them at once, are all seen.
+case_shared() {
+    start_redis
+    local U="redis://127.0.0.1:$PORT/shared"
+    run 0 "$BG" create "$U" -n 100000 -p 0.001 -q
+    keys 1 20000 a >a.txt
+    keys 1 20000 b >b.txt
+    "$BG" add -q "$U" <a.txt &
+    local p1=$!
+    "$BG" add -q "$U" <b.txt &
+    local p2=$!
+    wait $p1 || fail "first adder failed"
+    wait $p2 || fail "second adder failed"
+    cat a.txt b.txt | run 0 "$BG" check -c "$U"
+    eq "$(cat out)" "$(printf 'keys\t40000\nmaybe\t40000\nno\t0')" "keys of both adders"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out items)" 40000 "items counted atomically"
+}
+
+case_auth() {
+    start_redis --requirepass 'p@ss:w/rd%'
+    local good='redis://:p%40ss%3Aw%2Frd%25@127.0.0.1:'$PORT'/secret'
+    run 0 "$BG" create "$good" -n 1000 -p 0.01
+    has err "created redis://***@127.0.0.1:$PORT/secret"
+    hasnt err "p@ss"
+    run 0 "$BG" add -q "$good" alice
+    run 0 "$BG" check -q "$good" alice
+    run 0 "$BG" info "$good"
+    has out "url:               redis://***@127.0.0.1:$PORT/secret"
+    hasnt out "p%40ss"
+    # the default user by name
+    run 0 "$BG" check -q "redis://default:p%40ss%3Aw%2Frd%25@127.0.0.1:$PORT/secret" alice
+    run 2 "$BG" check "redis://:wrong@127.0.0.1:$PORT/secret" alice
+    has err "cannot connect: Redis replied an error: WRONGPASS"
+    hasnt err "wrong@"
+    # (NOAUTH, or for a long command "Protocol error: unauthenticated ...")
+    run 2 "$BG" check "redis://127.0.0.1:$PORT/secret" alice
+    has err "the server wants a password"
+}
+
+# A server that is not there, and one that does not answer: exit 2 within
+# the timeout, never a hang.
+case_unreachable() {
+    start_redis
+    local port=$PORT t0 t1
+    run 0 "$BG" create "redis://127.0.0.1:$port/u" -n 1000 -p 0.01 -q
+    # frozen: the connection is accepted by the kernel, no reply comes
+    kill -STOP "$RPID"
+    t0=$(now_ms)
+    run 2 "$BG" check "redis://127.0.0.1:$port/u?timeout=300" alice
+    t1=$(now_ms)
+    has err "cannot reach Redis (connection failed, broke or timed out)"
+    [ $((t1 - t0)) -lt 1500 ] || fail "took $((t1 - t0)) ms with timeout=300"
+    t0=$(now_ms)
+    echo alice | run 2 "$BG" add "redis://127.0.0.1:$port/u?timeout=300"
+    t1=$(now_ms)
+    [ $((t1 - t0)) -lt 1500 ] || fail "add took $((t1 - t0)) ms with timeout=300"
+    kill -CONT "$RPID"
+    # gone: connection refused at once
+    kill -KILL "$RPID"
+    wait "$RPID" 2>/dev/null || true
+    t0=$(now_ms)
+    run 2 "$BG" info "redis://127.0.0.1:$port/u"
+    t1=$(now_ms)
+    has err "redis://127.0.0.1:$port/u: cannot connect: cannot reach Redis"
+    has err "Connection refused"
+    [ $((t1 - t0)) -lt 1500 ] || fail "refused connection took $((t1 - t0)) ms"
+    run 2 "$BG" create "redis://127.0.0.1:$port/u" -n 10 -p 0.1
+    run 2 "$BG" add "redis://127.0.0.1:$port/u" a
+}
+
+case_module() {
+    [ -n "${BLOOMGATE_MODULE:-}" ] || skip "BLOOMGATE_MODULE is not set"
+    start_redis --loadmodule "$BLOOMGATE_MODULE"
+    local U="redis://127.0.0.1:$PORT/mod?backend=module"
+    run 0 "$BG" create "$U" -n 10000 -p 0.01 --json
+    json_ok out
+    eq "$(jget out backend)" module "backend"
+    run 2 "$BG" create "$U" -n 10000 -p 0.01
+    has err "already exists"
+    run 2 "$BG" create "redis://127.0.0.1:$PORT/m2?backend=module" -m 1000 -k 3
+    has err "sized by -n and -p only"
+    keys 1 3000 | run 0 "$BG" add "$U"
+    has err "3000 keys read, 3000 new"
+    keys 1 3000 | run 0 "$BG" check -c "$U"
+    eq "$(cat out)" "$(printf 'keys\t3000\nmaybe\t3000\nno\t0')" "every added key"
+    run 1 "$BG" check -q "$U" not-there
+    run 0 "$BG" info --json "$U"
+    json_ok out
+    eq "$(jget out backend)" module "backend"
+    eq "$(jget out items)" 3000 "items"
+    run 0 "$BG" create "$U" -n 100 -p 0.01 --force -q
+    run 1 "$BG" check -q "$U" key-1
+}
+
+# push FILE URL, pull URL FILE.
+case_pushpull() {
+    start_redis
+    local U="redis://127.0.0.1:$PORT/pp"
+    run 0 "$BG" create local.bgf -n 10000 -p 0.01 --variant standard --seed 3 -q
+    keys 1 2000 | run 0 "$BG" add -q local.bgf
+    # push creates the remote filter
+    run 0 "$BG" push --json local.bgf "$U"
+    json_ok out
+    eq "$(jget out items)" 2000 "items pushed"
+    local g1
+    g1=$(jget out generation)
+    keys 1 2000 | run 0 "$BG" check -c "$U"
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "pushed keys"
+    # the remote answers as the file does, key for key
+    keys 1 4000 x | "$BG" check local.bgf >want.txt || true
+    keys 1 4000 x | "$BG" check "$U" >got.txt || true
+    cmp -s want.txt got.txt || fail "remote and local answers differ"
+    # add remotely, pull, and the file has everything
+    run 0 "$BG" add -q "$U" added-remotely
+    run 0 "$BG" pull --json "$U" pulled.bgf
+    json_ok out
+    eq "$(jget out items)" 2001 "items pulled"
+    run 0 "$BG" check -q pulled.bgf added-remotely key-1 key-2000
+    run 0 "$BG" info --json pulled.bgf
+    eq "$(jget out variant)" standard "pulled variant"
+    eq "$(jget out seed)" 3 "pulled seed"
+    # pull never replaces a file without --force
+    run 2 "$BG" pull "$U" pulled.bgf
+    has err "already exists (use --force"
+    run 0 "$BG" pull -f -q "$U" pulled.bgf
+    # a second push swaps in a new generation; readers see only the new keys
+    run 0 "$BG" create other.bgf -n 10000 -p 0.01 --variant standard --seed 3 -q
+    run 0 "$BG" add -q other.bgf only-in-other
+    run 0 "$BG" push --json other.bgf "$U"
+    [ "$(jget out generation)" != "$g1" ] || fail "push kept generation $g1"
+    run 0 "$BG" check -q "$U" only-in-other
+    run 1 "$BG" check -q "$U" added-remotely
+    # what cannot be pushed or pulled
+    run 0 "$BG" create blocked.bgf -n 100 -p 0.01 -q
+    run 2 "$BG" push blocked.bgf "$U"
+    has err "only a standard one can be pushed"
+    run 2 "$BG" push local.bgf "redis://127.0.0.1:$PORT/pp?backend=module"
+    has err "push needs the bitmap backend"
+    run 2 "$BG" pull "redis://127.0.0.1:$PORT/nope" nope.bgf
+    has err "no such filter"
+    [ ! -e nope.bgf ] || fail "failed pull wrote nope.bgf"
+    run 2 "$BG" push missing.bgf "$U"
+    has err "missing.bgf"
+}
+
+# The filter is replaced (other parameters) while a command is reading keys:
+# the next batch is refused with a clear message, nothing is written to the
+# new filter, and the earlier batches stay added.
+case_stale() {
+    start_redis
+    local U="redis://127.0.0.1:$PORT/st"
+    run 0 "$BG" create "$U" -n 1000 -p 0.01 -q
+    mkfifo keys.fifo
+    "$BG" add "$U" <keys.fifo >out 2>err &
+    local p=$!
+    exec 3>keys.fifo
+    keys 1 10 first >&3
+    sleep 0.5 # the first batch goes out on its own
+    "$BG" create "$U" -n 5000 -p 0.001 --force -q || fail "re-create failed"
+    keys 1 10 second >&3
+    exec 3>&-
+    local rc=0
+    wait $p || rc=$?
+    eq "$rc" 2 "exit status of add across a re-creation"
+    has err "the filter was re-created or replaced meanwhile"
+    has err "the first 10 keys were added, the rest were not"
+    run 1 "$BG" check -q "$U" second-1
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out items)" 0 "items in the new filter"
+}
+
+# Built with -DBG_BUILD_REMOTE=OFF: URLs are recognised and refused.
+case_noremote() {
+    run 2 "$BG" check redis://127.0.0.1:22001/x a
+    has err "built without remote support"
+    run 2 "$BG" create redis://127.0.0.1:22001/x -n 10 -p 0.1
+    has err "built without remote support"
+    run 2 "$BG" info 'redis://h/x?shards=3'
+    has err "not supported yet"
+}
+
+fn="case_$CASE"
+declare -F "$fn" >/dev/null || { echo "no such case: $CASE" >&2; exit 1; }
+"$fn"
+echo "ok: cli.remote.$CASE"
