@@ -5,8 +5,13 @@
  *   lua-bitfield  checked script, one BITFIELD / BITFIELD_RO per batch
  *   raw-bitfield  bare BITFIELD / BITFIELD_RO, no generation check (unsafe:
  *                 the reference for what the check costs)
- * all in the same run, modes interleaved, best of ROUNDS.
- *   remote_bench [keys per round, default 200000] [rounds, default 3] */
+ *   module        the module backend: BF.MADD / BF.MEXISTS on bloomgate.so,
+ *                 when BLOOMGATE_MODULE names it (the server then loads it)
+ * all in the same run, against the same server, modes interleaved, best of
+ * ROUNDS.
+ *   [BLOOMGATE_MODULE=.../bloomgate.so] remote_bench [keys per round, default 200000] [rounds, default 3] */
+#include <stdbool.h>
+
 #include "test_util.h"
 #include "redis_server.h"
 
@@ -14,32 +19,43 @@
 
 #define BATCH 100
 
-static const char *const mode_name[3] = {"lua-setbit", "lua-bitfield", "raw-bitfield"};
+#define MODES 4 /* the three bitmap modes, then the module backend */
+static const char *const mode_name[MODES] = {"lua-setbit", "lua-bitfield", "raw-bitfield",
+                                             "module"};
 
 int main(int argc, char **argv)
 {
     size_t n = argc > 1 ? (size_t)strtoull(argv[1], NULL, 10) : 200000;
     int rounds = argc > 2 ? atoi(argv[2]) : 3;
     n -= n % BATCH;
+    const char *module = getenv("BLOOMGATE_MODULE");
+    if (module != NULL && *module == '\0')
+        module = NULL;
+    int modes = module ? MODES : MODES - 1;
     ts_server s;
-    ts_start(&s, NULL);
+    ts_start(&s, module);
     bg_remote *r;
     bg_remote_options ro = {.port = s.port};
     if (bg_remote_connect(&r, &ro) != BG_OK)
         return 1;
-    double best[3][2] = {{0}};
+    double best[MODES][2] = {{0}};
     tu_batch b;
     tu_batch_init(&b, BATCH);
     for (int round = 0; round < rounds; round++)
-        for (int mode = 0; mode < 3; mode++) {
+        for (int mode = 0; mode < modes; mode++) {
             char name[32];
             snprintf(name, sizeof name, "bench%d", mode);
             bg_remote_filter *f;
-            bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 1000000,
-                                          .error_rate = 0.01};
+            bool on_module = mode == MODES - 1;
+            bg_remote_filter_options o = {
+                .backend = on_module ? BG_REMOTE_MODULE : BG_REMOTE_BITMAP,
+                .capacity = 1000000,
+                .error_rate = 0.01,
+            };
             if (bg_remote_filter_create(&f, r, name, &o) != BG_OK)
                 return 1;
-            bg__remote_filter_set_mode(f, (bg__bitmap_mode)mode);
+            if (!on_module)
+                bg__remote_filter_set_mode(f, (bg__bitmap_mode)mode);
             double t0 = tu_now();
             for (size_t i = 0; i < n; i += BATCH) {
                 tu_batch_fill(&b, 0, 1, i, BATCH);
@@ -64,8 +80,8 @@ int main(int argc, char **argv)
             bg_remote_filter_drop(f);
             bg_remote_filter_close(f);
         }
-    printf("best of %d rounds, %zu keys, batch %d, k = 7:\n", rounds, n, BATCH);
-    for (int mode = 0; mode < 3; mode++)
+    printf("best of %d rounds, %zu keys, batch %d, capacity 1e6, p = 0.01:\n", rounds, n, BATCH);
+    for (int mode = 0; mode < modes; mode++)
         printf("  %-13s add %9.0f items/s  contains %9.0f items/s\n", mode_name[mode],
                best[mode][0], best[mode][1]);
     tu_batch_free(&b);
