@@ -57,8 +57,27 @@
  *
  * LIMITS
  * A bitmap filter has at most BG_REMOTE_MAX_BITS bits (a Redis string holds
- * 512 MiB; BITFIELD offsets stop at 2^32 - 1): larger gets BG_ETOOBIG.
- * Sharding over a cluster is not done yet (docs/REMOTE.md).
+ * 512 MiB; BITFIELD offsets stop at 2^32 - 1): larger gets BG_ETOOBIG, or
+ * shard it.
+ *
+ * SHARDING (bitmap)
+ * Created with options.shards = S > 1, the logical filter `name` is S
+ * ordinary bitmap filters `name:s0` .. `name:s<S-1>` (keys {name:s<j>}:...,
+ * each its own hash tag, so each its own cluster slot), each sized for
+ * capacity / S keys (or bits / S bits) with the same hashes and seed, plus
+ * the string {name}:shards holding S, written last (open finds it when
+ * there is no {name}:meta). A key goes to the shard
+ *   j = floor(S * ((h1 ^ rotl64(h2, 32)) * 0x9e3779b97f4a7c15 mod 2^64) / 2^64)
+ * of its bg_hash (h1, h2): mixed from both halves and taken from the high
+ * bits, so it is uniform and independent of the probe positions, which
+ * come from h1 and h2 mod the shard's bits; the shards fill evenly and the
+ * FP rate is one shard's, the filter's. So one filter can exceed 2^32 bits
+ * and one node's memory, and spread its load over a cluster's masters
+ * (bg_remote_options.cluster: slot routing, MOVED and ASK, connection.c).
+ * A batch is split by shard, one script per shard: each shard's part is
+ * atomic, the batch as a whole is not (S atomic parts). Add, contains,
+ * test-and-add, the batches, stats (summed), drop and expire work on a
+ * sharded filter; publish, fetch and rebuild get BG_EINVAL (not yet).
  *
  * ERRORS
  * Every call returns a status (error.h). BG_ECONN: the connection failed,
@@ -115,6 +134,8 @@ typedef struct bg_remote_options {
     const char *password;        /* NULL: no AUTH */
     uint32_t connect_timeout_ms; /* 0: 2000 */
     uint32_t command_timeout_ms; /* 0: 2000; a reply slower than this: BG_ECONN */
+    int cluster;                 /* nonzero: host:port is a seed node of a Redis
+                                    Cluster (SHARDING below); not with unix_socket */
 } bg_remote_options;
 
 /* Connects into *out (copies the options' strings). On a connection or AUTH
@@ -156,7 +177,12 @@ typedef struct bg_remote_filter_options {
     uint64_t seed;      /* hash seed (bitmap) */
     uint32_t expansion; /* module: EXPANSION; 0: the server's default */
     int nonscaling;     /* module: NONSCALING */
+    uint32_t shards;    /* bitmap: 0 or 1 one filter; 2..BG_REMOTE_MAX_SHARDS: that
+                           many sub-filters (SHARDING below) */
 } bg_remote_filter_options;
+
+/* Most shards of a sharded bitmap filter. */
+#define BG_REMOTE_MAX_SHARDS 1024u
 
 /* Creates the filter `name` (a non-empty string without '{' or '}') and
  * opens it into *out (NULL on failure). The bitmap backend allocates the

@@ -16,7 +16,9 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/time.h>
 #include <time.h>
 
@@ -100,13 +102,6 @@ static void guard_end(pipe_guard *g)
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
 
-static int conn_error(bg_remote *r, const char *what)
-{
-    const char *why = r->c && r->c->errstr[0] ? r->c->errstr : "unknown error";
-    r->broken = 1;
-    return bg__remote_fail(r, BG_ECONN, "%s: %s", what, why);
-}
-
 int bg__remote_error_reply(bg_remote *r, const redisReply *reply)
 {
     const char *s = reply->str ? reply->str : "";
@@ -120,21 +115,355 @@ int bg__remote_error_reply(bg_remote *r, const redisReply *reply)
     return BG_EREMOTE;
 }
 
-int bg__remote_get_reply(bg_remote *r, redisReply **reply)
+static int io_error(bg_remote *r, const redisContext *c, const char *what)
 {
-    void *rep = NULL;
+    const char *why = c && c->errstr[0] ? c->errstr : "unknown error";
+    return bg__remote_fail(r, BG_ECONN, "%s: %s", what, why);
+}
+
+/* One command on c (after ASKING when `asking`), one reply into *reply.
+ * BG_OK or BG_ECONN; the caller decides what a broken context means. */
+static int exchange(bg_remote *r, redisContext *c, int asking, int argc, const char **argv,
+                    const size_t *lens, redisReply **reply)
+{
+    *reply = NULL;
+    if (asking) {
+        const char *aa[1] = {"ASKING"};
+        size_t al[1] = {6};
+        if (redisAppendCommandArgv(c, 1, aa, al) != REDIS_OK)
+            return io_error(r, c, "cannot format the command");
+    }
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
+        return io_error(r, c, "cannot format the command");
     pipe_guard g;
     guard_begin(&g);
-    int rc = redisGetReply(r->c, &rep);
+    void *rep = NULL;
+    int rc = REDIS_OK;
+    if (asking) {
+        rc = redisGetReply(c, &rep);
+        if (rep)
+            freeReplyObject(rep); /* +OK; an error shows in the command's reply */
+        rep = NULL;
+    }
+    if (rc == REDIS_OK)
+        rc = redisGetReply(c, &rep);
     guard_end(&g);
     if (rc != REDIS_OK || !rep) {
         if (rep)
             freeReplyObject(rep);
-        *reply = NULL;
-        return conn_error(r, "no reply from Redis");
+        return io_error(r, c, "no reply from Redis");
     }
     *reply = rep;
     return BG_OK;
+}
+
+/* Connects to host:port (or the socket) and authenticates, into *out. */
+static int open_context(bg_remote *r, const char *host, int port, const char *unix_socket,
+                        redisContext **out)
+{
+    *out = NULL;
+    struct timeval ct = ms_to_tv(r->connect_timeout_ms);
+    redisContext *c = unix_socket ? redisConnectUnixWithTimeout(unix_socket, ct)
+                                  : redisConnectWithTimeout(host, port, ct);
+    if (!c)
+        return bg__remote_fail(r, BG_ENOMEM, "out of memory connecting");
+    int rc = BG_OK;
+    if (c->err) {
+        if (unix_socket)
+            rc = bg__remote_fail(r, BG_ECONN, "cannot connect to %s: %s", unix_socket,
+                                 c->errstr);
+        else
+            rc = bg__remote_fail(r, BG_ECONN, "cannot connect to %s:%d: %s", host, port,
+                                 c->errstr);
+    } else if (redisSetTimeout(c, ms_to_tv(r->command_timeout_ms)) != REDIS_OK) {
+        rc = io_error(r, c, "cannot set the timeout");
+    } else if (r->password) {
+        const char *argv[3] = {"AUTH", r->username ? r->username : r->password, r->password};
+        size_t lens[3] = {4, strlen(argv[1]), strlen(r->password)};
+        redisReply *rep;
+        rc = exchange(r, c, 0, r->username ? 3 : 2, argv, lens, &rep);
+        if (rc == BG_OK) {
+            if (rep->type == REDIS_REPLY_ERROR)
+                rc = bg__remote_error_reply(r, rep);
+            freeReplyObject(rep);
+        }
+    }
+    if (rc != BG_OK) {
+        redisFree(c);
+        return rc;
+    }
+    *out = c;
+    return BG_OK;
+}
+
+/* CLUSTER ROUTING
+ *
+ * hiredis 0.14 knows nothing of Redis Cluster, so a cluster connection
+ * (bg_remote_options.cluster) does it here, by the cluster spec:
+ *
+ *   slot(key) = CRC16(tag) mod 16384, where CRC16 is the XMODEM variant
+ *   (polynomial 0x1021, initial value 0, no reflection; CRC16("123456789")
+ *   is 0x31C3) and tag is the part of the key between its first '{' and
+ *   the first '}' after it, if that is not empty, else the whole key.
+ *
+ * CLUSTER SLOTS, asked of the seed (then of any known master), gives the
+ * master of every slot range; we keep one hiredis context per master,
+ * opened on first use. A command goes to the master of its key's slot (the
+ * key is argv[1], or an EVAL/EVALSHA's first key; SCRIPT LOAD and other
+ * keyless commands go to the master used last). Replies:
+ *   MOVED <slot> <host:port>  the slot has a new owner: remember it, read
+ *                             CLUSTER SLOTS again (best effort), retry there.
+ *   ASK <slot> <host:port>    the slot is being migrated and the key is
+ *                             already on the target: ASKING then the
+ *                             command, on the target, this once.
+ *   TRYAGAIN, CLUSTERDOWN     a multi-key command during a migration whose
+ *                             keys are split, or a cluster in flux: wait a
+ *                             little and retry.
+ * At most BG__REDIRECTS of these per command; after that the last error
+ * reply is returned (BG_EREMOTE). A reply lost with a broken connection is
+ * BG_ECONN and never retried (the command may have run), as on one server.
+ *
+ * LIMITATIONS
+ * Masters only: no reads from replicas, and no failover handling beyond
+ * what MOVED gives after the cluster promoted a replica. */
+#define BG__REDIRECTS 16
+
+unsigned bg__key_slot(const char *key, size_t len)
+{
+    size_t s = 0;
+    for (; s < len && key[s] != '{'; s++)
+        ;
+    if (s < len) {
+        size_t e = s + 1;
+        for (; e < len && key[e] != '}'; e++)
+            ;
+        if (e < len && e > s + 1) {
+            key += s + 1;
+            len = e - s - 1;
+        }
+    }
+    unsigned crc = 0;
+    for (size_t i = 0; i < len; i++) {
+        crc ^= (unsigned)(unsigned char)key[i] << 8;
+        for (int b = 0; b < 8; b++)
+            crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+    }
+    return crc & (BG__SLOTS - 1);
+}
+
+/* The index of master host:port, added if new; BG__NO_NODE if out of memory. */
+static size_t node_index(bg_remote *r, const char *host, size_t hlen, int port)
+{
+    for (size_t i = 0; i < r->nnodes; i++)
+        if (r->nodes[i].port == port && strlen(r->nodes[i].host) == hlen &&
+            memcmp(r->nodes[i].host, host, hlen) == 0)
+            return i;
+    if (r->nnodes >= BG__NO_NODE - 1)
+        return BG__NO_NODE;
+    char *h = bg__malloc(hlen + 1);
+    bg__node *n = bg__malloc((r->nnodes + 1) * sizeof *n);
+    if (!h || !n) {
+        bg__free(h);
+        bg__free(n);
+        return BG__NO_NODE;
+    }
+    if (r->nnodes)
+        memcpy(n, r->nodes, r->nnodes * sizeof *n);
+    bg__free(r->nodes);
+    r->nodes = n;
+    memcpy(h, host, hlen);
+    h[hlen] = '\0';
+    n[r->nnodes] = (bg__node){.host = h, .port = port, .c = NULL};
+    return r->nnodes++;
+}
+
+static void node_close(bg_remote *r, size_t i)
+{
+    if (r->nodes[i].c) {
+        if (r->c == r->nodes[i].c)
+            r->c = NULL;
+        redisFree(r->nodes[i].c);
+        r->nodes[i].c = NULL;
+    }
+}
+
+static int node_ready(bg_remote *r, size_t i)
+{
+    if (r->nodes[i].c)
+        return BG_OK;
+    return open_context(r, r->nodes[i].host, r->nodes[i].port, NULL, &r->nodes[i].c);
+}
+
+/* Parses "<slot> <host>:<port>" after MOVED / ASK. */
+static size_t redirect_target(bg_remote *r, const char *s, unsigned *slot)
+{
+    char *end;
+    unsigned long sl = strtoul(s, &end, 10);
+    if (end == s || *end != ' ' || sl >= BG__SLOTS)
+        return BG__NO_NODE;
+    const char *host = end + 1;
+    const char *colon = strrchr(host, ':');
+    if (!colon)
+        return BG__NO_NODE;
+    long port = strtol(colon + 1, &end, 10);
+    if (port <= 0 || port > 65535)
+        return BG__NO_NODE;
+    *slot = (unsigned)sl;
+    return node_index(r, host, (size_t)(colon - host), (int)port);
+}
+
+/* Reads CLUSTER SLOTS from the first master that answers, into the map. */
+static int refresh_slots(bg_remote *r)
+{
+    int rc = BG_ECONN;
+    for (size_t i = 0; i < r->nnodes; i++) {
+        if ((rc = node_ready(r, i)) != BG_OK)
+            continue;
+        const char *argv[2] = {"CLUSTER", "SLOTS"};
+        size_t lens[2] = {7, 5};
+        redisReply *rep;
+        if ((rc = exchange(r, r->nodes[i].c, 0, 2, argv, lens, &rep)) != BG_OK) {
+            node_close(r, i);
+            continue;
+        }
+        if (rep->type == REDIS_REPLY_ERROR) {
+            rc = bg__remote_error_reply(r, rep);
+            freeReplyObject(rep);
+            continue;
+        }
+        rc = BG_OK;
+        if (rep->type != REDIS_REPLY_ARRAY)
+            rc = bg__remote_fail(r, BG_EREMOTE, "CLUSTER SLOTS: unexpected reply");
+        for (size_t j = 0; rc == BG_OK && j < rep->elements; j++) {
+            const redisReply *e = rep->element[j];
+            if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+                e->element[0]->type != REDIS_REPLY_INTEGER ||
+                e->element[1]->type != REDIS_REPLY_INTEGER ||
+                e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
+                e->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+                e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+                rc = bg__remote_fail(r, BG_EREMOTE, "CLUSTER SLOTS: unexpected entry");
+                break;
+            }
+            long long lo = e->element[0]->integer, hi = e->element[1]->integer;
+            const redisReply *h = e->element[2]->element[0];
+            /* An empty host means "the address you reached me at". */
+            const char *host = h->len ? h->str : r->nodes[i].host;
+            size_t hlen = h->len ? h->len : strlen(r->nodes[i].host);
+            size_t ni = node_index(r, host, hlen, (int)e->element[2]->element[1]->integer);
+            if (ni == BG__NO_NODE) {
+                rc = BG_ENOMEM;
+                break;
+            }
+            for (long long s = lo < 0 ? 0 : lo; s <= hi && s < BG__SLOTS; s++)
+                r->slot_node[s] = (uint16_t)ni;
+        }
+        freeReplyObject(rep);
+        if (rc == BG_OK || rc == BG_ENOMEM)
+            return rc;
+    }
+    return rc;
+}
+
+/* The command's key (see CLUSTER ROUTING); 0 for a keyless one. */
+static int command_key(int argc, const char **argv, const size_t *lens, const char **key,
+                       size_t *klen)
+{
+    if (argc < 2)
+        return 0;
+    if (strcasecmp(argv[0], "EVAL") == 0 || strcasecmp(argv[0], "EVALSHA") == 0) {
+        if (argc < 4 || strcmp(argv[2], "0") == 0)
+            return 0;
+        *key = argv[3];
+        *klen = lens[3];
+        return 1;
+    }
+    if (strcasecmp(argv[0], "SCRIPT") == 0 || strcasecmp(argv[0], "CLUSTER") == 0 ||
+        strcasecmp(argv[0], "PING") == 0 || strcasecmp(argv[0], "INFO") == 0)
+        return 0;
+    *key = argv[1];
+    *klen = lens[1];
+    return 1;
+}
+
+static void pause_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static int cluster_command(bg_remote *r, int argc, const char **argv, const size_t *lens,
+                           redisReply **reply)
+{
+    const char *key = NULL;
+    size_t klen = 0;
+    int keyed = command_key(argc, argv, lens, &key, &klen);
+    unsigned slot = keyed ? bg__key_slot(key, klen) : 0;
+    int asking = 0;
+    size_t ni = 0;
+    for (int tries = 0;; tries++) {
+        if (!asking) {
+            if (keyed) {
+                if (r->slot_node[slot] == BG__NO_NODE)
+                    (void)refresh_slots(r);
+                if (r->slot_node[slot] == BG__NO_NODE)
+                    return bg__remote_fail(r, BG_EREMOTE, "no master serves slot %u", slot);
+                ni = r->slot_node[slot];
+            } else {
+                ni = 0;
+                for (size_t i = 0; i < r->nnodes; i++)
+                    if (r->c && r->nodes[i].c == r->c)
+                        ni = i;
+            }
+        }
+        int rc = node_ready(r, ni);
+        if (rc != BG_OK)
+            return rc;
+        r->c = r->nodes[ni].c;
+        redisReply *rep;
+        rc = exchange(r, r->c, asking, argc, argv, lens, &rep);
+        if (rc != BG_OK) {
+            node_close(r, ni);
+            return rc;
+        }
+        asking = 0;
+        if (rep->type != REDIS_REPLY_ERROR || !rep->str || tries >= BG__REDIRECTS) {
+            *reply = rep;
+            return BG_OK;
+        }
+        unsigned s;
+        if (strncmp(rep->str, "MOVED ", 6) == 0) {
+            size_t to = redirect_target(r, rep->str + 6, &s);
+            if (to == BG__NO_NODE) {
+                *reply = rep;
+                return BG_OK;
+            }
+            freeReplyObject(rep);
+            r->redirects++;
+            (void)refresh_slots(r);
+            r->slot_node[s] = (uint16_t)to; /* the redirect is the freshest word */
+            r->errstr[0] = '\0';
+        } else if (strncmp(rep->str, "ASK ", 4) == 0) {
+            size_t to = redirect_target(r, rep->str + 4, &s);
+            if (to == BG__NO_NODE) {
+                *reply = rep;
+                return BG_OK;
+            }
+            freeReplyObject(rep);
+            r->redirects++;
+            asking = 1;
+            ni = to;
+        } else if (strncmp(rep->str, "TRYAGAIN", 8) == 0 ||
+                   strncmp(rep->str, "CLUSTERDOWN", 11) == 0) {
+            freeReplyObject(rep);
+            r->redirects++;
+            pause_ms(10L * (tries + 1));
+        } else {
+            *reply = rep;
+            return BG_OK;
+        }
+    }
 }
 
 int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *lens,
@@ -144,10 +473,14 @@ int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *
     int rc = bg__remote_ready(r);
     if (rc != BG_OK)
         return rc;
-    if (redisAppendCommandArgv(r->c, argc, argv, lens) != REDIS_OK)
-        return conn_error(r, "cannot format the command");
-    redisReply *rep;
-    rc = bg__remote_get_reply(r, &rep);
+    redisReply *rep = NULL;
+    if (r->cluster) {
+        rc = cluster_command(r, argc, argv, lens, &rep);
+    } else {
+        rc = exchange(r, r->c, 0, argc, argv, lens, &rep);
+        if (rc != BG_OK)
+            r->broken = 1;
+    }
     if (rc != BG_OK)
         return rc;
     if (rep->type == REDIS_REPLY_ERROR && !keep_errors) {
@@ -159,40 +492,33 @@ int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *
     return BG_OK;
 }
 
-/* Connects r->c anew (closing the old one) and authenticates. */
+/* Connects anew (closing the old connections) and authenticates; a cluster
+ * connection reads the slot map from the seed. */
 static int do_connect(bg_remote *r)
 {
+    if (r->cluster) {
+        for (size_t i = 0; i < r->nnodes; i++)
+            node_close(r, i);
+        r->c = NULL;
+        for (size_t s = 0; s < BG__SLOTS; s++)
+            r->slot_node[s] = BG__NO_NODE;
+        int rc = node_ready(r, 0); /* the seed, for its error message */
+        if (rc == BG_OK)
+            rc = refresh_slots(r);
+        if (rc != BG_OK)
+            return rc;
+        r->errstr[0] = '\0';
+        return BG_OK;
+    }
     if (r->c) {
         redisFree(r->c);
         r->c = NULL;
     }
     r->broken = 1;
-    struct timeval ct = ms_to_tv(r->connect_timeout_ms);
-    r->c = r->unix_socket ? redisConnectUnixWithTimeout(r->unix_socket, ct)
-                          : redisConnectWithTimeout(r->host, r->port, ct);
-    if (!r->c)
-        return bg__remote_fail(r, BG_ENOMEM, "out of memory connecting");
-    if (r->c->err) {
-        if (r->unix_socket)
-            return bg__remote_fail(r, BG_ECONN, "cannot connect to %s: %s", r->unix_socket,
-                                   r->c->errstr);
-        return bg__remote_fail(r, BG_ECONN, "cannot connect to %s:%d: %s", r->host, r->port,
-                               r->c->errstr);
-    }
-    if (redisSetTimeout(r->c, ms_to_tv(r->command_timeout_ms)) != REDIS_OK)
-        return conn_error(r, "cannot set the timeout");
+    int rc = open_context(r, r->host, r->port, r->unix_socket, &r->c);
+    if (rc != BG_OK)
+        return rc;
     r->broken = 0;
-    if (r->password) {
-        const char *argv[3] = {"AUTH", r->username ? r->username : r->password, r->password};
-        size_t lens[3] = {4, strlen(argv[1]), strlen(r->password)};
-        redisReply *rep;
-        int rc = bg__remote_command(r, r->username ? 3 : 2, argv, lens, &rep, 0);
-        if (rc != BG_OK) {
-            r->broken = 1; /* an unauthenticated connection is not usable */
-            return rc;
-        }
-        freeReplyObject(rep);
-    }
     r->errstr[0] = '\0';
     return BG_OK;
 }
@@ -200,6 +526,8 @@ static int do_connect(bg_remote *r)
 int bg__remote_ready(bg_remote *r)
 {
     r->errstr[0] = '\0';
+    if (r->cluster)
+        return BG_OK; /* masters connect on first use */
     if (!r->broken && r->c)
         return BG_OK;
     return do_connect(r);
@@ -210,7 +538,7 @@ int bg_remote_connect(bg_remote **out, const bg_remote_options *o)
     if (!out)
         return BG_EINVAL;
     *out = NULL;
-    if (!o || o->port < 0 || o->port > 65535)
+    if (!o || o->port < 0 || o->port > 65535 || (o->cluster && o->unix_socket))
         return BG_EINVAL;
     bg_remote *r = bg__calloc(1, sizeof *r);
     if (!r)
@@ -227,6 +555,14 @@ int bg_remote_connect(bg_remote **out, const bg_remote_options *o)
     r->port = o->port ? o->port : 6379;
     r->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 2000;
     r->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms : 2000;
+    if (o->cluster) {
+        r->cluster = 1;
+        r->slot_node = bg__malloc(BG__SLOTS * sizeof *r->slot_node);
+        if (!r->slot_node || node_index(r, r->host, strlen(r->host), r->port) != 0) {
+            bg_remote_free(r);
+            return BG_ENOMEM;
+        }
+    }
     int rc = do_connect(r);
     if (rc == BG_ENOMEM) {
         bg_remote_free(r);
@@ -247,8 +583,17 @@ void bg_remote_free(bg_remote *r)
 {
     if (!r)
         return;
+    if (r->cluster) {
+        for (size_t i = 0; i < r->nnodes; i++) {
+            node_close(r, i);
+            bg__free(r->nodes[i].host);
+        }
+        r->c = NULL;
+    }
     if (r->c)
         redisFree(r->c);
+    bg__free(r->nodes);
+    bg__free(r->slot_node);
     bg__free(r->host);
     bg__free(r->unix_socket);
     bg__free(r->username);

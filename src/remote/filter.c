@@ -1,6 +1,10 @@
-/* Filter handles: argument checks, then the backend (bitmap.c, module.c). */
+/* Filter handles: argument checks, then the backend (bitmap.c, module.c),
+ * and sharded filters (SHARDING in remote.h): S bitmap handles behind one. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <bloomgate/hash.h>
 
 #include "core/alloc_internal.h"
 #include "remote_internal.h"
@@ -31,6 +35,296 @@ static int handle_new(bg_remote_filter **out, bg_remote *r, const char *name,
     return BG_OK;
 }
 
+/* SHARDED FILTERS (remote.h, SHARDING) */
+
+/* The shard of a key: see the formula in remote.h. */
+static uint32_t shard_of(const bg_hash *h, uint32_t shards)
+{
+    uint64_t x = (h->h1 ^ (h->h2 << 32 | h->h2 >> 32)) * UINT64_C(0x9e3779b97f4a7c15);
+    return (uint32_t)(((unsigned __int128)x * shards) >> 64);
+}
+
+static int sharded_new(bg_remote_filter **out, bg_remote *r, const char *name, uint32_t shards)
+{
+    bg_remote_filter *f;
+    int rc = handle_new(&f, r, name, BG_REMOTE_BITMAP);
+    if (rc != BG_OK)
+        return rc;
+    size_t n = strlen(name) + 10;
+    f->shards_key = bg__malloc(n);
+    f->sub = bg__calloc(shards, sizeof *f->sub);
+    if (!f->shards_key || !f->sub) {
+        bg_remote_filter_close(f);
+        return BG_ENOMEM;
+    }
+    f->shards = shards;
+    snprintf(f->shards_key, n, "{%s}:shards", name);
+    *out = f;
+    return BG_OK;
+}
+
+static char *sub_name(const char *name, uint32_t j)
+{
+    size_t n = strlen(name) + 16;
+    char *s = bg__malloc(n);
+    if (s)
+        snprintf(s, n, "%s:s%" PRIu32, name, j);
+    return s;
+}
+
+/* Takes the shape from the shards (all must agree, else BG_ECORRUPT). */
+static int sharded_shape(bg_remote_filter *f)
+{
+    f->m = 0;
+    f->capacity = 0;
+    for (uint32_t j = 0; j < f->shards; j++) {
+        const bg_remote_filter *s = f->sub[j];
+        if (s->k != f->sub[0]->k || s->seed != f->sub[0]->seed)
+            return bg__remote_fail(f->r, BG_ECORRUPT, "%s: shards of different shapes",
+                                   f->shards_key);
+        f->m += s->m;
+        f->capacity += s->capacity;
+    }
+    f->k = f->sub[0]->k;
+    f->seed = f->sub[0]->seed;
+    f->error_rate = f->sub[0]->error_rate;
+    f->generation = 0;
+    return BG_OK;
+}
+
+static int sharded_create(bg_remote_filter **out, bg_remote *r, const char *name,
+                          const bg_remote_filter_options *o)
+{
+    if (o->backend != BG_REMOTE_BITMAP || o->shards > BG_REMOTE_MAX_SHARDS)
+        return BG_EINVAL;
+    bg_remote_filter *f;
+    int rc = sharded_new(&f, r, name, o->shards);
+    if (rc != BG_OK)
+        return rc;
+    redisReply *rep;
+    const char *ea[2] = {"EXISTS", f->shards_key};
+    size_t el[2] = {6, strlen(f->shards_key)};
+    if ((rc = bg__remote_command(r, 2, ea, el, &rep, 0)) != BG_OK)
+        goto fail;
+    int exists = rep->type == REDIS_REPLY_INTEGER && rep->integer != 0;
+    freeReplyObject(rep);
+    if (exists) {
+        rc = bg__remote_fail(r, BG_EEXIST, "%s exists", f->shards_key);
+        goto fail;
+    }
+    /* Each shard holds about 1/S of the keys in 1/S of the bits. */
+    bg_remote_filter_options so = *o;
+    so.shards = 0;
+    so.capacity = o->capacity / o->shards + (o->capacity % o->shards != 0);
+    so.bits = o->bits / o->shards + (o->bits % o->shards != 0);
+    uint32_t made = 0;
+    for (; made < o->shards; made++) {
+        char *sn = sub_name(name, made);
+        if (!sn) {
+            rc = BG_ENOMEM;
+            break;
+        }
+        rc = bg_remote_filter_create(&f->sub[made], r, sn, &so);
+        bg__free(sn);
+        if (rc != BG_OK)
+            break;
+    }
+    if (rc == BG_OK)
+        rc = sharded_shape(f);
+    if (rc == BG_OK) {
+        /* Written last: a reader opens the filter only once all shards exist. */
+        char sv[12];
+        snprintf(sv, sizeof sv, "%" PRIu32, o->shards);
+        const char *sa[4] = {"SET", f->shards_key, sv, "NX"};
+        size_t sl[4] = {3, strlen(f->shards_key), strlen(sv), 2};
+        if ((rc = bg__remote_command(r, 4, sa, sl, &rep, 0)) == BG_OK) {
+            if (rep->type == REDIS_REPLY_NIL)
+                rc = bg__remote_fail(r, BG_EEXIST, "%s exists", f->shards_key);
+            freeReplyObject(rep);
+        }
+        if (rc == BG_OK) {
+            *out = f;
+            return BG_OK;
+        }
+    }
+    /* Best effort: drop the shards this call made (not another creator's). */
+    if (rc != BG_ECONN) {
+        char keep[BG__REMOTE_ERRSTR];
+        memcpy(keep, r->errstr, sizeof keep);
+        for (uint32_t j = 0; j < made && j < o->shards; j++)
+            if (f->sub[j])
+                (void)bg__bitmap_drop(f->sub[j]);
+        memcpy(r->errstr, keep, sizeof keep);
+    }
+fail:
+    bg_remote_filter_close(f);
+    return rc;
+}
+
+static int sharded_open(bg_remote_filter **out, bg_remote *r, const char *name)
+{
+    size_t n = strlen(name) + 10;
+    char *key = bg__malloc(n);
+    if (!key)
+        return BG_ENOMEM;
+    snprintf(key, n, "{%s}:shards", name);
+    const char *ga[2] = {"GET", key};
+    size_t gl[2] = {3, strlen(key)};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 2, ga, gl, &rep, 0);
+    if (rc != BG_OK) {
+        bg__free(key);
+        return rc;
+    }
+    uint64_t shards = 0;
+    if (rep->type == REDIS_REPLY_NIL)
+        rc = bg__remote_fail(r, BG_ENOTFOUND, "{%s}:meta does not exist", name);
+    else if (rep->type != REDIS_REPLY_STRING || bg__parse_u64(rep->str, rep->len, &shards) != 0 ||
+             shards < 2 || shards > BG_REMOTE_MAX_SHARDS)
+        rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad shard count", key);
+    freeReplyObject(rep);
+    bg__free(key);
+    if (rc != BG_OK)
+        return rc;
+    bg_remote_filter *f;
+    if ((rc = sharded_new(&f, r, name, (uint32_t)shards)) != BG_OK)
+        return rc;
+    for (uint32_t j = 0; rc == BG_OK && j < f->shards; j++) {
+        char *sn = sub_name(name, j);
+        if (!sn) {
+            rc = BG_ENOMEM;
+            break;
+        }
+        rc = bg_remote_filter_open(&f->sub[j], r, sn, BG_REMOTE_BITMAP);
+        bg__free(sn);
+        if (rc == BG_OK && f->sub[j]->shards > 1)
+            rc = bg__remote_fail(r, BG_ECORRUPT, "%s: a shard is sharded", name);
+    }
+    if (rc == BG_OK)
+        rc = sharded_shape(f);
+    if (rc != BG_OK) {
+        bg_remote_filter_close(f);
+        return rc;
+    }
+    *out = f;
+    return BG_OK;
+}
+
+/* Splits the batch by shard (a counting sort), one script call per shard. */
+static int64_t sharded_run(bg_remote_filter *f, int add, const void *const *keys,
+                           const size_t *lens, size_t count, uint8_t *results)
+{
+    uint32_t S = f->shards;
+    uint32_t *which = bg__malloc(count * sizeof *which);
+    size_t *start = bg__calloc((size_t)S + 1, sizeof *start);
+    size_t *order = bg__malloc(count * sizeof *order);
+    const void **k2 = bg__malloc(count * sizeof *k2);
+    size_t *l2 = bg__malloc(count * sizeof *l2);
+    uint8_t *r2 = bg__malloc(count);
+    int64_t rc = 0;
+    if (!which || !start || !order || !k2 || !l2 || !r2) {
+        rc = BG_ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < count; i++) {
+        bg_hash h;
+        bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->seed, &h);
+        which[i] = shard_of(&h, S);
+        start[which[i] + 1]++;
+    }
+    for (uint32_t j = 0; j < S; j++)
+        start[j + 1] += start[j];
+    for (size_t i = 0; i < count; i++) {
+        size_t at = start[which[i]]++;
+        order[at] = i;
+        k2[at] = keys[i];
+        l2[at] = lens[i];
+    }
+    /* start[j] is now the end of shard j's run, the start of shard j + 1's. */
+    int64_t hits = 0;
+    size_t from = 0;
+    for (uint32_t j = 0; j < S; j++) {
+        size_t n = start[j] - from;
+        if (n) {
+            int64_t h = bg__bitmap_run(f->sub[j], add, k2 + from, l2 + from, n, r2 + from);
+            if (h < 0) {
+                rc = h;
+                goto out;
+            }
+            hits += h;
+        }
+        from = start[j];
+    }
+    for (size_t at = 0; results && at < count; at++)
+        results[order[at]] = r2[at];
+    rc = hits;
+out:
+    bg__free(which);
+    bg__free(start);
+    bg__free(order);
+    bg__free(k2);
+    bg__free(l2);
+    bg__free(r2);
+    return rc;
+}
+
+static int sharded_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
+{
+    out->layers = f->shards;
+    for (uint32_t j = 0; j < f->shards; j++) {
+        bg_remote_filter_stats s;
+        memset(&s, 0, sizeof s);
+        int rc = bg__bitmap_stats(f->sub[j], &s);
+        if (rc != BG_OK)
+            return rc;
+        out->bits += s.bits;
+        out->bytes += s.bytes;
+        out->items += s.items;
+        out->bits_set += s.bits_set;
+        out->capacity += s.capacity;
+    }
+    out->hashes = f->k;
+    out->seed = f->seed;
+    out->error_rate = f->error_rate;
+    return BG_OK;
+}
+
+/* Deletes {name}:shards first (no new opener finds the filter), then each
+ * shard; the first error is returned, every shard is tried. */
+static int sharded_drop(bg_remote_filter *f)
+{
+    const char *da[2] = {"DEL", f->shards_key};
+    size_t dl[2] = {3, strlen(f->shards_key)};
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, 2, da, dl, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    freeReplyObject(rep);
+    for (uint32_t j = 0; j < f->shards; j++) {
+        int sr = bg__bitmap_drop(f->sub[j]);
+        if (sr != BG_OK && rc == BG_OK)
+            rc = sr;
+    }
+    return rc;
+}
+
+static int sharded_expire(bg_remote_filter *f, uint64_t ttl_ms)
+{
+    int rc = BG_OK;
+    for (uint32_t j = 0; rc == BG_OK && j < f->shards; j++)
+        rc = bg__bitmap_expire(f->sub[j], ttl_ms);
+    if (rc != BG_OK)
+        return rc;
+    char t[24];
+    snprintf(t, sizeof t, "%" PRIu64, ttl_ms);
+    const char *pa[3] = {"PEXPIRE", f->shards_key, t};
+    size_t pl[3] = {7, strlen(f->shards_key), strlen(t)};
+    redisReply *rep;
+    if ((rc = bg__remote_command(f->r, 3, pa, pl, &rep, 0)) == BG_OK)
+        freeReplyObject(rep);
+    return rc;
+}
+
 int bg_remote_filter_create(bg_remote_filter **out, bg_remote *r, const char *name,
                             const bg_remote_filter_options *o)
 {
@@ -41,6 +335,8 @@ int bg_remote_filter_create(bg_remote_filter **out, bg_remote *r, const char *na
         return BG_EINVAL;
     if (o->backend != BG_REMOTE_BITMAP && o->backend != BG_REMOTE_MODULE)
         return BG_EINVAL;
+    if (o->shards > 1)
+        return sharded_create(out, r, name, o);
     bg_remote_filter *f;
     int rc = handle_new(&f, r, name, o->backend);
     if (rc != BG_OK)
@@ -67,6 +363,10 @@ int bg_remote_filter_open(bg_remote_filter **out, bg_remote *r, const char *name
     if (rc != BG_OK)
         return rc;
     rc = backend == BG_REMOTE_BITMAP ? bg__bitmap_open(f) : bg__module_open(f);
+    if (rc == BG_ENOTFOUND && backend == BG_REMOTE_BITMAP) {
+        bg_remote_filter_close(f);
+        return sharded_open(out, r, name);
+    }
     if (rc != BG_OK) {
         bg_remote_filter_close(f);
         return rc;
@@ -79,6 +379,10 @@ void bg_remote_filter_close(bg_remote_filter *f)
 {
     if (!f)
         return;
+    for (uint32_t j = 0; f->sub && j < f->shards; j++)
+        bg_remote_filter_close(f->sub[j]);
+    bg__free(f->sub);
+    bg__free(f->shards_key);
     bg__free(f->name);
     bg__free(f->meta_key);
     bg__free(f->bits_key);
@@ -98,6 +402,8 @@ static int64_t run(bg_remote_filter *f, int add, const void *const *keys, const 
         return BG_EINVAL;
     if (count == 0)
         return 0;
+    if (f->shards > 1)
+        return sharded_run(f, add, keys, lens, count, results);
     return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_run(f, add, keys, lens, count, results)
                                           : bg__module_run(f, add, keys, lens, count, results);
 }
@@ -142,6 +448,8 @@ int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filter_stats *out)
         return BG_EINVAL;
     memset(out, 0, sizeof *out);
     out->backend = f->backend;
+    if (f->shards > 1)
+        return sharded_stats(f, out);
     return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_stats(f, out) : bg__module_stats(f, out);
 }
 
@@ -149,6 +457,8 @@ int bg_remote_filter_drop(bg_remote_filter *f)
 {
     if (!f)
         return BG_EINVAL;
+    if (f->shards > 1)
+        return sharded_drop(f);
     return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_drop(f) : bg__module_drop(f);
 }
 
@@ -156,6 +466,8 @@ int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms)
 {
     if (!f || ttl_ms == 0 || ttl_ms > (uint64_t)INT64_MAX / 2)
         return BG_EINVAL;
+    if (f->shards > 1)
+        return sharded_expire(f, ttl_ms);
     return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_expire(f, ttl_ms)
                                           : bg__module_expire(f, ttl_ms);
 }
@@ -172,14 +484,14 @@ int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
     if (!out)
         return BG_EINVAL;
     *out = NULL;
-    if (!f || f->backend != BG_REMOTE_BITMAP)
+    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
         return BG_EINVAL;
     return bg__bitmap_fetch(f, out);
 }
 
 int bg_remote_filter_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *opts)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP)
+    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
         return BG_EINVAL;
     return bg__bitmap_rebuild_begin(f, opts);
 }
@@ -187,7 +499,7 @@ int bg_remote_filter_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_o
 int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const *keys,
                                           const size_t *lens, size_t count, uint8_t *results)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || (count && (!keys || !lens)))
+    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1 || (count && (!keys || !lens)))
         return BG_EINVAL;
     for (size_t i = 0; i < count; i++)
         if (!keys[i] && lens[i])
@@ -201,14 +513,14 @@ int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const
 
 int bg_remote_filter_rebuild_commit(bg_remote_filter *f)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP)
+    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
         return BG_EINVAL;
     return bg__bitmap_rebuild_commit(f);
 }
 
 int bg_remote_filter_rebuild_abort(bg_remote_filter *f)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP)
+    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
         return BG_EINVAL;
     return bg__bitmap_rebuild_abort(f);
 }

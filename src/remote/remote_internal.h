@@ -31,15 +31,33 @@ enum {
     BG__SCRIPTS
 };
 
+/* One master of a cluster (connection.c, CLUSTER ROUTING). */
+typedef struct bg__node {
+    char *host;
+    int port;
+    redisContext *c; /* NULL until first used, or after it broke */
+} bg__node;
+
+#define BG__SLOTS 16384
+#define BG__NO_NODE UINT16_MAX
+
 struct bg_remote {
-    redisContext *c;      /* NULL while disconnected */
+    redisContext *c;      /* NULL while disconnected; cluster: the last node used */
     int broken;           /* the next call reconnects first */
     char *host, *unix_socket, *username, *password;
     int port;
     uint32_t connect_timeout_ms, command_timeout_ms;
     char errstr[BG__REMOTE_ERRSTR];
     char sha[BG__SCRIPTS][41]; /* SCRIPT LOAD results; "" until loaded */
+    int cluster;               /* route by slot (the fields below) */
+    bg__node *nodes;           /* cluster: the masters known so far */
+    size_t nnodes;
+    uint16_t *slot_node;       /* cluster: BG__SLOTS node indices, or BG__NO_NODE */
+    uint64_t redirects;        /* cluster: MOVED/ASK/TRYAGAIN followed (tests read it) */
 };
+
+/* The cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */
+unsigned bg__key_slot(const char *key, size_t len);
 
 /* How bitmap operations reach the bits (docs/REMOTE.md, the measurement).
  * Only the bench switches away from the default. */
@@ -60,6 +78,9 @@ typedef struct bg__gen {
 
 struct bg_remote_filter {
     bg_remote *r;
+    uint32_t shards;             /* > 1: a sharded filter, the work is in sub[] */
+    bg_remote_filter **sub;      /* shards sub-filters `name:s<j>` */
+    char *shards_key;            /* {name}:shards */
     bg_remote_backend backend;
     char *name;     /* module: the key */
     char *meta_key; /* bitmap: {name}:meta */
@@ -84,11 +105,6 @@ int bg__remote_fail(bg_remote *r, int status, const char *fmt, ...)
 
 /* Reconnects first if the connection is broken. BG_OK or BG_ECONN. */
 int bg__remote_ready(bg_remote *r);
-
-/* Sends argc commands' worth of pipeline already appended and reads one
- * reply: wraps redisGetReply. On an I/O error marks r broken and returns
- * BG_ECONN; *reply is NULL then. */
-int bg__remote_get_reply(bg_remote *r, redisReply **reply);
 
 /* One command from argv, one reply into *reply (caller frees it with
  * freeReplyObject). An error reply is returned as BG_EREMOTE (message kept,

@@ -1,0 +1,428 @@
+/* A sharded bitmap filter over a 3-master Redis Cluster that the test
+ * starts itself (ports 23000-23999, redis-cli --cluster create): no false
+ * negatives across processes, the FP rate, and one slot holding a shard
+ * resharded from one master to another while a forked client adds and
+ * checks keys (it must see no error and no false negative). */
+#include "test_util.h"
+#include "redis_server.h"
+
+#include <bloomgate/remote.h>
+
+#include <fcntl.h>
+#include <time.h>
+
+#include "remote/remote_internal.h"
+
+#define CL_N 3
+static ts_server cl[CL_N];
+
+static void cl_spawn(ts_server *s)
+{
+    const char *bin = getenv("REDIS_SERVER");
+    if (!bin || !*bin)
+        bin = "redis-server";
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->port);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        int fd = open(tu_tmp_file(&s->dir, "log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        char conf[600];
+        snprintf(conf, sizeof conf, "%s", tu_tmp_file(&s->dir, "nodes.conf"));
+        const char *argv[] = {bin, "--port", port, "--bind", "127.0.0.1", "--dir", s->dir.path,
+                              "--save", "", "--appendonly", "no", "--daemonize", "no",
+                              "--protected-mode", "no", "--cluster-enabled", "yes",
+                              "--cluster-config-file", conf, "--cluster-node-timeout", "5000",
+                              NULL};
+        execvp(bin, (char *const *)argv);
+        _exit(127);
+    }
+    ts_track(pid, 0);
+    s->pid = pid;
+    if (!ts_wait_ping(s->port))
+        fail_msg("clustered redis-server on port %d did not answer PING", s->port);
+}
+
+/* Three consecutive free ports in 23000-23999. */
+static int cl_base_port(void)
+{
+    uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
+    for (int tries = 0; tries < 200; tries++) {
+        int base = 23000 + (int)(tu_next(&st) % 990);
+        int ok = 1;
+        for (int i = 0; ok && i < CL_N; i++) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET,
+                                    .sin_port = htons((uint16_t)(base + i))};
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+            close(fd);
+            /* The cluster bus listens on port + 10000 (33000-33999). */
+            fd = socket(AF_INET, SOCK_STREAM, 0);
+            a.sin_port = htons((uint16_t)(base + i + 10000));
+            ok = ok && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+            close(fd);
+        }
+        if (ok)
+            return base;
+    }
+    fail_msg("no free ports in 23000-23999");
+    return -1;
+}
+
+static int cl_state_ok(int port)
+{
+    ts_server s = {.port = port};
+    redisContext *c = ts_raw(&s);
+    redisReply *r = redisCommand(c, "CLUSTER INFO");
+    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    int base = cl_base_port();
+    char cmd[512];
+    int n = snprintf(cmd, sizeof cmd, "redis-cli --cluster create");
+    for (int i = 0; i < CL_N; i++) {
+        memset(&cl[i], 0, sizeof cl[i]);
+        tu_tmpdir_make(&cl[i].dir, "cluster");
+        cl[i].port = base + i;
+        cl_spawn(&cl[i]);
+        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " 127.0.0.1:%d", cl[i].port);
+    }
+    snprintf(cmd + n, sizeof cmd - (size_t)n,
+             " --cluster-replicas 0 --cluster-yes > %s 2>&1", tu_tmp_file(&cl[0].dir, "create"));
+    if (system(cmd) != 0)
+        fail_msg("redis-cli --cluster create failed");
+    for (int t = 0; t < 1000; t++) {
+        int ok = 1;
+        for (int i = 0; i < CL_N; i++)
+            ok = ok && cl_state_ok(cl[i].port);
+        if (ok)
+            return 0;
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("the cluster did not reach cluster_state:ok");
+    return -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < CL_N; i++)
+        ts_stop(&cl[i]);
+    return 0;
+}
+
+static bg_remote *cconn(void)
+{
+    bg_remote *r = NULL;
+    bg_remote_options o = {.port = cl[0].port, .cluster = 1, .command_timeout_ms = 5000};
+    int rc = bg_remote_connect(&r, &o);
+    if (rc != BG_OK)
+        fail_msg("cluster connect: %s: %s", bg_err_name(rc), bg_remote_errstr(r));
+    return r;
+}
+
+static void slot_known(void **state)
+{
+    (void)state;
+    tu_ctx("CRC16 slots");
+    /* The cluster spec's examples, and hash tags. */
+    TU_EQ_I(bg__key_slot("123456789", 9), 0x31C3 & 16383);
+    TU_EQ_I(bg__key_slot("{user1000}.following", 20), bg__key_slot("user1000", 8));
+    TU_EQ_I(bg__key_slot("foo{}{bar}", 10), bg__key_slot("foo{}{bar}", 10));
+    TU_EQ_I(bg__key_slot("foo{{bar}}zap", 13), bg__key_slot("{bar", 4));
+    redisContext *c = ts_raw(&cl[0]);
+    const char *keys[] = {"a", "hello", "{rs:s0}:meta", "foo{}{bar}", "x{y}z"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        TU_EQ_I(ts_int(c, "CLUSTER KEYSLOT %s", keys[i]),
+                bg__key_slot(keys[i], strlen(keys[i])));
+    redisFree(c);
+}
+
+#define N_KEYS 20000u
+#define P 0.01
+
+static void sharded_cross_process(void **state)
+{
+    (void)state;
+    tu_ctx("sharded filter over the cluster");
+    bg_remote *r = cconn();
+    bg_remote_filter *f = NULL;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = N_KEYS,
+                                  .error_rate = P, .seed = 11, .shards = 8};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "sh", &o), BG_OK);
+    bg_remote_filter *dup = NULL;
+    TU_EQ_I(bg_remote_filter_create(&dup, r, "sh", &o), BG_EEXIST);
+    TU_TRUE(dup == NULL);
+    /* The shards' masters: more than one holds some. */
+    int used[CL_N] = {0};
+    for (uint32_t j = 0; j < 8; j++) {
+        char k[32];
+        snprintf(k, sizeof k, "{sh:s%u}:meta", j);
+        size_t ni = r->slot_node[bg__key_slot(k, strlen(k))];
+        for (int i = 0; i < CL_N; i++)
+            used[i] |= (int)(r->nodes[ni].port == cl[i].port);
+    }
+    TU_TRUE(used[0] + used[1] + used[2] >= 2);
+
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        bg_remote *cr = cconn();
+        bg_remote_filter *cf = NULL;
+        int ok = bg_remote_filter_open(&cf, cr, "sh", BG_REMOTE_BITMAP) == BG_OK;
+        tu_batch b;
+        tu_batch_init(&b, 1000);
+        for (uint64_t i = 0; ok && i < N_KEYS; i += 1000) {
+            tu_batch_fill(&b, 0, 1, i, 1000);
+            ok = bg_remote_filter_add_many(cf, b.keys, b.lens, b.count, NULL) >= 0;
+        }
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    TU_EQ_I(waitpid(pid, &st, 0), pid);
+    TU_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+
+    bg_remote *r2 = cconn();
+    bg_remote_filter *g = NULL;
+    TU_EQ_I(bg_remote_filter_open(&g, r2, "sh", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_U(bg_remote_filter_bits(g), bg_remote_filter_bits(f));
+    TU_TRUE(bg_remote_filter_bits(g) > 8 * 9000);
+    tu_batch b;
+    tu_batch_init(&b, 1000);
+    uint8_t res[1000];
+    for (uint64_t i = 0; i < N_KEYS; i += 1000) {
+        tu_batch_fill(&b, 0, 1, i, 1000);
+        TU_EQ_I(bg_remote_filter_contains_many(g, b.keys, b.lens, b.count, res), 1000);
+    }
+    uint64_t fp = 0, probes = 100000;
+    for (uint64_t i = 0; i < probes; i += 1000) {
+        tu_batch_fill(&b, 0, 2, i, 1000);
+        int64_t h = bg_remote_filter_contains_many(g, b.keys, b.lens, b.count, res);
+        TU_TRUE(h >= 0);
+        fp += (uint64_t)h;
+    }
+    double rate = (double)fp / (double)probes;
+    print_message("sharded FP rate %.5f (p = %.3f)\n", rate, P);
+    TU_IN_RANGE_D(rate, 0.8 * P, 1.2 * P);
+    bg_remote_filter_stats s;
+    TU_EQ_I(bg_remote_filter_stats_get(g, &s), BG_OK);
+    TU_EQ_U(s.layers, 8);
+    TU_EQ_U(s.bits, bg_remote_filter_bits(g));
+    TU_EQ_I(bg_remote_filter_rebuild_begin(g, NULL), BG_EINVAL);
+
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    bg_remote_filter *h = NULL;
+    TU_EQ_I(bg_remote_filter_open(&h, r2, "sh", BG_REMOTE_BITMAP), BG_ENOTFOUND);
+    tu_batch_free(&b);
+    bg_remote_filter_close(g);
+    bg_remote_filter_close(f);
+    bg_remote_free(r2);
+    bg_remote_free(r);
+}
+
+/* The node of cl[] that owns `slot` (it answers a key there without MOVED). */
+static int owner_of(const char *key)
+{
+    for (int i = 0; i < CL_N; i++) {
+        redisContext *c = ts_raw(&cl[i]);
+        redisReply *rep = redisCommand(c, "EXISTS %s", key);
+        int mine = rep && rep->type == REDIS_REPLY_INTEGER;
+        if (rep)
+            freeReplyObject(rep);
+        redisFree(c);
+        if (mine)
+            return i;
+    }
+    fail_msg("nobody owns %s", key);
+    return -1;
+}
+
+static void node_id(int i, char *out, size_t n)
+{
+    redisContext *c = ts_raw(&cl[i]);
+    redisReply *rep = redisCommand(c, "CLUSTER MYID");
+    assert_true(rep && rep->type == REDIS_REPLY_STRING);
+    snprintf(out, n, "%s", rep->str);
+    freeReplyObject(rep);
+    redisFree(c);
+}
+
+static void ok_reply(redisContext *c, redisReply *rep, const char *what)
+{
+    (void)c;
+    if (!rep || rep->type == REDIS_REPLY_ERROR)
+        fail_msg("%s: %s", what, rep && rep->str ? rep->str : "no reply");
+    freeReplyObject(rep);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void reshard_while_clients_run(void **state)
+{
+    (void)state;
+    tu_ctx("cluster resharding of one slot while clients run");
+    bg_remote *r = cconn();
+    bg_remote_filter *f = NULL;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 100000,
+                                  .error_rate = P, .seed = 5, .shards = 8};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "rs", &o), BG_OK);
+
+    int go[2], back[2];
+    TU_EQ_I(pipe(go), 0);
+    TU_EQ_I(pipe(back), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* Adds 50 new keys, checks every key added so far, until told to
+         * stop (and at least 20 rounds after). Exit 0, or 1 on an error,
+         * 2 on a false negative. */
+        close(go[1]);
+        close(back[0]);
+        fcntl(go[0], F_SETFL, O_NONBLOCK);
+        bg_remote *cr = cconn();
+        bg_remote_filter *cf = NULL;
+        if (bg_remote_filter_open(&cf, cr, "rs", BG_REMOTE_BITMAP) != BG_OK)
+            _exit(1);
+        tu_batch b;
+        tu_batch_init(&b, 2000);
+        uint8_t res[2000];
+        uint64_t added = 0;
+        int code = 0, after = -1;
+        while (code == 0 && after < 20) {
+            char c;
+            if (after < 0 && read(go[0], &c, 1) == 1)
+                after = 0;
+            if (after >= 0)
+                after++;
+            tu_batch_fill(&b, 0, 3, added, 50);
+            if (bg_remote_filter_add_many(cf, b.keys, b.lens, b.count, NULL) < 0) {
+                fprintf(stderr, "add: %s\n", bg_remote_errstr(cr));
+                code = 1;
+                break;
+            }
+            added += 50;
+            /* The last 2000 keys (all of them at first). */
+            uint64_t from = added > 2000 ? added - 2000 : 0;
+            tu_batch_fill(&b, 0, 3, from, (size_t)(added - from));
+            int64_t h = bg_remote_filter_contains_many(cf, b.keys, b.lens, b.count, res);
+            if (h < 0) {
+                fprintf(stderr, "contains: %s\n", bg_remote_errstr(cr));
+                code = 1;
+            } else if ((uint64_t)h != added - from) {
+                code = 2;
+            }
+        }
+        char line[64];
+        int n = snprintf(line, sizeof line, "%" PRIu64 " %" PRIu64 "\n", cr->redirects, added);
+        (void)!write(back[1], line, (size_t)n);
+        _exit(code);
+    }
+    close(go[0]);
+    close(back[1]);
+
+    /* Move the slot of shard 3 to another master, the way redis-cli
+     * --cluster reshard does, with pauses so the client meets every stage. */
+    unsigned slot = bg__key_slot("{rs:s3}", 7);
+    int src = owner_of("{rs:s3}:meta"), dst = (src + 1) % CL_N;
+    char sid[64], did[64];
+    node_id(src, sid, sizeof sid);
+    node_id(dst, did, sizeof did);
+    redisContext *cs = ts_raw(&cl[src]), *cd = ts_raw(&cl[dst]);
+    sleep_ms(200);
+    ok_reply(cd, redisCommand(cd, "CLUSTER SETSLOT %u IMPORTING %s", slot, sid), "IMPORTING");
+    ok_reply(cs, redisCommand(cs, "CLUSTER SETSLOT %u MIGRATING %s", slot, did), "MIGRATING");
+    sleep_ms(200);
+    for (;;) {
+        redisReply *keys = redisCommand(cs, "CLUSTER GETKEYSINSLOT %u 100", slot);
+        assert_true(keys && keys->type == REDIS_REPLY_ARRAY);
+        size_t nk = keys->elements;
+        if (nk == 0) {
+            freeReplyObject(keys);
+            break;
+        }
+        const char *argv[108];
+        size_t lens[108];
+        char port[16];
+        snprintf(port, sizeof port, "%d", cl[dst].port);
+        const char *head[7] = {"MIGRATE", "127.0.0.1", port, "", "0", "5000", "KEYS"};
+        for (int i = 0; i < 7; i++) {
+            argv[i] = head[i];
+            lens[i] = strlen(head[i]);
+        }
+        for (size_t i = 0; i < nk; i++) {
+            argv[7 + i] = keys->element[i]->str;
+            lens[7 + i] = keys->element[i]->len;
+        }
+        ok_reply(cs, redisCommandArgv(cs, (int)(7 + nk), argv, lens), "MIGRATE");
+        freeReplyObject(keys);
+    }
+    sleep_ms(200); /* the source has no keys left: ASK */
+    for (int i = 0; i < CL_N; i++) {
+        redisContext *c = ts_raw(&cl[i]);
+        ok_reply(c, redisCommand(c, "CLUSTER SETSLOT %u NODE %s", slot, did), "SETSLOT NODE");
+        redisFree(c);
+    }
+    sleep_ms(100); /* MOVED for the client's stale map */
+    TU_EQ_I(owner_of("{rs:s3}:meta"), dst);
+    (void)!write(go[1], "x", 1);
+    int st;
+    TU_EQ_I(waitpid(pid, &st, 0), pid);
+    char line[64] = {0};
+    (void)!read(back[0], line, sizeof line - 1);
+    unsigned long long redirects = 0, added = 0;
+    sscanf(line, "%llu %llu", &redirects, &added);
+    print_message("client: %llu keys added, %llu redirections followed\n", added, redirects);
+    TU_TRUE(WIFEXITED(st));
+    TU_EQ_I(WEXITSTATUS(st), 0);
+    TU_TRUE(redirects > 0);
+    close(go[1]);
+    close(back[0]);
+
+    /* A fresh client, and this one (stale map: MOVED), see every key. */
+    tu_batch b;
+    tu_batch_init(&b, 2000);
+    for (uint64_t i = 0; i < added; i += 2000) {
+        size_t n = added - i < 2000 ? (size_t)(added - i) : 2000;
+        tu_batch_fill(&b, 0, 3, i, n);
+        TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, NULL), (int64_t)n);
+    }
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    tu_batch_free(&b);
+    redisFree(cs);
+    redisFree(cd);
+    bg_remote_filter_close(f);
+    bg_remote_free(r);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_DFL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(slot_known),
+        cmocka_unit_test(sharded_cross_process),
+        cmocka_unit_test(reshard_while_clients_run),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
