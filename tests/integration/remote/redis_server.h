@@ -97,8 +97,9 @@ static inline int ts_wait_ping(int port)
     return 0;
 }
 
-/* (Re)starts s's server on s->port in s->dir (it loads dump.rdb if any). */
-static inline void ts_spawn(ts_server *s)
+/* (Re)starts s's server on s->port in s->dir (it loads dump.rdb if any),
+ * with `extra` (NULL-terminated, or NULL) appended to its arguments. */
+static inline void ts_spawn_with(ts_server *s, const char *const *extra)
 {
     const char *bin = getenv("REDIS_SERVER");
     if (!bin || !*bin)
@@ -118,7 +119,7 @@ static inline void ts_spawn(ts_server *s)
             dup2(fd, 2);
             close(fd);
         }
-        const char *argv[20] = {bin, "--port", port, "--bind", "127.0.0.1", "--dir", s->dir.path,
+        const char *argv[32] = {bin, "--port", port, "--bind", "127.0.0.1", "--dir", s->dir.path,
                                 "--save", "", "--appendonly", "no", "--daemonize", "no",
                                 "--protected-mode", "no"};
         int n = 15;
@@ -126,6 +127,8 @@ static inline void ts_spawn(ts_server *s)
             argv[n++] = "--loadmodule";
             argv[n++] = s->module;
         }
+        for (int i = 0; extra && extra[i] && n < 31; i++)
+            argv[n++] = extra[i];
         argv[n] = NULL;
         execvp(bin, (char *const *)argv);
         _exit(127);
@@ -138,6 +141,11 @@ static inline void ts_spawn(ts_server *s)
         (void)!system(cmd);
         fail_msg("redis-server on port %d did not answer PING", s->port);
     }
+}
+
+static inline void ts_spawn(ts_server *s)
+{
+    ts_spawn_with(s, NULL);
 }
 
 static inline void ts_start(ts_server *s, const char *module)

@@ -18,38 +18,11 @@ static ts_server cl[CL_N];
 
 static void cl_spawn(ts_server *s)
 {
-    const char *bin = getenv("REDIS_SERVER");
-    if (!bin || !*bin)
-        bin = "redis-server";
-    char port[16];
-    snprintf(port, sizeof port, "%d", s->port);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-            _exit(127);
-        int fd = open(tu_tmp_file(&s->dir, "log"), O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        char conf[600];
-        snprintf(conf, sizeof conf, "%s", tu_tmp_file(&s->dir, "nodes.conf"));
-        const char *argv[] = {bin, "--port", port, "--bind", "127.0.0.1", "--dir", s->dir.path,
-                              "--save", "", "--appendonly", "no", "--daemonize", "no",
-                              "--protected-mode", "no", "--cluster-enabled", "yes",
-                              "--cluster-config-file", conf, "--cluster-node-timeout", "5000",
-                              NULL};
-        execvp(bin, (char *const *)argv);
-        _exit(127);
-    }
-    ts_track(pid, 0);
-    s->pid = pid;
-    if (!ts_wait_ping(s->port))
-        fail_msg("clustered redis-server on port %d did not answer PING", s->port);
+    char conf[600];
+    snprintf(conf, sizeof conf, "%s", tu_tmp_file(&s->dir, "nodes.conf"));
+    const char *const extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
+                                 "--cluster-node-timeout", "5000", NULL};
+    ts_spawn_with(s, extra);
 }
 
 /* Three consecutive free ports in 23000-23999. */
