@@ -297,8 +297,11 @@ void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc);
  *
  * HOST is an IPv4 address, a host name, or an IPv6 address in brackets;
  * PORT defaults to 6379. NAME (the filter's name, not a database number)
- * and the password are percent-decoded. `redis+cluster://` and `shards=`
- * are recognised only to be refused ("not supported yet"). */
+ * and the password are percent-decoded. `redis+cluster://HOST:PORT/NAME`
+ * names a filter on a Redis Cluster (HOST:PORT a seed node), and `shards=S`
+ * (2..BG_REMOTE_MAX_SHARDS, bitmap backend) makes create split the filter
+ * into S sub-filters, one per hash slot; other subcommands find the shards
+ * by themselves. */
 typedef enum cli_url_backend {
     CLI_URL_BITMAP = 1, /* BG_REMOTE_BITMAP */
     CLI_URL_MODULE = 2, /* BG_REMOTE_MODULE */
@@ -312,6 +315,8 @@ typedef struct cli_url {
     char *name;          /* decoded, non-empty */
     cli_url_backend backend;
     uint32_t timeout_ms; /* 0: the library's defaults */
+    bool cluster;        /* redis+cluster://: HOST:PORT is a seed node of a cluster */
+    uint32_t shards;     /* ?shards=S for create (bitmap backend); 0: unsharded */
     char *display;       /* the URL for messages, with the password as "***" */
 } cli_url;
 

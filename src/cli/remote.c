@@ -87,6 +87,7 @@ static int connect_url(const cli_url *u, bg_remote **out)
         .password = u->password,
         .connect_timeout_ms = u->timeout_ms,
         .command_timeout_ms = u->timeout_ms,
+        .cluster = u->cluster,
     };
     int rc = bg_remote_connect(out, &ro);
     if (rc != BG_OK) {
@@ -292,6 +293,7 @@ int cli_remote_create(const char *url, const cli_remote_create_args *a)
         .seed = a->seed,
         .expansion = a->expansion,
         .nonscaling = a->nonscaling,
+        .shards = rf->url.shards,
     };
     int rc = bg_remote_filter_create(&rf->f, rf->r, rf->url.name, &fo);
     if (rc == BG_EEXIST && a->force) {

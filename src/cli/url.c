@@ -7,6 +7,8 @@
  * log through an error. */
 #include "cli.h"
 
+#include <bloomgate/remote.h> /* BG_REMOTE_MAX_SHARDS */
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -151,9 +153,18 @@ static const char *parse_query(const char *q, size_t len, cli_url *u, char *buf,
             }
             u->timeout_ms = (uint32_t)ms;
         } else if (klen == 6 && memcmp(q, "shards", 6) == 0) {
-            return "sharded filters (shards=) are not supported yet";
+            size_t digits = 0;
+            while (digits < vlen && v[digits] >= '0' && v[digits] <= '9')
+                digits++;
+            unsigned long n = digits == vlen && vlen > 0 && vlen <= 5 ? strtoul(v, NULL, 10) : 0;
+            if (n < 2 || n > BG_REMOTE_MAX_SHARDS) {
+                snprintf(buf, size, "shards '%.*s' is not a number of shards from 2 to %d",
+                         (int)vlen, v, (int)BG_REMOTE_MAX_SHARDS);
+                return buf;
+            }
+            u->shards = (uint32_t)n;
         } else {
-            snprintf(buf, size, "query parameter '%.*s' is unknown (backend or timeout)",
+            snprintf(buf, size, "query parameter '%.*s' is unknown (backend, timeout or shards)",
                      (int)klen, q);
             return buf;
         }
@@ -167,11 +178,15 @@ static const char *parse(const char *text, cli_url *u, char *buf, size_t size, b
 {
     const char *why;
     *oom = false;
-    if (strncmp(text, SCHEME_CLUSTER, strlen(SCHEME_CLUSTER)) == 0)
-        return "redis+cluster:// (filters sharded over a Redis Cluster) is not supported yet";
-    if (strncmp(text, SCHEME, strlen(SCHEME)) != 0)
-        return "a remote filter's URL starts with redis://";
-    const char *p = text + strlen(SCHEME);
+    const char *p;
+    if (strncmp(text, SCHEME_CLUSTER, strlen(SCHEME_CLUSTER)) == 0) {
+        u->cluster = true;
+        p = text + strlen(SCHEME_CLUSTER);
+    } else if (strncmp(text, SCHEME, strlen(SCHEME)) == 0) {
+        p = text + strlen(SCHEME);
+    } else {
+        return "a remote filter's URL starts with redis:// or redis+cluster://";
+    }
     if (strchr(p, '#'))
         return "a URL here has no #fragment";
 
@@ -284,8 +299,11 @@ static const char *parse(const char *text, cli_url *u, char *buf, size_t size, b
         p++;
         if (*p == '\0')
             return "the '?' is followed by no parameter";
-        return parse_query(p, strlen(p), u, buf, size);
+        if ((why = parse_query(p, strlen(p), u, buf, size)) != NULL)
+            return why;
     }
+    if (u->shards && u->backend == CLI_URL_MODULE)
+        return "shards= needs the bitmap backend (the module shards nothing)";
     return NULL;
 }
 

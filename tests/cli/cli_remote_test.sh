@@ -139,8 +139,10 @@ case_badurl() {
         'redis://h/x?timeout=0|timeout '"'"'0'"'"' is not a number of milliseconds'
         'redis://h/x?timeout|has no value'
         'redis://h/x?db=1|query parameter '"'"'db'"'"' is unknown'
-        'redis://h/x?shards=4|not supported yet'
-        'redis+cluster://h:7000/x|not supported yet'
+        'redis://h/x?shards=1|not a number of shards from 2 to 1024'
+        'redis://h/x?shards=4x|not a number of shards'
+        'redis://h/x?shards=2&backend=module|needs the bitmap backend'
+        'redis+cluster://h:7000|name is missing'
         'redis://topsecret@h/x|USER:PASSWORD@'
         'redis://:topsecret%g@h/x|in the password'
         'redis://:@h/x|the password is empty'
@@ -179,10 +181,10 @@ case_badurl() {
     run 2 "$BG" info 'redis:/h/x'
     hasnt err 'bad URL'
     # and push/pull/remove/merge check URLs as well
-    run 2 "$BG" pull 'redis://h/x?shards=2' out.bgf
-    has err "not supported yet"
+    run 2 "$BG" pull 'redis://h/x?shards=0' out.bgf
+    has err "not a number of shards"
     run 2 "$BG" remove 'redis+cluster://h/x' k
-    has err "not supported yet"
+    has err "remove"
     [ ! -e out.bgf ] || fail "pull of a bad URL wrote out.bgf"
 }
 
@@ -292,6 +294,22 @@ case_shared() {
     eq "$(cat out)" "$(printf 'keys\t40000\nmaybe\t40000\nno\t0')" "keys of both adders"
     run 0 "$BG" info --json "$U"
     eq "$(jget out items)" 40000 "items counted atomically"
+}
+
+# ?shards=S: one logical filter over S sub-filters (on a plain server here;
+# tests/integration/remote/test_cluster.c runs them on a cluster).
+case_sharded() {
+    start_redis
+    local U="redis://127.0.0.1:$PORT/sharded"
+    run 0 "$BG" create "$U?shards=4" -n 100000 -p 0.01 -q
+    keys 1 20000 a >a.txt
+    run 0 "$BG" add -q "$U" <a.txt
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t20000\nmaybe\t20000\nno\t0')" "keys in a sharded filter"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out items)" 20000 "items summed over the shards"
+    run 0 redis-cli -p "$PORT" exists '{sharded:s0}:meta' '{sharded:s3}:meta'
+    eq "$(cat out)" 2 "shards 0 and 3 exist"
 }
 
 case_auth() {
@@ -453,8 +471,8 @@ case_noremote() {
     has err "built without remote support"
     run 2 "$BG" create redis://127.0.0.1:22001/x -n 10 -p 0.1
     has err "built without remote support"
-    run 2 "$BG" info 'redis://h/x?shards=3'
-    has err "not supported yet"
+    run 2 "$BG" info 'redis+cluster://h/x?shards=3'
+    has err "built without remote support"
 }
 
 fn="case_$CASE"
