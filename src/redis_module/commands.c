@@ -178,7 +178,8 @@ static bool add_items(RedisModuleCtx *ctx, bg_filter *f, RedisModuleString **ite
 
 /* The filter a query reads: NULL (answer 0s) for a missing key and, as in
  * RedisBloom, for a key of another type. A filter still being assembled by
- * BF.LOADCHUNK is an error, replied by bgr_open: then REDISMODULE_ERR. */
+ * BF.LOADCHUNK is an error (BGR_ERR_LOADING, replied): then
+ * REDISMODULE_ERR. */
 static int open_query(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter **f)
 {
     RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ);
@@ -188,8 +189,7 @@ static int open_query(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter **
         return REDISMODULE_OK;
     bgr_value *v = RedisModule_ModuleTypeGetValue(key);
     if (v->filter == NULL) {
-        /* Opened again only to reply bgr_open's "being loaded" error. */
-        (void)bgr_open(ctx, name, REDISMODULE_READ, &key, &v, 0);
+        RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
         return REDISMODULE_ERR;
     }
     *f = v->filter;

@@ -73,7 +73,7 @@ int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModule
     }
     *val = RedisModule_ModuleTypeGetValue(*key);
     if (!allow_loading && (*val)->filter == NULL) {
-        RedisModule_ReplyWithError(ctx, "ERR filter is being loaded by BF.LOADCHUNK");
+        RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
         return REDISMODULE_ERR;
     }
     return REDISMODULE_OK;

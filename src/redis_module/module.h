@@ -62,6 +62,10 @@ void bgr_value_free(void *value); /* the type's free callback too */
  * Returns the library status (BG_ETOOBIG beyond MAX_BYTES). */
 int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion);
 
+/* The reply to a command that needs a complete filter on a key that
+ * BF.LOADCHUNK is still assembling. */
+#define BGR_ERR_LOADING "ERR filter is being loaded by BF.LOADCHUNK"
+
 /* Opening a key for a command. *val is NULL when the key is missing.
  * Returns REDISMODULE_OK, or REDISMODULE_ERR after replying WRONGTYPE (the
  * key holds another type) or "ERR filter is being loaded" (needs a complete

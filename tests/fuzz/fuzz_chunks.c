@@ -38,6 +38,8 @@
 
 #include <bloomgate/bloomgate.h>
 
+#include "fuzz_util.h"
+
 #include "redis_module/chunks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -69,31 +71,6 @@ static int trace = -1;
             fprintf(stderr, "fuzz_chunks: " __VA_ARGS__);           \
     } while (0)
 
-static uint64_t le(const uint8_t *p, unsigned n)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < n; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
-static int is_trust_status(int rc)
-{
-    switch (rc) {
-    case BG_EBADMAGIC:
-    case BG_EVERSION:
-    case BG_ETRUNC:
-    case BG_ETRAILING:
-    case BG_ECHECKSUM:
-    case BG_EVARIANT:
-    case BG_ETOOBIG:
-    case BG_ECORRUPT:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
 /* What begin must answer for head[0, len) under `cap` (chunks.h). */
 static int begin_expected(const uint8_t *head, size_t len, uint64_t cap, uint64_t growth,
                           uint64_t *total)
@@ -103,9 +80,9 @@ static int begin_expected(const uint8_t *head, size_t len, uint64_t cap, uint64_
     int rc = bg_file_image_size(head, len, total);
     if (rc != BG_OK)
         return rc;
-    if (le(head + 8, 2) != 2)
+    if (fz_get_le(head + 8, 2) != 2)
         return BG_EVARIANT;
-    if (*total > cap || le(head + 72, 8) > growth)
+    if (*total > cap || fz_get_le(head + 72, 8) > growth)
         return BGR_ECAP;
     return BG_OK;
 }
@@ -219,8 +196,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t img_len = 0;
 
     while (size - at >= 10) {
-        long long iter = (long long)le(data + at, 8);
-        size_t len = (size_t)le(data + at + 8, 2);
+        long long iter = (long long)fz_get_le(data + at, 8);
+        size_t len = (size_t)fz_get_le(data + at + 8, 2);
         at += 10;
         if (len > size - at)
             len = size - at;
@@ -288,7 +265,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bg_filter_free(direct);
         bg_filter *g = (bg_filter *)&g;
         rc = bgr_assembly_finish(a, &g);
-        CHECK(rc == BG_OK || rc == BG_ENOMEM || is_trust_status(rc), "finish: %s",
+        CHECK(rc == BG_OK || rc == BG_ENOMEM || fz_is_trust_status(rc), "finish: %s",
               bgr_status_name(rc));
         CHECK((rc == BG_OK) == (g != NULL), "finish %s with out %p", bgr_status_name(rc),
               (void *)g);

@@ -45,6 +45,8 @@
 
 #include <bloomgate/bloomgate.h>
 
+#include "fuzz_util.h"
+
 /* The version-1 header's checksum field, and what it covers. */
 #define CHECKSUM_OFF 120u
 #define HEADER_BYTES BG_FILE_HEADER_BYTES
@@ -62,14 +64,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
         }                                                                       \
     } while (0)
 
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (unsigned i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
-}
-
 static void put_le64(uint8_t *p, uint64_t v)
 {
     for (unsigned i = 0; i < 8; i++)
@@ -85,24 +79,6 @@ static uint64_t true_checksum(const uint8_t *buf, size_t len)
     XXH3_64bits_update(&st, buf, CHECKSUM_OFF);
     XXH3_64bits_update(&st, buf + HEADER_BYTES, len - HEADER_BYTES);
     return XXH3_64bits_digest(&st);
-}
-
-/* The statuses file.h TRUST lists for readers of bytes. */
-static int is_trust_status(int rc)
-{
-    switch (rc) {
-    case BG_EBADMAGIC:
-    case BG_EVERSION:
-    case BG_ETRUNC:
-    case BG_ETRAILING:
-    case BG_ECHECKSUM:
-    case BG_EVARIANT:
-    case BG_ETOOBIG:
-    case BG_ECORRUPT:
-        return 1;
-    default:
-        return 0;
-    }
 }
 
 /* Every field of two infos equal (no memcmp: the struct has padding). */
@@ -198,7 +174,7 @@ static void check_filter(const bg_filter *f, const bg_file_info *info, const uin
         CHECK(memcmp(out, buf, CHECKSUM_OFF) == 0 &&
                   memcmp(out + HEADER_BYTES, buf + HEADER_BYTES, len - HEADER_BYTES) == 0,
               "re-encoding differs from the input outside the checksum");
-        CHECK(get_le64(out + CHECKSUM_OFF) == true_checksum(buf, len),
+        CHECK(fz_get_le(out + CHECKSUM_OFF, 8) == true_checksum(buf, len),
               "encode's checksum is not XXH3-64 of header [0, 120) + payload");
     }
     /* Too small a buffer is refused, not overrun. */
@@ -228,7 +204,7 @@ static void run_image(const uint8_t *buf, size_t len, int fixed)
 
         bg_file_info info;
         int irc = bg_file_inspect_buffer(buf, len, flags, &info);
-        CHECK(irc == BG_OK || is_trust_status(irc), "inspect: %s", bg_err_name(irc));
+        CHECK(irc == BG_OK || fz_is_trust_status(irc), "inspect: %s", bg_err_name(irc));
         if (irc == BG_OK)
             CHECK(info.checksum_status == (verify ? BG_OK : 1), "checksum_status %d",
                   info.checksum_status);
@@ -259,7 +235,7 @@ static void run_image(const uint8_t *buf, size_t len, int fixed)
 
         bg_filter *f = (bg_filter *)1;
         int drc = bg_filter_decode(&f, buf, len, flags);
-        CHECK(drc == BG_OK || drc == BG_ENOMEM || is_trust_status(drc), "decode: %s",
+        CHECK(drc == BG_OK || drc == BG_ENOMEM || fz_is_trust_status(drc), "decode: %s",
               bg_err_name(drc));
         CHECK((drc == BG_OK) == (f != NULL), "decode %s with out %p", bg_err_name(drc),
               (void *)f);
@@ -349,7 +325,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(copy != NULL, "malloc");
         memcpy(copy, data, size);
         uint64_t sum = true_checksum(copy, size);
-        if (get_le64(copy + CHECKSUM_OFF) != sum) {
+        if (fz_get_le(copy + CHECKSUM_OFF, 8) != sum) {
             put_le64(copy + CHECKSUM_OFF, sum);
             run_image(copy, size, 1);
         }
