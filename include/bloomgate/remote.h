@@ -74,8 +74,10 @@
  * FP rate is one shard's, the filter's. So one filter can exceed 2^32 bits
  * and one node's memory, and spread its load over a cluster's masters
  * (bg_remote_options.cluster: slot routing, MOVED and ASK, connection.c).
- * A batch is split by shard, one script per shard: each shard's part is
- * atomic, the batch as a whole is not (S atomic parts). Add, contains,
+ * A batch is split by shard, one script per shard, all sent before any
+ * reply is read (the masters work in parallel: about one round trip per
+ * batch): each shard's part is atomic, the batch as a whole is not (S
+ * atomic parts). Add, contains,
  * test-and-add, the batches, stats (summed), drop and expire work on a
  * sharded filter; publish, fetch and rebuild get BG_EINVAL (not yet).
  *

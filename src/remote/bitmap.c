@@ -321,26 +321,36 @@ static const char *const script_src[BG__SCRIPTS] = {
 
 /* EVALSHA script `idx` with argv[0..1] left for "EVALSHA" and the sha,
  * argv[2] = "2", argv[3..4] = the keys, then the arguments. */
+/* Learns script idx's SHA1 (SCRIPT LOAD, once per connection handle; a
+ * cluster master that has not seen it answers NOSCRIPT, then gets EVAL). */
+static int load_script(bg_remote *r, int idx)
+{
+    if (r->sha[idx][0])
+        return BG_OK;
+    const char *la[3] = {"SCRIPT", "LOAD", script_src[idx]};
+    size_t ll[3] = {6, 4, strlen(script_src[idx])};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 3, la, ll, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
+        freeReplyObject(rep);
+        return bg__remote_fail(r, BG_EREMOTE, "SCRIPT LOAD: unexpected reply");
+    }
+    memcpy(r->sha[idx], rep->str, 40);
+    r->sha[idx][40] = '\0';
+    freeReplyObject(rep);
+    return BG_OK;
+}
+
 static int run_script(bg_remote *r, int idx, int argc, const char **argv, size_t *lens,
                       redisReply **reply)
 {
     *reply = NULL;
-    int rc;
     redisReply *rep;
-    if (!r->sha[idx][0]) {
-        const char *la[3] = {"SCRIPT", "LOAD", script_src[idx]};
-        size_t ll[3] = {6, 4, strlen(script_src[idx])};
-        rc = bg__remote_command(r, 3, la, ll, &rep, 0);
-        if (rc != BG_OK)
-            return rc;
-        if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
-            freeReplyObject(rep);
-            return bg__remote_fail(r, BG_EREMOTE, "SCRIPT LOAD: unexpected reply");
-        }
-        memcpy(r->sha[idx], rep->str, 40);
-        r->sha[idx][40] = '\0';
-        freeReplyObject(rep);
-    }
+    int rc = load_script(r, idx);
+    if (rc != BG_OK)
+        return rc;
     argv[0] = "EVALSHA";
     lens[0] = 7;
     argv[1] = r->sha[idx];
@@ -675,36 +685,61 @@ static int follow(bg_remote_filter *f, const redisReply *e)
     return set_bits_key(f);
 }
 
-static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
-                        size_t count, uint8_t *results)
+/* One batch as a command: EVALSHA sha 2 meta bits gen k m seed lineage
+ * next nk pos... (argv[0..1] left to run_script or the fanout), or for
+ * the bench's raw mode BITFIELD(_RO) bits (SET u1 pos 1 | GET u1 pos)... */
+typedef struct batch_cmd {
+    int raw, idx;
+    size_t count, k, argc;
+    const char **argv;
+    size_t *alen;
+    char *digits;
+    const char **pos;
+    size_t *plen;
+    shape_args sa;
+    char nkbuf[12];
+} batch_cmd;
+
+static void batch_free(batch_cmd *b)
 {
-    bg_remote *r = f->r;
+    bg__free(b->argv);
+    bg__free(b->alen);
+    bg__free(b->digits);
+    bg__free(b->pos);
+    bg__free(b->plen);
+}
+
+static int batch_build(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                       size_t count, batch_cmd *b)
+{
+    memset(b, 0, sizeof *b);
     size_t k = f->k;
     int raw = f->mode == BG__BITMAP_RAW_BITFIELD;
     /* A pending rebuild's positions go with adds (ADD_NEXT). */
     size_t nk = add && !raw ? f->next.k : 0;
-    /* Script: EVALSHA sha 2 meta bits gen k m seed lineage next nk pos... ;
-     * raw: BITFIELD(_RO) bits (SET u1 pos 1 | GET u1 pos)... */
     size_t per = raw ? (add ? 4 : 3) : 1;
     size_t head = raw ? 2 : 12;
     if (count > (SIZE_MAX / 4 - head) / (k * per + nk) ||
         count * (k * per + nk) + head > (size_t)INT32_MAX)
         return BG_EOVERFLOW;
-    size_t argc = head + count * (k * per + nk);
-    const char **argv = bg__malloc(argc * sizeof *argv);
-    size_t *alen = bg__malloc(argc * sizeof *alen);
-    char *digits = bg__malloc(count * (k + nk) * 11 + 1);
-    const char **pos = raw ? bg__malloc(count * k * sizeof *pos) : NULL;
-    size_t *plen = raw ? bg__malloc(count * k * sizeof *plen) : NULL;
-    int64_t rc;
-    redisReply *rep = NULL;
-    if (!argv || !alen || !digits || (raw && (!pos || !plen))) {
-        rc = BG_ENOMEM;
-        goto out;
+    b->raw = raw;
+    b->count = count;
+    b->k = k;
+    b->argc = head + count * (k * per + nk);
+    b->argv = bg__malloc(b->argc * sizeof *b->argv);
+    b->alen = bg__malloc(b->argc * sizeof *b->alen);
+    b->digits = bg__malloc(count * (k + nk) * 11 + 1);
+    b->pos = raw ? bg__malloc(count * k * sizeof *b->pos) : NULL;
+    b->plen = raw ? bg__malloc(count * k * sizeof *b->plen) : NULL;
+    if (!b->argv || !b->alen || !b->digits || (raw && (!b->pos || !b->plen))) {
+        batch_free(b);
+        return BG_ENOMEM;
     }
-    char *d = digits;
-    const char **pv = raw ? pos : argv + head;
-    size_t *pl = raw ? plen : alen + head;
+    const char **argv = b->argv;
+    size_t *alen = b->alen;
+    char *d = b->digits;
+    const char **pv = raw ? b->pos : argv + head;
+    size_t *pl = raw ? b->plen : alen + head;
     for (size_t i = 0; i < count; i++) {
         bg_hash h;
         bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->seed, &h);
@@ -716,8 +751,6 @@ static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, c
         d = write_positions(f->next.m, f->next.k, h, d, argv + head + count * k + i * nk,
                             alen + head + count * k + i * nk);
     }
-    shape_args sa;
-    char nkbuf[12];
     if (raw) {
         argv[0] = add ? "BITFIELD" : "BITFIELD_RO";
         alen[0] = strlen(argv[0]);
@@ -730,49 +763,51 @@ static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, c
             l[0] = 3;
             a[1] = "u1";
             l[1] = 2;
-            a[2] = pos[i];
-            l[2] = plen[i];
+            a[2] = b->pos[i];
+            l[2] = b->plen[i];
             if (add) {
                 a[3] = "1";
                 l[3] = 1;
             }
         }
-        rc = bg__remote_command(r, (int)argc, argv, alen, &rep, 0);
-    } else {
-        argv[2] = "2";
-        argv[3] = f->meta_key;
-        argv[4] = f->bits_key;
-        for (int i = 2; i < 5; i++)
-            alen[i] = strlen(argv[i]);
-        common_args(f, &sa, argv + 5, alen + 5);
-        snprintf(nkbuf, sizeof nkbuf, "%zu", nk);
-        argv[10] = nk ? f->next.str : "0";
-        alen[10] = strlen(argv[10]);
-        argv[11] = nkbuf;
-        alen[11] = strlen(nkbuf);
-        int idx = f->mode == BG__BITMAP_LUA_SETBIT
-                      ? (add ? BG__SCRIPT_ADD_SETBIT : BG__SCRIPT_GET_SETBIT)
-                      : (add ? BG__SCRIPT_ADD_BITFIELD : BG__SCRIPT_GET_BITFIELD);
-        rc = run_script(r, idx, (int)argc, argv, alen, &rep);
+        return BG_OK;
     }
-    if (rc != BG_OK)
-        goto out;
-    size_t want = raw ? count * k : count;
+    argv[2] = "2";
+    argv[3] = f->meta_key;
+    argv[4] = f->bits_key;
+    for (int i = 2; i < 5; i++)
+        alen[i] = strlen(argv[i]);
+    common_args(f, &b->sa, argv + 5, alen + 5);
+    snprintf(b->nkbuf, sizeof b->nkbuf, "%zu", nk);
+    argv[10] = nk ? f->next.str : "0";
+    alen[10] = strlen(argv[10]);
+    argv[11] = b->nkbuf;
+    alen[11] = strlen(b->nkbuf);
+    b->idx = f->mode == BG__BITMAP_LUA_SETBIT
+                 ? (add ? BG__SCRIPT_ADD_SETBIT : BG__SCRIPT_GET_SETBIT)
+                 : (add ? BG__SCRIPT_ADD_BITFIELD : BG__SCRIPT_GET_BITFIELD);
+    return BG_OK;
+}
+
+/* A batch's reply (not an error reply) into results; the hits, or an error. */
+static int64_t batch_parse(bg_remote_filter *f, int add, const batch_cmd *b,
+                           const redisReply *rep, uint8_t *results)
+{
+    size_t want = b->raw ? b->count * b->k : b->count;
     if (rep->type != REDIS_REPLY_ARRAY ||
-        (rep->elements != want && (raw || rep->elements != want + 1))) {
-        rc = bg__remote_fail(r, BG_EREMOTE, "unexpected reply to a batch");
-        goto out;
-    }
+        (rep->elements != want && (b->raw || rep->elements != want + 1)))
+        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
+    int rc;
     if (rep->elements == want + 1 && (rc = follow(f, rep->element[want])) != BG_OK)
-        goto out;
+        return rc;
     int64_t hits = 0;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < b->count; i++) {
         int v;
-        if (raw) {
+        if (b->raw) {
             /* add: new if some old bit was 0; query: present if all are 1. */
             int any0 = 0;
-            for (size_t j = 0; j < k; j++)
-                any0 |= rep->element[i * k + j]->integer == 0;
+            for (size_t j = 0; j < b->k; j++)
+                any0 |= rep->element[i * b->k + j]->integer == 0;
             v = add ? any0 : !any0;
         } else {
             v = rep->element[i]->type == REDIS_REPLY_INTEGER && rep->element[i]->integer != 0;
@@ -781,15 +816,26 @@ static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, c
         if (results)
             results[i] = (uint8_t)v;
     }
-    rc = hits;
-out:
+    return hits;
+}
+
+static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                        size_t count, uint8_t *results)
+{
+    batch_cmd b;
+    int64_t rc = batch_build(f, add, keys, lens, count, &b);
+    if (rc != BG_OK)
+        return rc;
+    redisReply *rep = NULL;
+    if (b.raw)
+        rc = bg__remote_command(f->r, (int)b.argc, b.argv, b.alen, &rep, 0);
+    else
+        rc = run_script(f->r, b.idx, (int)b.argc, b.argv, b.alen, &rep);
+    if (rc == BG_OK)
+        rc = batch_parse(f, add, &b, rep, results);
     if (rep)
         freeReplyObject(rep);
-    bg__free(argv);
-    bg__free(alen);
-    bg__free(digits);
-    bg__free(pos);
-    bg__free(plen);
+    batch_free(&b);
     return rc;
 }
 
@@ -811,6 +857,80 @@ int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, co
         if (lr != BG_OK)
             return lr;
     }
+}
+
+/* The parts' scripts go out together (bg__remote_fanout); a part that
+ * was not run (a redirection, NOSCRIPT on a master that lacks the script,
+ * BGREBUILD) runs again alone through bg__bitmap_run, which handles those.
+ * A part is only ever applied once: a reply lost to a broken connection is
+ * BG_ECONN, not a resend. */
+int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n)
+{
+    if (n == 1 || parts[0].f->mode == BG__BITMAP_RAW_BITFIELD || parts[0].f->r->no_fanout) {
+        int64_t hits = 0;
+        for (size_t i = 0; i < n; i++) {
+            int64_t h = bg__bitmap_run(parts[i].f, add, parts[i].keys, parts[i].lens,
+                                       parts[i].count, parts[i].results);
+            if (h < 0)
+                return h;
+            hits += h;
+        }
+        return hits;
+    }
+    bg_remote *r = parts[0].f->r;
+    batch_cmd *b = bg__calloc(n, sizeof *b);
+    bg__call *calls = bg__calloc(n, sizeof *calls);
+    int64_t rc = BG_OK;
+    size_t built = 0;
+    if (!b || !calls) {
+        rc = BG_ENOMEM;
+        goto out;
+    }
+    for (; built < n; built++) {
+        const bg__part *p = &parts[built];
+        if ((rc = batch_build(p->f, add, p->keys, p->lens, p->count, &b[built])) != BG_OK)
+            goto out;
+        if ((rc = load_script(r, b[built].idx)) != BG_OK) {
+            built++;
+            goto out;
+        }
+        b[built].argv[0] = "EVALSHA";
+        b[built].alen[0] = 7;
+        b[built].argv[1] = r->sha[b[built].idx];
+        b[built].alen[1] = 40;
+        calls[built] = (bg__call){(int)b[built].argc, b[built].argv, b[built].alen, NULL};
+    }
+    if ((rc = bg__remote_fanout(r, calls, n)) != BG_OK)
+        goto out;
+    int64_t hits = 0;
+    for (size_t i = 0; i < n && rc == BG_OK; i++) {
+        const bg__part *p = &parts[i];
+        redisReply *rep = calls[i].reply;
+        int64_t h;
+        if (!rep || (rep->type == REDIS_REPLY_ERROR && rep->str &&
+                     (strncmp(rep->str, "NOSCRIPT", 8) == 0 ||
+                      strncmp(rep->str, "BGREBUILD", 9) == 0)))
+            h = bg__bitmap_run(p->f, add, p->keys, p->lens, p->count, p->results);
+        else if (rep->type == REDIS_REPLY_ERROR)
+            h = bg__remote_error_reply(r, rep);
+        else
+            h = batch_parse(p->f, add, &b[i], rep, p->results);
+        if (h < 0)
+            rc = h;
+        else
+            hits += h;
+    }
+    if (rc == BG_OK)
+        rc = hits;
+out:
+    for (size_t i = 0; calls && i < n; i++)
+        if (calls[i].reply)
+            freeReplyObject(calls[i].reply);
+    for (size_t i = 0; b && i < built; i++)
+        batch_free(&b[i]);
+    bg__free(b);
+    bg__free(calls);
+    return rc;
 }
 
 /* EVALSHA of a maintenance script with the handle's keys and shape, plus

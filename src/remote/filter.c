@@ -210,7 +210,8 @@ static int sharded_open(bg_remote_filter **out, bg_remote *r, const char *name)
     return BG_OK;
 }
 
-/* Splits the batch by shard (a counting sort), one script call per shard. */
+/* Splits the batch by shard (a counting sort), one script call per shard,
+ * all sent before any reply is read (bg__bitmap_run_parts). */
 static int64_t sharded_run(bg_remote_filter *f, int add, const void *const *keys,
                            const size_t *lens, size_t count, uint8_t *results)
 {
@@ -221,8 +222,9 @@ static int64_t sharded_run(bg_remote_filter *f, int add, const void *const *keys
     const void **k2 = bg__malloc(count * sizeof *k2);
     size_t *l2 = bg__malloc(count * sizeof *l2);
     uint8_t *r2 = bg__malloc(count);
+    bg__part *parts = bg__malloc((size_t)S * sizeof *parts);
     int64_t rc = 0;
-    if (!which || !start || !order || !k2 || !l2 || !r2) {
+    if (!which || !start || !order || !k2 || !l2 || !r2 || !parts) {
         rc = BG_ENOMEM;
         goto out;
     }
@@ -241,23 +243,16 @@ static int64_t sharded_run(bg_remote_filter *f, int add, const void *const *keys
         l2[at] = lens[i];
     }
     /* start[j] is now the end of shard j's run, the start of shard j + 1's. */
-    int64_t hits = 0;
-    size_t from = 0;
+    size_t nparts = 0, from = 0;
     for (uint32_t j = 0; j < S; j++) {
         size_t n = start[j] - from;
-        if (n) {
-            int64_t h = bg__bitmap_run(f->sub[j], add, k2 + from, l2 + from, n, r2 + from);
-            if (h < 0) {
-                rc = h;
-                goto out;
-            }
-            hits += h;
-        }
+        if (n)
+            parts[nparts++] = (bg__part){f->sub[j], k2 + from, l2 + from, n, r2 + from};
         from = start[j];
     }
-    for (size_t at = 0; results && at < count; at++)
+    rc = nparts ? bg__bitmap_run_parts(add, parts, nparts) : 0;
+    for (size_t at = 0; rc >= 0 && results && at < count; at++)
         results[order[at]] = r2[at];
-    rc = hits;
 out:
     bg__free(which);
     bg__free(start);
@@ -265,6 +260,7 @@ out:
     bg__free(k2);
     bg__free(l2);
     bg__free(r2);
+    bg__free(parts);
     return rc;
 }
 

@@ -54,6 +54,7 @@ struct bg_remote {
     size_t nnodes;
     uint16_t *slot_node;       /* cluster: BG__SLOTS node indices, or BG__NO_NODE */
     uint64_t redirects;        /* cluster: MOVED/ASK/TRYAGAIN followed (tests read it) */
+    int no_fanout;             /* bench only: send a sharded batch's parts one by one */
 };
 
 /* The cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */
@@ -113,6 +114,20 @@ int bg__remote_ready(bg_remote *r);
 int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *lens,
                        redisReply **reply, int keep_errors);
 
+/* One command of a fanout: argv in, reply out (the caller frees it). */
+typedef struct bg__call {
+    int argc;
+    const char **argv;
+    const size_t *lens;
+    redisReply *reply; /* NULL: not executed (a redirection): send it again alone */
+} bg__call;
+
+/* Sends all n calls, each to its key's master, before reading any reply
+ * (PIPELINING ACROSS MASTERS in connection.c). BG_OK (each call has its
+ * reply, error replies included, or NULL to resend), or BG_ECONN / BG_ENOMEM
+ * / BG_EREMOTE with no replies kept. */
+int bg__remote_fanout(bg_remote *r, bg__call *calls, size_t n);
+
 /* Maps an error reply to a status: our scripts' BGSTALE / BGNOTFOUND /
  * BGEXISTS prefixes, else BG_EREMOTE. Keeps the message in r->errstr. */
 int bg__remote_error_reply(bg_remote *r, const redisReply *reply);
@@ -127,6 +142,18 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o);
 int bg__bitmap_open(bg_remote_filter *f);
 int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
                        size_t count, uint8_t *results);
+/* One shard's part of a batch (bg__bitmap_run_parts). */
+typedef struct bg__part {
+    bg_remote_filter *f;
+    const void *const *keys;
+    const size_t *lens;
+    size_t count;
+    uint8_t *results; /* may be NULL */
+} bg__part;
+
+/* Runs each part's script on its shard, all sent before any reply is read
+ * (bg__remote_fanout). Returns the hits summed, or the first error. */
+int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n);
 int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
 int bg__bitmap_drop(bg_remote_filter *f);
 int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms);

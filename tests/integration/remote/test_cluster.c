@@ -5,6 +5,7 @@
  * checks keys (it must see no error and no false negative). */
 #include "test_util.h"
 #include "redis_server.h"
+#include "redis_cluster.h"
 
 #include <bloomgate/remote.h>
 
@@ -16,89 +17,17 @@
 #define CL_N 3
 static ts_server cl[CL_N];
 
-static void cl_spawn(ts_server *s)
-{
-    char conf[600];
-    snprintf(conf, sizeof conf, "%s", tu_tmp_file(&s->dir, "nodes.conf"));
-    const char *const extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
-                                 "--cluster-node-timeout", "5000", NULL};
-    ts_spawn_with(s, extra);
-}
-
-/* Three consecutive free ports in 23000-23999. */
-static int cl_base_port(void)
-{
-    uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
-    for (int tries = 0; tries < 200; tries++) {
-        int base = 23000 + (int)(tu_next(&st) % 990);
-        int ok = 1;
-        for (int i = 0; ok && i < CL_N; i++) {
-            int fd = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in a = {.sin_family = AF_INET,
-                                    .sin_port = htons((uint16_t)(base + i))};
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-            close(fd);
-            /* The cluster bus listens on port + 10000 (33000-33999). */
-            fd = socket(AF_INET, SOCK_STREAM, 0);
-            a.sin_port = htons((uint16_t)(base + i + 10000));
-            ok = ok && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-            close(fd);
-        }
-        if (ok)
-            return base;
-    }
-    fail_msg("no free ports in 23000-23999");
-    return -1;
-}
-
-static int cl_state_ok(int port)
-{
-    ts_server s = {.port = port};
-    redisContext *c = ts_raw(&s);
-    redisReply *r = redisCommand(c, "CLUSTER INFO");
-    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
-    if (r)
-        freeReplyObject(r);
-    redisFree(c);
-    return ok;
-}
-
 static int setup(void **state)
 {
     (void)state;
-    int base = cl_base_port();
-    char cmd[512];
-    int n = snprintf(cmd, sizeof cmd, "redis-cli --cluster create");
-    for (int i = 0; i < CL_N; i++) {
-        memset(&cl[i], 0, sizeof cl[i]);
-        tu_tmpdir_make(&cl[i].dir, "cluster");
-        cl[i].port = base + i;
-        cl_spawn(&cl[i]);
-        n += snprintf(cmd + n, sizeof cmd - (size_t)n, " 127.0.0.1:%d", cl[i].port);
-    }
-    snprintf(cmd + n, sizeof cmd - (size_t)n,
-             " --cluster-replicas 0 --cluster-yes > %s 2>&1", tu_tmp_file(&cl[0].dir, "create"));
-    if (system(cmd) != 0)
-        fail_msg("redis-cli --cluster create failed");
-    for (int t = 0; t < 1000; t++) {
-        int ok = 1;
-        for (int i = 0; i < CL_N; i++)
-            ok = ok && cl_state_ok(cl[i].port);
-        if (ok)
-            return 0;
-        struct timespec ts = {0, 20000000};
-        nanosleep(&ts, NULL);
-    }
-    fail_msg("the cluster did not reach cluster_state:ok");
-    return -1;
+    tc_start(cl, CL_N);
+    return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    for (int i = 0; i < CL_N; i++)
-        ts_stop(&cl[i]);
+    tc_stop(cl, CL_N);
     return 0;
 }
 

@@ -844,16 +844,18 @@ static void connect_errors(void **state)
  * run of batches: calls return BG_ECONN within the timeout, never crash or
  * hang; once the server is back, the next call reconnects and the filter
  * (saved before) answers. */
-static void server_dies_mid_batch(void **state)
+/* A frozen, then killed server mid-batch: BG_ECONN within the timeout, no
+ * crash, and the filter works again once the server is back. With shards,
+ * the batch's parts are pipelined on the one connection (the fanout). */
+static void dies_mid_batch(uint32_t shards)
 {
-    (void)state;
     enum { B = 20000 };
     ts_server s;
     ts_start(&s, NULL);
     bg_remote *r = conn(&s, 300);
     bg_remote_filter *f;
     bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 200000,
-                                  .error_rate = 0.01};
+                                  .error_rate = 0.01, .shards = shards};
     TU_EQ_I(bg_remote_filter_create(&f, r, "dies", &o), BG_OK);
     tu_batch b;
     tu_batch_init(&b, B);
@@ -905,6 +907,18 @@ static void server_dies_mid_batch(void **state)
     bg_remote_filter_close(f);
     bg_remote_free(r);
     ts_stop(&s);
+}
+
+static void server_dies_mid_batch(void **state)
+{
+    (void)state;
+    dies_mid_batch(0);
+}
+
+static void server_dies_mid_sharded_batch(void **state)
+{
+    (void)state;
+    dies_mid_batch(4);
 }
 
 /* ---- module --------------------------------------------------------- */
@@ -991,6 +1005,7 @@ int main(void)
         cmocka_unit_test(bitmap_limits),
         cmocka_unit_test(connect_errors),
         cmocka_unit_test(server_dies_mid_batch),
+        cmocka_unit_test(server_dies_mid_sharded_batch),
         cmocka_unit_test(module_backend),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

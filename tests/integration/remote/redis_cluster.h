@@ -1,0 +1,92 @@
+/* A real Redis Cluster of n masters (no replicas) for the remote tests and
+ * the remote benchmark: redis-server processes on consecutive free loopback
+ * ports in 23000-23999 (cluster bus: port + 10000), each in its own
+ * temporary directory, joined with `redis-cli --cluster create`, stopped by
+ * tc_stop (or, like every ts_server, when the test process dies). */
+#ifndef BG_TEST_REDIS_CLUSTER_H
+#define BG_TEST_REDIS_CLUSTER_H
+
+#include "redis_server.h"
+
+/* Restarts s (a cluster member) on its port and directory. */
+static inline void tc_spawn(ts_server *s)
+{
+    char conf[600];
+    snprintf(conf, sizeof conf, "%s", tu_tmp_file(&s->dir, "nodes.conf"));
+    const char *const extra[] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
+                                 "--cluster-node-timeout", "5000", NULL};
+    ts_spawn_with(s, extra);
+}
+
+/* n consecutive ports in 23000-23999 free, with their bus ports. */
+static inline int tc_base_port(int n)
+{
+    uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
+    for (int tries = 0; tries < 200; tries++) {
+        int base = 23000 + (int)(tu_next(&st) % (uint64_t)(1000 - n));
+        int ok = 1;
+        for (int i = 0; ok && i < n; i++) {
+            for (int bus = 0; ok && bus <= 10000; bus += 10000) {
+                int fd = socket(AF_INET, SOCK_STREAM, 0);
+                struct sockaddr_in a = {.sin_family = AF_INET,
+                                        .sin_port = htons((uint16_t)(base + i + bus))};
+                a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+                ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+                close(fd);
+            }
+        }
+        if (ok)
+            return base;
+    }
+    fail_msg("no free ports in 23000-23999");
+    return -1;
+}
+
+static inline int tc_state_ok(int port)
+{
+    ts_server s = {.port = port};
+    redisContext *c = ts_raw(&s);
+    redisReply *r = redisCommand(c, "CLUSTER INFO");
+    int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
+    if (r)
+        freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+/* Starts cl[0..n-1] as one cluster and waits until every master says ok. */
+static inline void tc_start(ts_server *cl, int n)
+{
+    int base = tc_base_port(n);
+    char cmd[1024];
+    int len = snprintf(cmd, sizeof cmd, "redis-cli --cluster create");
+    for (int i = 0; i < n; i++) {
+        memset(&cl[i], 0, sizeof cl[i]);
+        tu_tmpdir_make(&cl[i].dir, "cluster");
+        cl[i].port = base + i;
+        tc_spawn(&cl[i]);
+        len += snprintf(cmd + len, sizeof cmd - (size_t)len, " 127.0.0.1:%d", cl[i].port);
+    }
+    snprintf(cmd + len, sizeof cmd - (size_t)len,
+             " --cluster-replicas 0 --cluster-yes > %s 2>&1", tu_tmp_file(&cl[0].dir, "create"));
+    if (system(cmd) != 0)
+        fail_msg("redis-cli --cluster create failed");
+    for (int t = 0; t < 1000; t++) {
+        int ok = 1;
+        for (int i = 0; i < n; i++)
+            ok = ok && tc_state_ok(cl[i].port);
+        if (ok)
+            return;
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("the cluster did not reach cluster_state:ok");
+}
+
+static inline void tc_stop(ts_server *cl, int n)
+{
+    for (int i = 0; i < n; i++)
+        ts_stop(&cl[i]);
+}
+
+#endif
