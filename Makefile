@@ -20,7 +20,7 @@ build: deps
 demo: build
 	$(BUILD)/examples/bloomgate-demo
 
-# Every suite through ctest, then the unit, CLI and remote-client tests again under ASan+UBSan,
+# Every suite through ctest, then the unit, CLI, remote-client and guard tests again under ASan+UBSan,
 # the concurrency tests under TSan, and the file loader under libFuzzer, each
 # in its own build tree.
 test: build
@@ -34,7 +34,7 @@ test-asan: deps
 	cmake -S . -B $(BUILD)-asan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 	  -DBG_SANITIZE=address,undefined -DBG_BUILD_EXAMPLES=OFF -DBG_BUILD_REDIS=OFF
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L "unit|cli|remote"
+	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L "unit|cli|remote|guard"
 
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \

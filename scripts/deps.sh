@@ -15,6 +15,10 @@ packages=(
   libhiredis-dev                                 # the Redis benchmark's load generator
   python3 python3-redis                          # its integration tests (redis-py: a real client)
   dpkg-dev                                       # apt-get source (redismodule.h, below)
+  libmicrohttpd-dev                              # examples/products: the HTTP server
+  libsqlite3-dev libpq-dev libmariadb-dev        # ... its storage: SQLite, PostgreSQL, MariaDB
+  postgresql mariadb-server                      # ... the servers its tests and demo start
+  wrk curl                                       # ... the demo's load generator, the tests' client
 )
 
 missing=()
@@ -73,6 +77,9 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq
 $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# A fresh install starts the redis-server service; the tests start their own.
-$sudo systemctl disable --now redis-server >/dev/null 2>&1 || true
+# A fresh install starts the servers as system services; the tests and the
+# demo start their own, on loopback, in temporary directories.
+for unit in redis-server postgresql mariadb; do
+  $sudo systemctl disable --now "$unit" >/dev/null 2>&1 || true
+done
 fetch_redismodule_h

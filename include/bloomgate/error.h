@@ -48,7 +48,8 @@ extern "C" {
     X(EREMOTE,   -20, "Redis replied an error (bg_remote_errstr holds its message)") \
     X(ESTALE,    -21, "remote filter was re-created: its parameters changed under the client") \
     X(ENOTFOUND, -22, "remote filter does not exist")                             \
-    X(EEXIST,    -23, "remote filter already exists")
+    X(EEXIST,    -23, "remote filter already exists")                          \
+    X(EBUSY,     -24, "another rebuild is running")
 
 typedef enum bg_status {
 #define BG__STATUS_ENUM(name, value, msg) BG_##name = (value),

@@ -36,6 +36,7 @@ static void status_names_and_messages(void **state)
         {BG_ESTALE, "BG_ESTALE"},
         {BG_ENOTFOUND, "BG_ENOTFOUND"},
         {BG_EEXIST, "BG_EEXIST"},
+        {BG_EBUSY, "BG_EBUSY"},
     };
     /* The values are ABI: pinned. */
     TU_EQ_I(BG_OK, 0);
@@ -62,6 +63,7 @@ static void status_names_and_messages(void **state)
     TU_EQ_I(BG_ESTALE, -21);
     TU_EQ_I(BG_ENOTFOUND, -22);
     TU_EQ_I(BG_EEXIST, -23);
+    TU_EQ_I(BG_EBUSY, -24);
 
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -80,7 +82,7 @@ static void status_names_and_messages(void **state)
     assert_string_equal(bg_strerror(BG_OK), "success");
     assert_string_equal(bg_strerror(BG_ENOMEM), "out of memory");
 
-    static const int unknown[] = {1, 2, -24, -100, 1000, INT32_MAX, INT32_MIN};
+    static const int unknown[] = {1, 2, -25, -100, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         tu_ctx("unknown status %d", unknown[i]);
         assert_string_equal(bg_strerror(unknown[i]), "unknown error");

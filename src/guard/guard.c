@@ -1,0 +1,403 @@
+/* The guard's public calls: options, the read path, writes, counters.
+ * The pieces live beside it: negative_cache.c, single_flight.c, swap.c
+ * (local filter, rebuild and swap, hazard pointers), remote_filter.c.
+ * docs/GUARD.md has the design. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <string.h>
+
+#include <bloomgate/guard.h>
+#include <bloomgate/hash.h>
+
+#include "core/alloc_internal.h"
+#include "guard_internal.h"
+
+#define FLIGHT_STRIPES 16u
+
+/* ---- buffers --------------------------------------------------------------- */
+
+int bg_guard_buf_set(bg_guard_buf *b, const void *data, size_t len)
+{
+    if (!b || (!data && len) || len == SIZE_MAX)
+        return BG_EINVAL;
+    if (len + 1 > b->cap || !b->data) {
+        size_t cap = b->cap > (SIZE_MAX - 1) / 2 ? len + 1 : 2 * b->cap;
+        if (cap < len + 1)
+            cap = len + 1;
+        if (cap < 16)
+            cap = 16;
+        uint8_t *p = bg__malloc(cap);
+        if (!p)
+            return BG_ENOMEM;
+        if (len)
+            memcpy(p, data, len); /* data may point into the old buffer */
+        bg__free(b->data);
+        b->data = p;
+        b->cap = cap;
+    } else if (len) {
+        memmove(b->data, data, len);
+    }
+    ((uint8_t *)b->data)[len] = 0;
+    b->len = len;
+    return BG_OK;
+}
+
+void bg_guard_buf_free(bg_guard_buf *b)
+{
+    if (!b)
+        return;
+    bg__free(b->data);
+    memset(b, 0, sizeof *b);
+}
+
+static void buf_clear(bg_guard_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        ((uint8_t *)b->data)[0] = 0;
+}
+
+/* ---- creation -------------------------------------------------------------- */
+
+static char *dup_str(const char *s, int *fail)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = bg__malloc(n);
+    if (!d)
+        *fail = 1;
+    else
+        memcpy(d, s, n);
+    return d;
+}
+
+static int check_options(const bg_guard_options *o)
+{
+    if (!o->source.get)
+        return BG_EINVAL;
+    if (o->filter_kind != BG_GUARD_FILTER_LOCAL && o->filter_kind != BG_GUARD_FILTER_REMOTE &&
+        o->filter_kind != BG_GUARD_FILTER_NONE)
+        return BG_EINVAL;
+    if (o->filter_kind != BG_GUARD_FILTER_NONE && !o->source.scan)
+        return BG_EINVAL;
+    const bg_guard_cache *c = &o->cache;
+    int any = c->get || c->set || c->set_absent || c->del;
+    if (any && !(c->get && c->set && c->del))
+        return BG_EINVAL;
+    if (!(o->headroom >= 0) || isinf(o->headroom))
+        return BG_EINVAL;
+    if (!(o->negative_jitter < 1) || isnan(o->negative_jitter))
+        return BG_EINVAL;
+    if (o->negative_capacity > UINT32_MAX / 2)
+        return BG_EINVAL;
+    if (o->filter_kind == BG_GUARD_FILTER_REMOTE) {
+        if (!o->remote || !o->remote_name || !o->remote_name[0])
+            return BG_EINVAL;
+        if (o->remote_backend != 0 && o->remote_backend != BG_REMOTE_BITMAP &&
+            o->remote_backend != BG_REMOTE_MODULE)
+            return BG_EINVAL;
+    }
+    return BG_OK;
+}
+
+int bg_guard_new(bg_guard **out, const bg_guard_options *opts)
+{
+    if (!out)
+        return BG_EINVAL;
+    *out = NULL;
+    if (!opts)
+        return BG_EINVAL;
+    int rc = check_options(opts);
+    if (rc != BG_OK)
+        return rc;
+    bg_guard *g = bg__calloc(1, sizeof *g);
+    if (!g)
+        return BG_ENOMEM;
+    g->o = *opts;
+    bg_guard_options *o = &g->o;
+    if (o->headroom == 0)
+        o->headroom = 2.0;
+    if (o->cache_ttl_ms == 0)
+        o->cache_ttl_ms = 300000;
+    if (o->negative_ttl_ms == 0)
+        o->negative_ttl_ms = 30000;
+    if (o->negative_jitter == 0)
+        o->negative_jitter = 0.2;
+    else if (o->negative_jitter < 0)
+        o->negative_jitter = 0; /* none */
+    if (o->negative_capacity == 0)
+        o->negative_capacity = 65536;
+    if (o->remote_backend == 0)
+        o->remote_backend = BG_REMOTE_BITMAP;
+    atomic_init(&g->current, NULL);
+    atomic_init(&g->pending, NULL);
+
+    int fail = 0;
+    if (o->filter_kind == BG_GUARD_FILTER_REMOTE) {
+        g->ropts = *o->remote;
+        g->ropts.host = g->rhost = dup_str(o->remote->host, &fail);
+        g->ropts.unix_socket = g->rsocket = dup_str(o->remote->unix_socket, &fail);
+        g->ropts.username = g->ruser = dup_str(o->remote->username, &fail);
+        g->ropts.password = g->rpass = dup_str(o->remote->password, &fail);
+        g->rname = dup_str(o->remote_name, &fail);
+        o->remote = &g->ropts;
+        o->remote_name = g->rname;
+    } else {
+        o->remote = NULL;
+        o->remote_name = NULL;
+    }
+    if (fail) {
+        bg_guard_free(g);
+        return BG_ENOMEM;
+    }
+
+    if (pthread_mutex_init(&g->rebuild_mu, NULL) != 0) {
+        bg_guard_free(g);
+        return BG_ENOMEM;
+    }
+    g->rebuild_mu_ok = 1;
+    if ((rc = bg__guard_threads_init(g)) != BG_OK ||
+        (rc = bg__neg_init(&g->neg, o->negative_capacity, o->negative_ttl_ms,
+                           o->negative_jitter)) != BG_OK ||
+        (rc = bg__flights_init(&g->flights, FLIGHT_STRIPES)) != BG_OK) {
+        bg_guard_free(g);
+        return rc;
+    }
+    if (o->filter_kind == BG_GUARD_FILTER_LOCAL) {
+        bg_filter *f;
+        rc = bg__local_build(g, &f);
+        if (rc == BG_OK)
+            atomic_store(&g->current, f);
+    } else if (o->filter_kind == BG_GUARD_FILTER_REMOTE) {
+        rc = bg__remote_init(g);
+    }
+    if (rc != BG_OK) {
+        bg_guard_free(g);
+        return rc;
+    }
+    *out = g;
+    return BG_OK;
+}
+
+void bg_guard_free(bg_guard *g)
+{
+    if (!g)
+        return;
+    bg__guard_threads_free(g);
+    bg_filter_free(atomic_load(&g->current));
+    bg_filter_free(atomic_load(&g->pending));
+    bg__neg_destroy(&g->neg);
+    bg__flights_destroy(&g->flights);
+    if (g->rebuild_mu_ok)
+        pthread_mutex_destroy(&g->rebuild_mu);
+    bg__free(g->rname);
+    bg__free(g->rhost);
+    bg__free(g->rsocket);
+    bg__free(g->ruser);
+    bg__free(g->rpass);
+    bg__free(g);
+}
+
+/* ---- the read path --------------------------------------------------------- */
+
+int bg_guard_may_contain(bg_guard *g, const void *key, size_t len)
+{
+    if (!g || (!key && len))
+        return BG_EINVAL;
+    switch (g->o.filter_kind) {
+    case BG_GUARD_FILTER_LOCAL:
+        return bg__local_contains(g, key, len);
+    case BG_GUARD_FILTER_REMOTE:
+        return bg__remote_contains(g, key, len);
+    default:
+        return 1;
+    }
+}
+
+/* Step 4 for the leader (or a thread that could not register a flight):
+ * queries the source and records the answer everywhere. */
+static int query_source(bg_guard *g, const void *key, size_t len, uint64_t hash,
+                        bg_guard_buf *value)
+{
+    const bg_guard_cache *c = &g->o.cache;
+    int filtered = g->o.filter_kind != BG_GUARD_FILTER_NONE;
+    uint64_t seq = bg__neg_seq(&g->neg, hash);
+    BG__COUNT(g, source_queries);
+    int rc = g->o.source.get(g->o.source.ctx, key, len, value);
+    if (rc == BG_GUARD_FOUND) {
+        BG__COUNT(g, source_found);
+        if (c->set && c->set(c->ctx, key, len, value->data, value->len, g->o.cache_ttl_ms) < 0)
+            BG__COUNT(g, cache_errors);
+    } else if (rc == BG_GUARD_ABSENT) {
+        /* Without a filter an absent key is not a false positive, and the
+         * baseline caches no negatives (the demo compares against it). */
+        if (filtered) {
+            BG__COUNT(g, false_positives);
+            /* Stored only if no put forgot a key of its stripe meanwhile
+             * (negative_cache.c, PUTS AND IN-FLIGHT QUERIES); the external
+             * cache's entry under the same condition. */
+            if (bg__neg_insert(&g->neg, key, len, hash, seq) && c->set_absent &&
+                c->set_absent(c->ctx, key, len, bg__neg_ttl(&g->neg)) < 0)
+                BG__COUNT(g, cache_errors);
+        }
+    } else {
+        BG__COUNT(g, source_errors);
+        if (rc >= 0)
+            rc = BG_EINVAL; /* a callback answering something undefined */
+    }
+    return rc;
+}
+
+int bg_guard_get(bg_guard *g, const void *key, size_t len, bg_guard_buf *value)
+{
+    if (!g || (!key && len) || !value)
+        return BG_EINVAL;
+    if (!key)
+        key = "";
+    BG__COUNT(g, requests);
+    int filtered = g->o.filter_kind != BG_GUARD_FILTER_NONE;
+
+    /* 1. The filter. An error (a remote outage) is returned: never "absent". */
+    if (filtered) {
+        int rc = bg_guard_may_contain(g, key, len);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            BG__COUNT(g, filtered);
+            buf_clear(value);
+            return BG_GUARD_ABSENT;
+        }
+    }
+
+    /* 2. The negative cache (a recent false positive). */
+    bg_hash h;
+    bg_hash_key(key, len, BG__GUARD_SEED, &h);
+    if (filtered && bg__neg_lookup(&g->neg, key, len, h.h1)) {
+        BG__COUNT(g, negative_hits);
+        buf_clear(value);
+        return BG_GUARD_ABSENT;
+    }
+
+    /* 3. The cache; a failing one is skipped. */
+    const bg_guard_cache *c = &g->o.cache;
+    if (c->get) {
+        int rc = c->get(c->ctx, key, len, value);
+        if (rc == BG_GUARD_CACHE_HIT) {
+            BG__COUNT(g, cache_hits);
+            return BG_GUARD_FOUND;
+        }
+        if (rc == BG_GUARD_CACHE_ABSENT) {
+            BG__COUNT(g, negative_hits);
+            buf_clear(value);
+            return BG_GUARD_ABSENT;
+        }
+        if (rc != BG_GUARD_CACHE_MISS)
+            BG__COUNT(g, cache_errors);
+    }
+
+    /* 4. The source, one query per key at a time. */
+    bg__flight *leader;
+    int rc;
+    if (bg__flight_join(&g->flights, key, len, h.h1, &leader, &rc, value)) {
+        BG__COUNT(g, collapsed);
+    } else {
+        rc = query_source(g, key, len, h.h1, value);
+        bg__flight_finish(&g->flights, leader, rc, value);
+    }
+    if (rc == BG_GUARD_ABSENT)
+        buf_clear(value);
+    return rc;
+}
+
+/* ---- writes ---------------------------------------------------------------- */
+
+int bg_guard_put(bg_guard *g, const void *key, size_t len)
+{
+    if (!g || (!key && len))
+        return BG_EINVAL;
+    if (!key)
+        key = "";
+    BG__COUNT(g, puts);
+    int rc = BG_OK;
+    if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
+        rc = bg__local_add(g, key, len);
+    else if (g->o.filter_kind == BG_GUARD_FILTER_REMOTE)
+        rc = bg__remote_add(g, key, len);
+    /* Forget the negatives even if the filter failed: they are wrong now. */
+    bg_hash h;
+    bg_hash_key(key, len, BG__GUARD_SEED, &h);
+    bg__neg_forget(&g->neg, key, len, h.h1);
+    const bg_guard_cache *c = &g->o.cache;
+    if (c->del && c->del(c->ctx, key, len) < 0)
+        BG__COUNT(g, cache_errors);
+    return rc;
+}
+
+int bg_guard_remove(bg_guard *g, const void *key, size_t len)
+{
+    if (!g || (!key && len))
+        return BG_EINVAL;
+    if (!key)
+        key = "";
+    BG__COUNT(g, removes);
+    const bg_guard_cache *c = &g->o.cache;
+    if (c->del && c->del(c->ctx, key, len) < 0)
+        BG__COUNT(g, cache_errors);
+    if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
+        return bg__local_remove(g, key, len);
+    return BG_OK;
+}
+
+int bg_guard_rebuild(bg_guard *g)
+{
+    if (!g)
+        return BG_EINVAL;
+    int rc;
+    switch (g->o.filter_kind) {
+    case BG_GUARD_FILTER_LOCAL:
+        rc = bg__local_rebuild(g);
+        break;
+    case BG_GUARD_FILTER_REMOTE:
+        rc = bg__remote_rebuild(g);
+        break;
+    default:
+        return BG_OK; /* nothing to rebuild */
+    }
+    if (rc == BG_OK)
+        BG__COUNT(g, rebuilds);
+    else if (rc != BG_EBUSY && rc != BG_EINVAL)
+        BG__COUNT(g, rebuild_errors);
+    return rc;
+}
+
+/* ---- counters -------------------------------------------------------------- */
+
+int bg_guard_counters_get(bg_guard *g, bg_guard_counters *out)
+{
+    if (!g || !out)
+        return BG_EINVAL;
+    memset(out, 0, sizeof *out);
+#define LOAD(f) out->f = atomic_load_explicit(&g->stats.f, memory_order_relaxed)
+    LOAD(requests);
+    LOAD(filtered);
+    LOAD(negative_hits);
+    LOAD(cache_hits);
+    LOAD(cache_errors);
+    LOAD(source_queries);
+    LOAD(source_found);
+    LOAD(false_positives);
+    LOAD(source_errors);
+    LOAD(collapsed);
+    LOAD(puts);
+    LOAD(removes);
+    LOAD(rebuilds);
+    LOAD(rebuild_errors);
+#undef LOAD
+    if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
+        bg__local_stats(g, &out->filter_items, &out->filter_bytes);
+    else if (g->o.filter_kind == BG_GUARD_FILTER_REMOTE)
+        bg__remote_stats(g, &out->filter_items, &out->filter_bytes);
+    return BG_OK;
+}

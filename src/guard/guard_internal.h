@@ -1,0 +1,202 @@
+/* Internal to bloomgate_guard: the guard's struct and the pieces guard.c
+ * puts together (negative_cache.c, single_flight.c, swap.c, remote_filter.c). Not
+ * API. docs/GUARD.md describes the design. */
+#ifndef BG_GUARD_INTERNAL_H
+#define BG_GUARD_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <bloomgate/guard.h>
+
+/* Hash seed of the guard's own tables (negative cache, single flight): any
+ * fixed value; these tables never leave the process. */
+#define BG__GUARD_SEED UINT64_C(0x6775617264)
+
+/* Keys per batch when streaming the source into a filter. */
+#define BG__GUARD_BATCH_LOCAL 1024u
+#define BG__GUARD_BATCH_REMOTE 1000u
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+uint64_t bg__guard_now_ms(void);
+
+/* ---- counters --------------------------------------------------------- */
+
+typedef struct bg__guard_stats {
+    atomic_uint_fast64_t requests, filtered, negative_hits, cache_hits, cache_errors,
+        source_queries, source_found, false_positives, source_errors, collapsed, puts, removes,
+        rebuilds, rebuild_errors;
+} bg__guard_stats;
+
+#define BG__COUNT(g, field) atomic_fetch_add_explicit(&(g)->stats.field, 1, memory_order_relaxed)
+
+/* ---- negative cache (negative_cache.c) -------------------------------- */
+
+typedef struct bg__neg_entry {
+    uint64_t hash;
+    uint64_t expires_ms;
+    uint8_t *key;  /* bg__malloc'd copy */
+    size_t len;
+    uint32_t next; /* bucket chain or free list; BG__NEG_NIL ends it */
+    uint32_t live;
+} bg__neg_entry;
+
+#define BG__NEG_NIL UINT32_MAX
+
+typedef struct bg__neg_stripe {
+    pthread_mutex_t mu;
+    uint32_t *heads;       /* nbuckets chain heads */
+    uint32_t nbuckets;     /* a power of two */
+    bg__neg_entry *slots;  /* cap entries */
+    uint32_t cap, used;
+    uint32_t free_head;    /* never-used or deleted slots */
+    uint32_t hand;         /* eviction clock (EVICTION in negative_cache.c) */
+    uint64_t forgets;      /* bumped by every forget: see bg__neg_seq */
+    char pad[64];          /* keeps stripes' mutexes off one cache line */
+} bg__neg_stripe;
+
+typedef struct bg__neg_cache {
+    bg__neg_stripe *stripes;
+    uint32_t nstripes; /* a power of two */
+    uint32_t mutexes;  /* initialised so far (for cleanup) */
+    uint64_t ttl_ms;
+    double jitter;
+} bg__neg_cache;
+
+int bg__neg_init(bg__neg_cache *c, size_t capacity, uint64_t ttl_ms, double jitter);
+void bg__neg_destroy(bg__neg_cache *c);
+/* 1 if key has a live negative entry (an expired one is dropped: 0). */
+int bg__neg_lookup(bg__neg_cache *c, const void *key, size_t len, uint64_t hash);
+/* The key's stripe's forget count, read before a source query: insert then
+ * refuses if a put forgot any key of the stripe meanwhile. */
+uint64_t bg__neg_seq(bg__neg_cache *c, uint64_t hash);
+/* Remembers key as absent for ttl +- jitter, unless the stripe's forget
+ * count moved from seq. Best effort: out of memory just skips it. Returns
+ * 1 if stored, 0 if not. */
+int bg__neg_insert(bg__neg_cache *c, const void *key, size_t len, uint64_t hash, uint64_t seq);
+/* Drops key's entry (if any) and bumps the stripe's forget count. */
+void bg__neg_forget(bg__neg_cache *c, const void *key, size_t len, uint64_t hash);
+/* The TTL for a new entry: ttl_ms * (1 + jitter * u), u uniform in [-1, 1),
+ * from a per-thread PRNG. At least 1. */
+uint64_t bg__neg_ttl(const bg__neg_cache *c);
+
+/* ---- single flight (single_flight.c) ---------------------------------- */
+
+typedef struct bg__flight bg__flight;
+
+typedef struct bg__flight_stripe {
+    pthread_mutex_t mu;
+    bg__flight *head; /* in-flight queries of keys hashing here */
+    char pad[64];
+} bg__flight_stripe;
+
+typedef struct bg__flights {
+    bg__flight_stripe *stripes;
+    uint32_t nstripes;
+    uint32_t mutexes;
+} bg__flights;
+
+int bg__flights_init(bg__flights *t, uint32_t nstripes);
+void bg__flights_destroy(bg__flights *t);
+
+/* Joins the in-flight query of key or starts one.
+ * - Another thread's query is running: waits for it, copies its answer
+ *   (status and, when FOUND, value) into *rc / value, returns 1 (collapsed).
+ * - None: registers this thread as the leader in *leader and returns 0;
+ *   the caller queries the source and must call bg__flight_finish. If
+ *   registering fails (out of memory), *leader is NULL: the caller queries
+ *   without collapsing (and calls bg__flight_finish with NULL, a no-op). */
+int bg__flight_join(bg__flights *t, const void *key, size_t len, uint64_t hash,
+                    bg__flight **leader, int *rc, bg_guard_buf *value);
+/* Hands the leader's answer to the waiters and retires the flight. */
+void bg__flight_finish(bg__flights *t, bg__flight *f, int rc, const bg_guard_buf *value);
+
+/* ---- per-thread state (swap.c) ---------------------------------------- */
+
+/* What one thread keeps per guard: its hazard-pointer slots (local filter)
+ * and its connection and filter handle (remote filter). Records are never
+ * freed before the guard: a thread's exit returns its record to the pool
+ * (in_use = 0), and the next new thread adopts it, connection included (remote_filter.c). */
+typedef struct bg__guard_thread {
+    _Atomic(bg_filter *) hazard[2]; /* [0] current, [1] pending */
+    atomic_int in_use;
+    struct bg__guard_thread *next;  /* immutable once published */
+    bg_remote *conn;                /* remote: NULL until first use */
+    bg_remote_filter *rf;           /* remote: NULL until opened */
+} bg__guard_thread;
+
+/* ---- the guard -------------------------------------------------------- */
+
+struct bg_guard {
+    bg_guard_options o;      /* defaults filled in; remote and remote_name
+                                point at the copies below */
+    bg_remote_options ropts; /* copy, strings below */
+    char *rname, *rhost, *rsocket, *ruser, *rpass;
+
+    /* Local filter (swap.c). */
+    _Atomic(bg_filter *) current;
+    _Atomic(bg_filter *) pending; /* non-NULL while a rebuild fills it */
+    pthread_mutex_t rebuild_mu;   /* trylock: one rebuild at a time */
+    int rebuild_mu_ok;
+    int remote_abort; /* remote: a rebuild we began may be left pending
+                         (its abort failed); under rebuild_mu */
+
+    /* Per-thread records (swap.c). */
+    pthread_key_t tkey;
+    int tkey_ok;
+    _Atomic(bg__guard_thread *) threads; /* push-only list */
+
+    bg__neg_cache neg;
+    bg__flights flights;
+    bg__guard_stats stats;
+};
+
+/* The calling thread's record, made on first use. BG_OK or BG_ENOMEM. */
+int bg__guard_thread_get(bg_guard *g, bg__guard_thread **out);
+int bg__guard_threads_init(bg_guard *g);
+void bg__guard_threads_free(bg_guard *g);
+
+/* Local filter (swap.c). */
+int bg__local_build(bg_guard *g, bg_filter **out);
+int bg__local_contains(bg_guard *g, const void *key, size_t len);
+int bg__local_add(bg_guard *g, const void *key, size_t len);
+int bg__local_remove(bg_guard *g, const void *key, size_t len);
+int bg__local_rebuild(bg_guard *g);
+void bg__local_stats(bg_guard *g, uint64_t *items, uint64_t *bytes);
+
+/* Remote filter (remote_filter.c). */
+int bg__remote_init(bg_guard *g);
+int bg__remote_contains(bg_guard *g, const void *key, size_t len);
+int bg__remote_add(bg_guard *g, const void *key, size_t len);
+int bg__remote_rebuild(bg_guard *g);
+void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes);
+void bg__remote_thread_close(bg__guard_thread *t);
+
+/* Key batches streamed from source.scan (swap.c): copies each emitted key,
+ * flushes every `max` keys through flush(arg, keys, lens, n). */
+typedef struct bg__key_batch {
+    int (*flush)(void *arg, const void *const *keys, const size_t *lens, size_t n);
+    void *arg;
+    size_t max, n;
+    uint8_t *bytes;
+    size_t used, cap;  /* of bytes */
+    size_t *offs, *lens;
+    const void **keys;
+} bg__key_batch;
+
+int bg__batch_init(bg__key_batch *b, size_t max,
+                   int (*flush)(void *, const void *const *, const size_t *, size_t), void *arg);
+void bg__batch_free(bg__key_batch *b);
+/* source.scan's emit: arg is a bg__key_batch. */
+int bg__batch_emit(void *arg, const void *key, size_t len);
+int bg__batch_flush(bg__key_batch *b);
+/* Streams the whole source through b: scan, then the last flush. */
+int bg__batch_scan(bg_guard *g, bg__key_batch *b);
+
+/* The capacity to size a filter for: options.filter.capacity, else
+ * source.count() * headroom (at least 1024). */
+int bg__guard_capacity(bg_guard *g, uint64_t *out);
+
+#endif

@@ -1,0 +1,337 @@
+/* The Redis cache adapter (THE REDIS CACHE ADAPTER in guard.h): a
+ * bg_guard_cache whose entries are Redis strings.
+ *
+ * ENTRIES
+ *   prefix + key  ->  'v' + value     a cached value
+ *   prefix + key  ->  'a'             a negative entry (the key is absent)
+ * each with a PX time to live. The tag byte keeps the two apart: a value
+ * that starts with 'a', or is empty, is stored as "va..." or "v". A string
+ * under the prefix with any other shape was not written by us: it reads as
+ * a miss (the guard then asks the source and overwrites it).
+ *
+ * CONNECTIONS
+ * Each calling thread has its own bg_remote (remote.h: a hiredis context
+ * with its timeouts, AUTH, unix socket, SIGPIPE handling, and reconnect on
+ * the call after one broke), made on the thread's first call. Records live
+ * in a push-only list and are freed only by bg_guard_redis_cache_free; a
+ * thread's exit marks its record free (connection kept) for the next new
+ * thread to adopt, so a thread-per-request server does not connect per
+ * request. A Redis that is down costs each call at most the connect
+ * timeout (a refused connection: at once) and yields BG_ECONN, which the
+ * guard counts and skips. bg_remote_options.cluster works too: GET, SET and
+ * DEL have one key, routed by slot.
+ * LIMITATION: free the adapter only when no thread uses it and none is
+ * exiting (its destructor would touch a freed record). */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <hiredis/hiredis.h>
+
+#include <bloomgate/guard.h>
+
+#include "core/alloc_internal.h"
+#include "remote/remote_internal.h"
+
+#define RC_DEFAULT_TTL_MS UINT64_C(300000)
+#define RC_DEFAULT_PREFIX "bg:"
+
+/* Keys up to this long are built on the stack. */
+#define RC_STACK_KEY 256
+
+typedef struct rc_thread {
+    bg_remote *conn;          /* NULL until first use */
+    atomic_int in_use;        /* a live thread owns it */
+    struct rc_thread *next;   /* immutable once published */
+} rc_thread;
+
+struct bg_guard_redis_cache {
+    bg_remote_options ro;     /* strings point at the copies below */
+    char *host, *unix_socket, *username, *password;
+    char *prefix;
+    size_t prefix_len;
+    uint64_t default_ttl_ms;
+    pthread_key_t key;
+    int key_ok;
+    _Atomic(rc_thread *) threads;
+};
+
+static void rc_thread_exit(void *arg)
+{
+    rc_thread *t = arg;
+    atomic_store_explicit(&t->in_use, 0, memory_order_release);
+}
+
+static char *rc_strdup(const char *s, int *oom)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = bg__malloc(n);
+    if (!d)
+        *oom = 1;
+    else
+        memcpy(d, s, n);
+    return d;
+}
+
+void bg_guard_redis_cache_free(bg_guard_redis_cache *c)
+{
+    if (!c)
+        return;
+    if (c->key_ok)
+        pthread_key_delete(c->key);
+    rc_thread *t = atomic_load_explicit(&c->threads, memory_order_acquire);
+    while (t) {
+        rc_thread *next = t->next;
+        bg_remote_free(t->conn);
+        bg__free(t);
+        t = next;
+    }
+    bg__free(c->host);
+    bg__free(c->unix_socket);
+    bg__free(c->username);
+    bg__free(c->password);
+    bg__free(c->prefix);
+    bg__free(c);
+}
+
+/* The calling thread's connection, made (or remade) as needed: BG_OK with
+ * *out, BG_ECONN (Redis unreachable: *out NULL) or BG_ENOMEM. */
+static int rc_conn(bg_guard_redis_cache *c, bg_remote **out)
+{
+    *out = NULL;
+    rc_thread *t = pthread_getspecific(c->key);
+    if (!t) {
+        for (rc_thread *x = atomic_load_explicit(&c->threads, memory_order_acquire); x;
+             x = x->next) {
+            int zero = 0;
+            if (atomic_compare_exchange_strong_explicit(&x->in_use, &zero, 1,
+                                                        memory_order_acquire,
+                                                        memory_order_relaxed)) {
+                t = x;
+                break;
+            }
+        }
+        int fresh = !t;
+        if (fresh) {
+            t = bg__calloc(1, sizeof *t);
+            if (!t)
+                return BG_ENOMEM;
+            atomic_init(&t->in_use, 1);
+        }
+        if (pthread_setspecific(c->key, t) != 0) {
+            if (fresh)
+                bg__free(t);
+            else
+                atomic_store_explicit(&t->in_use, 0, memory_order_release);
+            return BG_ENOMEM;
+        }
+        if (fresh) {
+            t->next = atomic_load_explicit(&c->threads, memory_order_relaxed);
+            while (!atomic_compare_exchange_weak_explicit(&c->threads, &t->next, t,
+                                                          memory_order_release,
+                                                          memory_order_relaxed))
+                ;
+        }
+    }
+    if (!t->conn) {
+        /* On BG_ECONN bg_remote_connect still hands back the handle (to be
+         * reconnected by the next command); keep it. */
+        int rc = bg_remote_connect(&t->conn, &c->ro);
+        if (!t->conn)
+            return rc == BG_OK ? BG_ENOMEM : rc;
+        if (rc != BG_OK)
+            return rc;
+    }
+    *out = t->conn;
+    return BG_OK;
+}
+
+/* prefix + key, in stack (when it fits) or in a bg__malloc'd buffer that
+ * the caller frees with rc_key_free. NULL when out of memory. */
+static char *rc_key(const bg_guard_redis_cache *c, const void *key, size_t len,
+                    char stack[RC_STACK_KEY], size_t *outlen)
+{
+    if (len > SIZE_MAX - c->prefix_len)
+        return NULL;
+    size_t n = c->prefix_len + len;
+    char *k = n <= RC_STACK_KEY ? stack : bg__malloc(n ? n : 1);
+    if (!k)
+        return NULL;
+    memcpy(k, c->prefix, c->prefix_len);
+    if (len)
+        memcpy(k + c->prefix_len, key, len);
+    *outlen = n;
+    return k;
+}
+
+static void rc_key_free(char *k, const char stack[RC_STACK_KEY])
+{
+    if (k != stack)
+        bg__free(k);
+}
+
+/* One command on the calling thread's connection. */
+static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, const size_t *lens,
+                      redisReply **reply)
+{
+    *reply = NULL;
+    bg_remote *r;
+    int rc = rc_conn(c, &r);
+    if (rc != BG_OK)
+        return rc;
+    return bg__remote_command(r, argc, argv, lens, reply, 0);
+}
+
+static int rc_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
+{
+    bg_guard_redis_cache *c = ctx;
+    if (!c || (!key && len) || !value)
+        return BG_EINVAL;
+    char stack[RC_STACK_KEY];
+    size_t klen = 0;
+    char *k = rc_key(c, key, len, stack, &klen);
+    if (!k)
+        return BG_ENOMEM;
+    const char *argv[2] = {"GET", k};
+    size_t lens[2] = {3, klen};
+    redisReply *rep;
+    int rc = rc_command(c, 2, argv, lens, &rep);
+    rc_key_free(k, stack);
+    if (rc != BG_OK)
+        return rc;
+    if (rep->type == REDIS_REPLY_NIL) {
+        rc = BG_GUARD_CACHE_MISS;
+    } else if (rep->type != REDIS_REPLY_STRING) {
+        rc = BG_EREMOTE; /* GET never answers anything else */
+    } else if (rep->len == 1 && rep->str[0] == 'a') {
+        rc = BG_GUARD_CACHE_ABSENT;
+    } else if (rep->len >= 1 && rep->str[0] == 'v') {
+        rc = bg_guard_buf_set(value, rep->str + 1, rep->len - 1);
+        if (rc == BG_OK)
+            rc = BG_GUARD_CACHE_HIT;
+    } else {
+        rc = BG_GUARD_CACHE_MISS; /* not ours (ENTRIES above) */
+    }
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* SET prefix+key tag+value PX ttl. */
+static int rc_store(bg_guard_redis_cache *c, const void *key, size_t len, char tag,
+                    const void *value, size_t vlen, uint64_t ttl_ms)
+{
+    if (!c || (!key && len) || (!value && vlen) || vlen == SIZE_MAX)
+        return BG_EINVAL;
+    if (ttl_ms == 0)
+        ttl_ms = c->default_ttl_ms;
+    /* PX takes a positive signed 64-bit count; cap at 100 years. */
+    if (ttl_ms > UINT64_C(3155760000000))
+        ttl_ms = UINT64_C(3155760000000);
+    char kstack[RC_STACK_KEY];
+    size_t klen = 0;
+    char *k = rc_key(c, key, len, kstack, &klen);
+    if (!k)
+        return BG_ENOMEM;
+    char vstack[RC_STACK_KEY];
+    char *v = vlen + 1 <= sizeof vstack ? vstack : bg__malloc(vlen + 1);
+    if (!v) {
+        rc_key_free(k, kstack);
+        return BG_ENOMEM;
+    }
+    v[0] = tag;
+    if (vlen)
+        memcpy(v + 1, value, vlen);
+    char ttl[24];
+    int tl = snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
+    const char *argv[5] = {"SET", k, v, "PX", ttl};
+    size_t lens[5] = {3, klen, vlen + 1, 2, (size_t)tl};
+    redisReply *rep;
+    int rc = rc_command(c, 5, argv, lens, &rep);
+    if (v != vstack)
+        bg__free(v);
+    rc_key_free(k, kstack);
+    if (rc != BG_OK)
+        return rc;
+    freeReplyObject(rep); /* +OK: errors came back as BG_EREMOTE */
+    return BG_OK;
+}
+
+static int rc_set(void *ctx, const void *key, size_t len, const void *value, size_t vlen,
+                  uint64_t ttl_ms)
+{
+    return rc_store(ctx, key, len, 'v', value, vlen, ttl_ms);
+}
+
+static int rc_set_absent(void *ctx, const void *key, size_t len, uint64_t ttl_ms)
+{
+    return rc_store(ctx, key, len, 'a', NULL, 0, ttl_ms);
+}
+
+static int rc_del(void *ctx, const void *key, size_t len)
+{
+    bg_guard_redis_cache *c = ctx;
+    if (!c || (!key && len))
+        return BG_EINVAL;
+    char stack[RC_STACK_KEY];
+    size_t klen = 0;
+    char *k = rc_key(c, key, len, stack, &klen);
+    if (!k)
+        return BG_ENOMEM;
+    const char *argv[2] = {"DEL", k};
+    size_t lens[2] = {3, klen};
+    redisReply *rep;
+    int rc = rc_command(c, 2, argv, lens, &rep);
+    rc_key_free(k, stack);
+    if (rc != BG_OK)
+        return rc;
+    freeReplyObject(rep);
+    return BG_OK;
+}
+
+int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options *ro,
+                             const char *prefix, uint64_t default_ttl_ms, bg_guard_cache *cache)
+{
+    if (!out)
+        return BG_EINVAL;
+    *out = NULL;
+    if (!ro || !cache || ro->port < 0 || ro->port > 65535 || (ro->cluster && ro->unix_socket))
+        return BG_EINVAL;
+    bg_guard_redis_cache *c = bg__calloc(1, sizeof *c);
+    if (!c)
+        return BG_ENOMEM;
+    atomic_init(&c->threads, NULL);
+    int oom = 0;
+    c->ro = *ro;
+    c->host = rc_strdup(ro->host, &oom);
+    c->unix_socket = rc_strdup(ro->unix_socket, &oom);
+    c->username = rc_strdup(ro->username, &oom);
+    c->password = rc_strdup(ro->password, &oom);
+    c->prefix = rc_strdup(prefix ? prefix : RC_DEFAULT_PREFIX, &oom);
+    if (oom) {
+        bg_guard_redis_cache_free(c);
+        return BG_ENOMEM;
+    }
+    c->ro.host = c->host;
+    c->ro.unix_socket = c->unix_socket;
+    c->ro.username = c->username;
+    c->ro.password = c->password;
+    c->prefix_len = strlen(c->prefix);
+    c->default_ttl_ms = default_ttl_ms ? default_ttl_ms : RC_DEFAULT_TTL_MS;
+    if (pthread_key_create(&c->key, rc_thread_exit) != 0) {
+        bg_guard_redis_cache_free(c);
+        return BG_ENOMEM;
+    }
+    c->key_ok = 1;
+    bg_guard_cache cb = {.ctx = c, .get = rc_get, .set = rc_set, .set_absent = rc_set_absent,
+                         .del = rc_del};
+    *cache = cb;
+    *out = c;
+    return BG_OK;
+}

@@ -1,0 +1,303 @@
+/* The remote filter (BG_GUARD_FILTER_REMOTE): one filter in Redis shared by
+ * every instance, reached through <bloomgate/remote.h>.
+ *
+ * CONNECTIONS
+ * A bg_remote and its filter handles are not thread-safe, so each thread
+ * has its own connection and handle in its record (swap.c, PER-THREAD
+ * RECORDS), made on first use. A record outlives its thread (the next new
+ * thread adopts it, connection included) and bg_guard_free closes them all.
+ * A broken connection reconnects on its next call (the client does that).
+ * A handle that gets BG_ESTALE (the filter was re-created or reshaped by a
+ * rebuild elsewhere) is reopened and the call retried once; one that gets
+ * BG_ENOTFOUND (dropped, or a Redis restarted without its data) is closed,
+ * the status returned, and the next call opens it again.
+ *
+ * CREATION
+ * bg_guard_new opens the filter; if it does not exist, the guard creates it
+ * from the source. Bitmap backend: the filter is built in this process (a
+ * standard bg_filter of the same shape), then, if nobody created it
+ * meanwhile, uploaded with bg_remote_filter_publish, which makes it visible
+ * complete, in one step. (Creating the empty filter in Redis first and
+ * filling it there would let other instances open it half filled and answer
+ * "absent" for keys not yet added: false negatives.) Two instances racing
+ * through this both publish complete filters; the second replaces the
+ * first, and a put made through the first in between is only in the first:
+ * a false negative until the next rebuild. Start one instance first, or
+ * create the filter ahead (bloomgate push), to avoid that window. Module
+ * backend: BF.RESERVE then bg_remote_filter_add_many in batches (the module
+ * has no publish): instances that open it during the fill see it partly
+ * filled. The same advice applies.
+ * bg_guard_rebuild of a filter that no longer exists creates it again this
+ * way (a Redis restarted without persistence).
+ *
+ * REBUILD (bitmap)
+ * bg_remote_filter_rebuild_begin, the source streamed through
+ * rebuild_add_many in batches, rebuild_commit; on failure rebuild_abort.
+ * Redis routes every add to both generations while it is pending, so puts
+ * from any instance are kept. A rebuild pending from another client gives
+ * BG_EBUSY. If our abort fails too (Redis went away), the rebuild stays
+ * pending there and would refuse every later one: the next rebuild here
+ * aborts it first. The shape is kept unless options.filter.capacity is 0;
+ * then it is resized from count() * headroom, and other handles reopen on
+ * their BG_ESTALE. The module backend cannot be rebuilt: BG_EINVAL. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <string.h>
+
+#include <bloomgate/remote.h>
+
+#include "guard_internal.h"
+
+void bg__remote_thread_close(bg__guard_thread *t)
+{
+    bg_remote_filter_close(t->rf);
+    t->rf = NULL;
+    bg_remote_free(t->conn);
+    t->conn = NULL;
+}
+
+/* The calling thread's record with a connection (not necessarily an open
+ * filter handle). */
+static int thread_conn(bg_guard *g, bg__guard_thread **out)
+{
+    bg__guard_thread *t;
+    int rc = bg__guard_thread_get(g, &t);
+    if (rc != BG_OK)
+        return rc;
+    if (!t->conn) {
+        rc = bg_remote_connect(&t->conn, &g->ropts);
+        if (rc != BG_OK) {
+            bg_remote_free(t->conn); /* set on BG_ECONN / BG_EREMOTE */
+            t->conn = NULL;
+            return rc;
+        }
+    }
+    *out = t;
+    return BG_OK;
+}
+
+static int reopen(bg_guard *g, bg__guard_thread *t)
+{
+    bg_remote_filter_close(t->rf);
+    t->rf = NULL;
+    return bg_remote_filter_open(&t->rf, t->conn, g->rname, g->o.remote_backend);
+}
+
+/* The calling thread's record with an open handle. */
+static int thread_filter(bg_guard *g, bg__guard_thread **out)
+{
+    bg__guard_thread *t;
+    int rc = thread_conn(g, &t);
+    if (rc != BG_OK)
+        return rc;
+    if (!t->rf && (rc = reopen(g, t)) != BG_OK)
+        return rc;
+    *out = t;
+    return BG_OK;
+}
+
+/* Runs op on the thread's handle: BG_ESTALE reopens and retries once,
+ * BG_ENOTFOUND closes the handle (CONNECTIONS above). */
+static int run(bg_guard *g, int (*op)(bg_remote_filter *, const void *, size_t),
+               const void *key, size_t len)
+{
+    bg__guard_thread *t;
+    int rc = thread_filter(g, &t);
+    if (rc != BG_OK)
+        return rc;
+    rc = op(t->rf, key, len);
+    if (rc == BG_ESTALE) {
+        rc = reopen(g, t);
+        if (rc == BG_OK)
+            rc = op(t->rf, key, len);
+    }
+    if (rc == BG_ENOTFOUND || rc == BG_ESTALE) {
+        bg_remote_filter_close(t->rf);
+        t->rf = NULL;
+    }
+    return rc;
+}
+
+int bg__remote_contains(bg_guard *g, const void *key, size_t len)
+{
+    return run(g, bg_remote_filter_contains, key, len);
+}
+
+int bg__remote_add(bg_guard *g, const void *key, size_t len)
+{
+    return run(g, bg_remote_filter_add, key, len);
+}
+
+void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes)
+{
+    bg__guard_thread *t;
+    bg_remote_filter_stats st;
+    if (thread_filter(g, &t) != BG_OK || bg_remote_filter_stats_get(t->rf, &st) != BG_OK)
+        return;
+    *items = st.items;
+    *bytes = st.bytes;
+}
+
+/* ---- creation ------------------------------------------------------------ */
+
+static int flush_remote(void *arg, const void *const *keys, const size_t *lens, size_t n)
+{
+    int64_t rc = bg_remote_filter_add_many(arg, keys, lens, n, NULL);
+    return rc < 0 ? (int)rc : BG_OK;
+}
+
+static int flush_local(void *arg, const void *const *keys, const size_t *lens, size_t n)
+{
+    int64_t rc = bg_filter_add_many(arg, keys, lens, n, NULL);
+    return rc < 0 ? (int)rc : BG_OK;
+}
+
+static int stream(bg_guard *g, size_t batch,
+                  int (*flush)(void *, const void *const *, const size_t *, size_t), void *arg)
+{
+    bg__key_batch b;
+    int rc = bg__batch_init(&b, batch, flush, arg);
+    if (rc == BG_OK) {
+        rc = bg__batch_scan(g, &b);
+        bg__batch_free(&b);
+    }
+    return rc;
+}
+
+static int create_bitmap(bg_guard *g, bg__guard_thread *t)
+{
+    const bg_filter_options *o = &g->o.filter;
+    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .capacity = o->capacity,
+                            .error_rate = o->error_rate, .bits = o->bits, .hashes = o->hashes,
+                            .seed = o->seed, .max_bytes = BG_REMOTE_MAX_BITS / 8};
+    if (fo.capacity == 0 && fo.bits == 0) {
+        int rc = bg__guard_capacity(g, &fo.capacity);
+        if (rc != BG_OK)
+            return rc;
+    }
+    if (fo.error_rate == 0 && fo.bits == 0 && fo.hashes == 0)
+        fo.error_rate = 0.01;
+    bg_filter *local;
+    int rc = bg_filter_new(&local, &fo);
+    if (rc != BG_OK)
+        return rc;
+    rc = stream(g, BG__GUARD_BATCH_LOCAL, flush_local, local);
+    if (rc == BG_OK) {
+        /* Another instance may have created it while we scanned: keep its. */
+        rc = reopen(g, t);
+        if (rc == BG_ENOTFOUND) {
+            rc = bg_remote_filter_publish(t->conn, g->rname, local);
+            if (rc == BG_OK)
+                rc = reopen(g, t);
+        }
+    }
+    bg_filter_free(local);
+    return rc;
+}
+
+static int create_module(bg_guard *g, bg__guard_thread *t)
+{
+    const bg_filter_options *o = &g->o.filter;
+    bg_remote_filter_options ro = {.backend = BG_REMOTE_MODULE, .capacity = o->capacity,
+                                   .error_rate = o->error_rate ? o->error_rate : 0.01,
+                                   .expansion = o->expansion, .nonscaling = o->nonscaling};
+    if (ro.capacity == 0) {
+        int rc = bg__guard_capacity(g, &ro.capacity);
+        if (rc != BG_OK)
+            return rc;
+    }
+    bg_remote_filter_close(t->rf);
+    t->rf = NULL;
+    int rc = bg_remote_filter_create(&t->rf, t->conn, g->rname, &ro);
+    if (rc == BG_EEXIST)
+        return reopen(g, t); /* another instance made it (and fills it) */
+    if (rc != BG_OK)
+        return rc;
+    return stream(g, BG__GUARD_BATCH_REMOTE, flush_remote, t->rf);
+}
+
+/* Opens the filter on t, creating it from the source when it is missing. */
+static int open_or_create(bg_guard *g, bg__guard_thread *t, int *created)
+{
+    *created = 0;
+    int rc = reopen(g, t);
+    if (rc != BG_ENOTFOUND)
+        return rc;
+    *created = 1;
+    rc = g->o.remote_backend == BG_REMOTE_BITMAP ? create_bitmap(g, t) : create_module(g, t);
+    if (rc != BG_OK) {
+        bg_remote_filter_close(t->rf);
+        t->rf = NULL;
+    }
+    return rc;
+}
+
+int bg__remote_init(bg_guard *g)
+{
+    bg__guard_thread *t;
+    int rc = thread_conn(g, &t);
+    if (rc != BG_OK)
+        return rc;
+    int created;
+    return open_or_create(g, t, &created);
+}
+
+/* ---- rebuild --------------------------------------------------------------- */
+
+static int flush_rebuild(void *arg, const void *const *keys, const size_t *lens, size_t n)
+{
+    int64_t rc = bg_remote_filter_rebuild_add_many(arg, keys, lens, n, NULL);
+    return rc < 0 ? (int)rc : BG_OK;
+}
+
+static int rebuild_locked(bg_guard *g)
+{
+    bg__guard_thread *t;
+    int rc = thread_conn(g, &t);
+    if (rc != BG_OK)
+        return rc;
+    int created;
+    if ((rc = open_or_create(g, t, &created)) != BG_OK || created)
+        return rc; /* created from the source just now: that is the rebuild */
+    if (g->remote_abort) {
+        rc = bg_remote_filter_rebuild_abort(t->rf);
+        if (rc != BG_OK && rc != BG_ENOTFOUND)
+            return rc;
+        g->remote_abort = 0;
+    }
+    bg_remote_filter_options ro = {.backend = BG_REMOTE_BITMAP,
+                                   .error_rate = g->o.filter.error_rate ? g->o.filter.error_rate
+                                                                        : 0.01,
+                                   .seed = g->o.filter.seed};
+    const bg_remote_filter_options *shape = NULL; /* keep it */
+    if (g->o.filter.capacity == 0 && g->o.filter.bits == 0) {
+        if ((rc = bg__guard_capacity(g, &ro.capacity)) != BG_OK)
+            return rc;
+        shape = &ro;
+    }
+    rc = bg_remote_filter_rebuild_begin(t->rf, shape);
+    if (rc == BG_EEXIST)
+        return BG_EBUSY; /* another client's rebuild is pending */
+    if (rc != BG_OK)
+        return rc;
+    rc = stream(g, BG__GUARD_BATCH_REMOTE, flush_rebuild, t->rf);
+    if (rc == BG_OK)
+        rc = bg_remote_filter_rebuild_commit(t->rf);
+    if (rc != BG_OK) {
+        int ar = bg_remote_filter_rebuild_abort(t->rf);
+        if (ar != BG_OK && ar != BG_ENOTFOUND)
+            g->remote_abort = 1;
+    }
+    return rc;
+}
+
+int bg__remote_rebuild(bg_guard *g)
+{
+    if (g->o.remote_backend != BG_REMOTE_BITMAP)
+        return BG_EINVAL;
+    if (pthread_mutex_trylock(&g->rebuild_mu) != 0)
+        return BG_EBUSY;
+    int rc = rebuild_locked(g);
+    pthread_mutex_unlock(&g->rebuild_mu);
+    return rc;
+}

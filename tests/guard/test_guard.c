@@ -1,0 +1,524 @@
+/* bloomgate_guard, single-threaded semantics: the read path step by step
+ * (filter, negative cache, cache, source), writes, the NONE filter, option
+ * checks, and rebuild-and-swap (deleted keys vanish, counting removes,
+ * BG_EBUSY, a failing scan keeps the old filter). The source and cache are
+ * the in-memory ones of guard_fixtures.h, whose counters prove which steps
+ * a get touched. */
+#include "test_util.h"
+#include "guard_fixtures.h"
+
+#define NKEYS 1000
+
+typedef struct fixture {
+    ms_source src;
+    mc_cache cache;
+    bg_guard *g;
+} fixture;
+
+static fixture fx;
+
+static int setup(void **state)
+{
+    (void)state;
+    ms_init(&fx.src);
+    mc_init(&fx.cache);
+    ms_add_range(&fx.src, "p", NKEYS);
+    fx.g = NULL;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    bg_guard_free(fx.g);
+    fx.g = NULL;
+    mc_free(&fx.cache);
+    ms_free(&fx.src);
+    return 0;
+}
+
+static bg_guard_options base_options(int with_cache)
+{
+    bg_guard_options o = {.source = ms_callbacks(&fx.src)};
+    if (with_cache)
+        o.cache = mc_callbacks(&fx.cache);
+    return o;
+}
+
+static void make(const bg_guard_options *o)
+{
+    int rc = bg_guard_new(&fx.g, o);
+    if (rc != BG_OK)
+        fail_msg("bg_guard_new: %s", bg_err_name(rc));
+}
+
+/* ---- the read path ------------------------------------------------------------ */
+
+static void absent_is_filtered(void **state)
+{
+    (void)state;
+    tu_ctx("absent keys are filtered");
+    bg_guard_options o = base_options(1);
+    make(&o);
+    TU_EQ_I(atomic_load(&fx.src.scans), 1);
+    TU_EQ_I(atomic_load(&fx.src.counts), 1); /* capacity 0: sized from count() */
+    bg_guard_buf v = {0};
+    long filtered = 0;
+    char k[64];
+    for (long i = 0; i < 1000; i++) {
+        size_t kl = ms_key(k, "absent", i);
+        if (bg_guard_may_contain(fx.g, k, kl) != 0)
+            continue;
+        TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+        TU_EQ_U(v.len, 0);
+        filtered++;
+    }
+    TU_TRUE(filtered > 950); /* p = 0.01 */
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.requests, filtered);
+    TU_EQ_U(c.filtered, filtered);
+    TU_EQ_U(c.source_queries, 0);
+    TU_EQ_I(atomic_load(&fx.src.gets), 0);
+    TU_EQ_I(atomic_load(&fx.cache.gets), 0);
+    TU_TRUE(c.filter_items >= NKEYS - 5 && c.filter_items <= NKEYS);
+    TU_TRUE(c.filter_bytes > 0);
+    bg_guard_buf_free(&v);
+}
+
+static void present_goes_through_cache(void **state)
+{
+    (void)state;
+    tu_ctx("present key: cache miss, source, cache hit");
+    bg_guard_options o = base_options(1);
+    make(&o);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(fx.g, "p5", 2, &v), BG_GUARD_FOUND);
+    TU_EQ_U(v.len, strlen("value of p5"));
+    TU_TRUE(strcmp(v.data, "value of p5") == 0);
+    TU_EQ_I(atomic_load(&fx.cache.gets), 1);
+    TU_EQ_I(atomic_load(&fx.src.gets), 1);
+    TU_EQ_I(atomic_load(&fx.cache.sets), 1);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.source_queries, 1);
+    TU_EQ_U(c.source_found, 1);
+    TU_EQ_U(c.cache_hits, 0);
+
+    memset(v.data, 'x', v.len);
+    TU_EQ_I(bg_guard_get(fx.g, "p5", 2, &v), BG_GUARD_FOUND);
+    TU_TRUE(strcmp(v.data, "value of p5") == 0);
+    TU_EQ_I(atomic_load(&fx.src.gets), 1); /* the cache answered */
+    c = gc(fx.g);
+    TU_EQ_U(c.cache_hits, 1);
+    TU_EQ_U(c.source_queries, 1);
+    TU_EQ_U(c.requests, 2);
+    bg_guard_buf_free(&v);
+}
+
+/* A filter of capacity 1 at p = 0.5 holding 1000 keys says "maybe" to most
+ * keys: false positives on demand. */
+static void false_positive_negative_cache(void **state)
+{
+    (void)state;
+    tu_ctx("false positive: one query, then the negative cache until its TTL");
+    bg_guard_options o = base_options(0);
+    o.filter = (bg_filter_options){.capacity = 1, .error_rate = 0.5};
+    o.negative_ttl_ms = 150;
+    o.negative_jitter = -1; /* none */
+    make(&o);
+    char k[64];
+    size_t kl;
+    maybe_key(fx.g, "fp", k, &kl);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(atomic_load(&fx.src.gets), 1);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.false_positives, 1);
+    TU_EQ_U(c.source_queries, 1);
+    for (int i = 0; i < 10; i++)
+        TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(atomic_load(&fx.src.gets), 1);
+    c = gc(fx.g);
+    TU_EQ_U(c.negative_hits, 10);
+    TU_EQ_U(c.filtered, 0);
+
+    ms_sleep_ms(200); /* past the TTL: one more query */
+    TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(atomic_load(&fx.src.gets), 2);
+    TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(atomic_load(&fx.src.gets), 2);
+    c = gc(fx.g);
+    TU_EQ_U(c.false_positives, 2);
+    TU_EQ_U(c.negative_hits, 11);
+
+    /* The key is created: a put forgets the negative entry. */
+    ms_add(&fx.src, "fp", strtol(k + 2, NULL, 10));
+    TU_EQ_I(bg_guard_put(fx.g, k, kl), BG_OK);
+    TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_FOUND);
+    TU_EQ_U(v.len, strlen("value of ") + kl);
+    TU_EQ_I(atomic_load(&fx.src.gets), 3);
+    TU_EQ_U(gc(fx.g).puts, 1);
+    bg_guard_buf_free(&v);
+}
+
+static void jitter_spreads_expiry(void **state)
+{
+    (void)state;
+    tu_ctx("jitter: negative entries expire spread over ttl +- jitter");
+    bg_guard_options o = base_options(0);
+    o.filter = (bg_filter_options){.capacity = 1, .error_rate = 0.5};
+    o.negative_ttl_ms = 100;
+    o.negative_jitter = 0.5;
+    make(&o);
+    /* 40 false positives, cached at once; at 50..150 ms they expire. */
+    char keys[40][64];
+    size_t lens[40];
+    long n = 0;
+    bg_guard_buf v = {0};
+    for (long i = 0; n < 40; i++) {
+        lens[n] = ms_key(keys[n], "jit", i);
+        if (bg_guard_may_contain(fx.g, keys[n], lens[n]) == 1) {
+            TU_EQ_I(bg_guard_get(fx.g, keys[n], lens[n], &v), BG_GUARD_ABSENT);
+            n++;
+        }
+    }
+    long base = atomic_load(&fx.src.gets);
+    TU_EQ_I(base, 40);
+    ms_sleep_ms(100);
+    for (long i = 0; i < n; i++)
+        TU_EQ_I(bg_guard_get(fx.g, keys[i], lens[i], &v), BG_GUARD_ABSENT);
+    long mid = atomic_load(&fx.src.gets) - base;
+    /* About half expired by 100 ms (uniform over 50..150), surely not none or all. */
+    TU_TRUE(mid > 4 && mid < 36);
+    bg_guard_buf_free(&v);
+}
+
+static void cache_absent_entry(void **state)
+{
+    (void)state;
+    tu_ctx("a false positive goes to the cache's negative entry too");
+    bg_guard_options o = base_options(1);
+    o.filter = (bg_filter_options){.capacity = 1, .error_rate = 0.5};
+    make(&o);
+    char k[64];
+    size_t kl;
+    maybe_key(fx.g, "fpc", k, &kl);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(atomic_load(&fx.cache.set_absents), 1);
+    /* Another instance (a second guard on the same cache) hits the entry. */
+    bg_guard *g2;
+    TU_EQ_I(bg_guard_new(&g2, &o), BG_OK);
+    TU_EQ_I(bg_guard_get(g2, k, kl, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(atomic_load(&fx.src.gets), 1);
+    TU_EQ_U(gc(g2).negative_hits, 1);
+    /* A put deletes the cache entry as well. */
+    ms_add(&fx.src, "fpc", strtol(k + 3, NULL, 10));
+    TU_EQ_I(bg_guard_put(g2, k, kl), BG_OK);
+    TU_EQ_I(bg_guard_get(g2, k, kl, &v), BG_GUARD_FOUND);
+    bg_guard_free(g2);
+    bg_guard_buf_free(&v);
+}
+
+static void source_error_is_an_error(void **state)
+{
+    (void)state;
+    tu_ctx("a failing source is an error, never absent");
+    bg_guard_options o = base_options(1);
+    make(&o);
+    bg_guard_buf v = {0};
+    atomic_store(&fx.src.fail_get, BG_ECONN);
+    TU_EQ_I(bg_guard_get(fx.g, "p7", 2, &v), BG_ECONN);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.source_errors, 1);
+    TU_EQ_U(c.source_queries, 1);
+    TU_EQ_U(c.false_positives, 0);
+    TU_EQ_I(atomic_load(&fx.cache.set_absents), 0);
+    /* Nothing negative was remembered: once the source is back, found. */
+    atomic_store(&fx.src.fail_get, 0);
+    TU_EQ_I(bg_guard_get(fx.g, "p7", 2, &v), BG_GUARD_FOUND);
+    /* A callback answering nonsense is an error too. */
+    atomic_store(&fx.src.fail_get, 7);
+    TU_EQ_I(bg_guard_get(fx.g, "p8", 2, &v), BG_EINVAL);
+    TU_EQ_U(gc(fx.g).source_errors, 2);
+    bg_guard_buf_free(&v);
+}
+
+static void cache_error_is_skipped(void **state)
+{
+    (void)state;
+    tu_ctx("a failing cache is skipped and counted");
+    bg_guard_options o = base_options(1);
+    make(&o);
+    atomic_store(&fx.cache.fail, BG_ECONN);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(fx.g, "p9", 2, &v), BG_GUARD_FOUND);
+    TU_TRUE(strcmp(v.data, "value of p9") == 0);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.cache_errors, 2); /* the get and the set */
+    TU_EQ_U(c.source_found, 1);
+    TU_EQ_I(bg_guard_get(fx.g, "p9", 2, &v), BG_GUARD_FOUND);
+    TU_EQ_I(atomic_load(&fx.src.gets), 2);
+    TU_EQ_I(bg_guard_put(fx.g, "p9", 2), BG_OK); /* the del fails: counted, not returned */
+    TU_EQ_U(gc(fx.g).cache_errors, 5);
+    bg_guard_buf_free(&v);
+}
+
+static void none_filter_asks_the_source(void **state)
+{
+    (void)state;
+    tu_ctx("BG_GUARD_FILTER_NONE: every get reaches the source");
+    bg_guard_options o = base_options(0);
+    o.filter_kind = BG_GUARD_FILTER_NONE;
+    o.source.scan = NULL; /* not needed */
+    make(&o);
+    TU_EQ_I(atomic_load(&fx.src.scans), 0);
+    bg_guard_buf v = {0};
+    for (int i = 0; i < 5; i++)
+        TU_EQ_I(bg_guard_get(fx.g, "nope", 4, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(bg_guard_get(fx.g, "p1", 2, &v), BG_GUARD_FOUND);
+    TU_EQ_I(atomic_load(&fx.src.gets), 6);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.filtered, 0);
+    TU_EQ_U(c.negative_hits, 0);
+    TU_EQ_U(c.false_positives, 0);
+    TU_EQ_U(c.source_queries, 6);
+    TU_EQ_I(bg_guard_may_contain(fx.g, "nope", 4), 1);
+    TU_EQ_I(bg_guard_put(fx.g, "x", 1), BG_OK);
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_OK);
+    bg_guard_buf_free(&v);
+}
+
+static void options_and_arguments(void **state)
+{
+    (void)state;
+    tu_ctx("option and argument checks");
+    bg_guard *g = (bg_guard *)&fx; /* must be reset to NULL on failure */
+    bg_guard_options o = base_options(1);
+    TU_EQ_I(bg_guard_new(NULL, &o), BG_EINVAL);
+    TU_EQ_I(bg_guard_new(&g, NULL), BG_EINVAL);
+    TU_TRUE(g == NULL);
+    bg_guard_options bad = o;
+    bad.source.get = NULL;
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad = o;
+    bad.source.scan = NULL;
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad = o;
+    bad.cache.del = NULL;
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad = o;
+    bad.negative_jitter = 1.0;
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad = o;
+    bad.headroom = -1;
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad = o;
+    bad.filter_kind = (bg_guard_filter_kind)7;
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad = o;
+    bad.filter_kind = BG_GUARD_FILTER_REMOTE; /* no remote options */
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad = o;
+    bad.source.count = NULL; /* capacity 0 needs count() */
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_EINVAL);
+    bad.filter.capacity = 5000;
+    TU_EQ_I(bg_guard_new(&g, &bad), BG_OK);
+    bg_guard_free(g);
+    bg_guard_free(NULL);
+
+    make(&o);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(NULL, "a", 1, &v), BG_EINVAL);
+    TU_EQ_I(bg_guard_get(fx.g, NULL, 1, &v), BG_EINVAL);
+    TU_EQ_I(bg_guard_get(fx.g, "a", 1, NULL), BG_EINVAL);
+    TU_EQ_I(bg_guard_may_contain(fx.g, NULL, 1), BG_EINVAL);
+    TU_EQ_I(bg_guard_put(NULL, "a", 1), BG_EINVAL);
+    TU_EQ_I(bg_guard_remove(fx.g, NULL, 2), BG_EINVAL);
+    TU_EQ_I(bg_guard_rebuild(NULL), BG_EINVAL);
+    TU_EQ_I(bg_guard_counters_get(fx.g, NULL), BG_EINVAL);
+    /* The empty key is a key. */
+    ms_map_set(&fx.src.map, "", 0, "empty", 5, 0);
+    TU_EQ_I(bg_guard_put(fx.g, NULL, 0), BG_OK);
+    TU_EQ_I(bg_guard_get(fx.g, NULL, 0, &v), BG_GUARD_FOUND);
+    TU_TRUE(strcmp(v.data, "empty") == 0);
+
+    /* Buffers. */
+    bg_guard_buf b = {0};
+    TU_EQ_I(bg_guard_buf_set(&b, "abc", 3), BG_OK);
+    TU_EQ_I(bg_guard_buf_set(&b, (char *)b.data + 1, 2), BG_OK); /* aliasing */
+    TU_TRUE(b.len == 2 && memcmp(b.data, "bc", 3) == 0);
+    char big[1000];
+    memset(big, 'z', sizeof big);
+    TU_EQ_I(bg_guard_buf_set(&b, big, sizeof big), BG_OK);
+    TU_TRUE(b.len == 1000 && b.cap > 1000 && ((char *)b.data)[1000] == 0);
+    TU_EQ_I(bg_guard_buf_set(&b, NULL, 0), BG_OK);
+    TU_EQ_U(b.len, 0);
+    TU_EQ_I(bg_guard_buf_set(NULL, "a", 1), BG_EINVAL);
+    bg_guard_buf_free(&b);
+    TU_TRUE(b.data == NULL && b.cap == 0);
+    bg_guard_buf_free(NULL);
+    bg_guard_buf_free(&v);
+}
+
+/* ---- rebuild and swap ---------------------------------------------------------- */
+
+static void rebuild_drops_deleted_keys(void **state)
+{
+    (void)state;
+    tu_ctx("rebuild: keys deleted from the source leave the filter");
+    bg_guard_options o = base_options(1);
+    o.filter = (bg_filter_options){.variant = BG_VARIANT_STANDARD, .capacity = 4000,
+                                   .error_rate = 0.001};
+    make(&o);
+    char k[64];
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_TRUE(ms_map_del(&fx.src.map, k, kl));
+        TU_EQ_I(bg_guard_remove(fx.g, k, kl), BG_OK); /* standard: cache only */
+        TU_EQ_I(bg_guard_may_contain(fx.g, k, kl), 1);
+    }
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_OK);
+    long gone = 0;
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        gone += bg_guard_may_contain(fx.g, k, kl) == 0;
+    }
+    TU_TRUE(gone >= 97);
+    for (long i = 100; i < NKEYS; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_EQ_I(bg_guard_may_contain(fx.g, k, kl), 1);
+    }
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.rebuilds, 1);
+    TU_EQ_U(c.removes, 100);
+    TU_EQ_U(c.rebuild_errors, 0);
+    TU_TRUE(c.filter_items >= NKEYS - 105 && c.filter_items <= NKEYS - 100);
+}
+
+static void counting_remove_is_immediate(void **state)
+{
+    (void)state;
+    tu_ctx("counting filter: bg_guard_remove makes the key absent at once");
+    bg_guard_options o = base_options(1);
+    o.filter = (bg_filter_options){.variant = BG_VARIANT_COUNTING, .error_rate = 0.001};
+    make(&o);
+    char k[64];
+    bg_guard_buf v = {0};
+    for (long i = 0; i < 50; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_FOUND); /* now cached */
+        TU_TRUE(ms_map_del(&fx.src.map, k, kl));
+        TU_EQ_I(bg_guard_remove(fx.g, k, kl), BG_OK);
+        TU_EQ_I(bg_guard_may_contain(fx.g, k, kl), 0);
+        TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+    }
+    for (long i = 50; i < NKEYS; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_EQ_I(bg_guard_may_contain(fx.g, k, kl), 1);
+    }
+    /* Also across a rebuild, and a put brings a key back. */
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_OK);
+    ms_add(&fx.src, "p", 3);
+    TU_EQ_I(bg_guard_put(fx.g, "p3", 2), BG_OK);
+    TU_EQ_I(bg_guard_get(fx.g, "p3", 2, &v), BG_GUARD_FOUND);
+    TU_EQ_I(bg_guard_remove(fx.g, "p3", 2), BG_OK);
+    TU_EQ_I(bg_guard_may_contain(fx.g, "p3", 2), 0);
+    bg_guard_buf_free(&v);
+}
+
+static void *rebuild_thread(void *arg)
+{
+    return (void *)(intptr_t)bg_guard_rebuild(arg);
+}
+
+static void rebuild_busy(void **state)
+{
+    (void)state;
+    tu_ctx("a second concurrent rebuild gets BG_EBUSY");
+    bg_guard_options o = base_options(0);
+    make(&o);
+    atomic_store(&fx.src.scan_sleep_ms, 300);
+    pthread_t t;
+    TU_EQ_I(pthread_create(&t, NULL, rebuild_thread, fx.g), 0);
+    while (atomic_load(&fx.src.scans) < 2)
+        ms_sleep_ms(1);
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_EBUSY);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(fx.g, "p4", 2, &v), BG_GUARD_FOUND); /* readers go on */
+    void *ret;
+    TU_EQ_I(pthread_join(t, &ret), 0);
+    TU_EQ_I((intptr_t)ret, BG_OK);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.rebuilds, 1);
+    TU_EQ_U(c.rebuild_errors, 0);
+    atomic_store(&fx.src.scan_sleep_ms, 0);
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_OK); /* free again */
+    bg_guard_buf_free(&v);
+}
+
+static void failed_rebuild_keeps_filter(void **state)
+{
+    (void)state;
+    tu_ctx("a failing scan leaves the old filter in place");
+    bg_guard_options o = base_options(0);
+    make(&o);
+    char k[64];
+    /* A key deleted from the source stays in the old filter... */
+    TU_TRUE(ms_map_del(&fx.src.map, "p0", 2));
+    atomic_store(&fx.src.fail_scan, BG_EIO);
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_EIO);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.rebuild_errors, 1);
+    TU_EQ_U(c.rebuilds, 0);
+    TU_EQ_I(bg_guard_may_contain(fx.g, "p0", 2), 1); /* ...the old filter */
+    bg_guard_buf v = {0};
+    for (long i = 1; i < NKEYS; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_FOUND);
+    }
+    /* Puts made during the failed rebuild are in the old filter too. */
+    ms_add(&fx.src, "new", 1);
+    TU_EQ_I(bg_guard_put(fx.g, "new1", 4), BG_OK);
+    TU_EQ_I(bg_guard_may_contain(fx.g, "new1", 4), 1);
+    atomic_store(&fx.src.fail_scan, 0);
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_OK);
+    TU_EQ_I(bg_guard_may_contain(fx.g, "new1", 4), 1);
+    /* A failing count() fails the rebuild the same way. */
+    bg_guard_buf_free(&v);
+}
+
+static void new_fails_with_source(void **state)
+{
+    (void)state;
+    tu_ctx("bg_guard_new returns the source's scan error");
+    bg_guard_options o = base_options(0);
+    atomic_store(&fx.src.fail_scan, BG_EIO);
+    bg_guard *g = NULL;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EIO);
+    TU_TRUE(g == NULL);
+    o.filter = (bg_filter_options){.capacity = 100, .error_rate = 2.0}; /* bad sizing */
+    atomic_store(&fx.src.fail_scan, 0);
+    TU_TRUE(bg_guard_new(&g, &o) < 0);
+    TU_TRUE(g == NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(absent_is_filtered, setup, teardown),
+        cmocka_unit_test_setup_teardown(present_goes_through_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(false_positive_negative_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(jitter_spreads_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(cache_absent_entry, setup, teardown),
+        cmocka_unit_test_setup_teardown(source_error_is_an_error, setup, teardown),
+        cmocka_unit_test_setup_teardown(cache_error_is_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(none_filter_asks_the_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(options_and_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(rebuild_drops_deleted_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(counting_remove_is_immediate, setup, teardown),
+        cmocka_unit_test_setup_teardown(rebuild_busy, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_rebuild_keeps_filter, setup, teardown),
+        cmocka_unit_test_setup_teardown(new_fails_with_source, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,304 @@
+/* bloomgate_guard with a remote filter, against a real redis-server the test
+ * starts itself (tests/integration/remote/redis_server.h).
+ *
+ * Bitmap backend: bg_guard_new creates the filter and fills it from the
+ * source; a second guard (another instance) opens it, sees the keys and
+ * the first one's puts; a rebuild drops deleted keys (and resizes, so the
+ * second guard's handles go stale and reopen); a reader thread sees no
+ * false negative during rebuilds; a killed server makes gets fail with
+ * BG_ECONN (never absent), and once it is back on the same port, gets work
+ * again. Module backend (when $BLOOMGATE_MODULE names bloomgate.so): create,
+ * fill, get; rebuild is BG_EINVAL. */
+#include "test_util.h"
+#include "redis_server.h"
+#include "guard_fixtures.h"
+
+#define NKEYS 2000
+
+static ts_server srv;
+static ms_source src;
+
+static int setup(void **state)
+{
+    (void)state;
+    ts_start(&srv, NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ts_stop(&srv);
+    return 0;
+}
+
+static bg_remote_options ropts(const ts_server *s)
+{
+    return (bg_remote_options){.port = s->port, .connect_timeout_ms = 500,
+                               .command_timeout_ms = 1000};
+}
+
+static bg_guard *remote_guard(const bg_remote_options *ro, const char *name,
+                              bg_remote_backend backend, uint64_t capacity)
+{
+    bg_guard_options o = {.source = ms_callbacks(&src), .filter_kind = BG_GUARD_FILTER_REMOTE,
+                          .filter = {.capacity = capacity, .error_rate = 0.001, .seed = 7},
+                          .remote = ro, .remote_name = name, .remote_backend = backend};
+    bg_guard *g = NULL;
+    int rc = bg_guard_new(&g, &o);
+    if (rc != BG_OK)
+        fail_msg("bg_guard_new(%s): %s", name, bg_err_name(rc));
+    return g;
+}
+
+static void all_present(bg_guard *g, const char *prefix, long from, long to)
+{
+    char k[64];
+    for (long i = from; i < to; i++) {
+        size_t kl = ms_key(k, prefix, i);
+        TU_EQ_I(bg_guard_may_contain(g, k, kl), 1);
+    }
+}
+
+/* ---- bitmap: create, share, put ---------------------------------------------- */
+
+static void bitmap_create_and_share(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap: create from the source, shared by a second guard");
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_remote_options ro = ropts(&srv);
+    bg_guard *a = remote_guard(&ro, "share", BG_REMOTE_BITMAP, 0);
+    TU_EQ_I(atomic_load(&src.scans), 1);
+    all_present(a, "p", 0, NKEYS);
+
+    bg_guard *b = remote_guard(&ro, "share", BG_REMOTE_BITMAP, 0);
+    TU_EQ_I(atomic_load(&src.scans), 1); /* opened, not built again */
+    all_present(b, "p", 0, NKEYS);
+    long filtered = 0;
+    char k[64];
+    bg_guard_buf v = {0};
+    for (long i = 0; i < 500; i++) {
+        size_t kl = ms_key(k, "absent", i);
+        int rc = bg_guard_get(b, k, kl, &v);
+        TU_EQ_I(rc, BG_GUARD_ABSENT);
+    }
+    filtered = (long)gc(b).filtered;
+    TU_TRUE(filtered >= 490);
+    TU_EQ_I(bg_guard_get(b, "p5", 2, &v), BG_GUARD_FOUND);
+    TU_TRUE(strcmp(v.data, "value of p5") == 0);
+
+    /* A put through one instance is seen by the other. */
+    ms_add(&src, "new", 1);
+    TU_EQ_I(bg_guard_put(a, "new1", 4), BG_OK);
+    TU_EQ_I(bg_guard_may_contain(b, "new1", 4), 1);
+    TU_EQ_I(bg_guard_get(b, "new1", 4, &v), BG_GUARD_FOUND);
+
+    bg_guard_counters c = gc(a);
+    TU_TRUE(c.filter_items >= NKEYS && c.filter_bytes > 0);
+    bg_guard_free(a);
+    bg_guard_free(b);
+    bg_guard_buf_free(&v);
+    ms_free(&src);
+}
+
+/* ---- bitmap: rebuild ------------------------------------------------------------ */
+
+static atomic_int stop;
+static atomic_long bad, reads;
+
+static void *reader(void *p)
+{
+    bg_guard *g = p;
+    bg_guard_buf v = {0};
+    char k[64];
+    uint64_t st = 99;
+    while (!atomic_load(&stop)) {
+        long i = 100 + (long)(tu_next(&st) % (NKEYS - 100));
+        size_t kl = ms_key(k, "p", i);
+        int rc = bg_guard_get(g, k, kl, &v);
+        if (rc != BG_GUARD_FOUND) {
+            atomic_fetch_add(&bad, 1);
+            print_error("reader: %s -> %s\n", k, bg_err_name(rc));
+        }
+        atomic_fetch_add(&reads, 1);
+    }
+    bg_guard_buf_free(&v);
+    return NULL;
+}
+
+static void *rebuild_thread(void *p)
+{
+    int rc = bg_guard_rebuild(p);
+    if (rc != BG_OK) {
+        atomic_fetch_add(&bad, 1);
+        print_error("rebuild: %s\n", bg_err_name(rc));
+    }
+    return NULL;
+}
+
+static void bitmap_rebuild(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap: rebuild drops deleted keys, no false negatives meanwhile");
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_remote_options ro = ropts(&srv);
+    /* Capacity 0: sized from count(), so a rebuild after deletes reshapes
+     * the filter and the other guard's handles go stale (and reopen). */
+    bg_guard *a = remote_guard(&ro, "rb", BG_REMOTE_BITMAP, 0);
+    bg_guard *b = remote_guard(&ro, "rb", BG_REMOTE_BITMAP, 0);
+    char k[64];
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_TRUE(ms_map_del(&src.map, k, kl));
+    }
+    atomic_store(&stop, 0);
+    atomic_store(&bad, 0);
+    pthread_t t;
+    TU_EQ_I(pthread_create(&t, NULL, reader, b), 0);
+    for (int r = 0; r < 5; r++)
+        TU_EQ_I(bg_guard_rebuild(a), BG_OK);
+    atomic_store(&stop, 1);
+    pthread_join(t, NULL);
+    TU_EQ_I(atomic_load(&bad), 0);
+    TU_TRUE(atomic_load(&reads) > 0);
+    long gone = 0;
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        gone += bg_guard_may_contain(b, k, kl) == 0;
+    }
+    TU_TRUE(gone >= 95);
+    all_present(b, "p", 100, NKEYS);
+    TU_EQ_U(gc(a).rebuilds, 5);
+
+    /* One rebuild at a time, across instances too: a slow scan. */
+    atomic_store(&src.scan_sleep_ms, 300);
+    pthread_t rt;
+    long scans = atomic_load(&src.scans);
+    TU_EQ_I(pthread_create(&rt, NULL, rebuild_thread, a), 0);
+    while (atomic_load(&src.scans) == scans) /* begun: its scan runs */
+        ms_sleep_ms(1);
+    TU_EQ_I(bg_guard_rebuild(b), BG_EBUSY); /* pending in Redis: another client's */
+    pthread_join(rt, NULL);
+    TU_EQ_I(atomic_load(&bad), 0);
+    atomic_store(&src.scan_sleep_ms, 0);
+
+    /* A failing scan aborts the rebuild in Redis: the next one can start. */
+    atomic_store(&src.fail_scan, BG_EIO);
+    TU_EQ_I(bg_guard_rebuild(a), BG_EIO);
+    TU_EQ_U(gc(a).rebuild_errors, 1);
+    atomic_store(&src.fail_scan, 0);
+    TU_EQ_I(bg_guard_rebuild(b), BG_OK);
+    all_present(a, "p", 100, NKEYS);
+    bg_guard_free(a);
+    bg_guard_free(b);
+    ms_free(&src);
+}
+
+/* ---- bitmap: outage ------------------------------------------------------------- */
+
+static void bitmap_outage(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap: a dead server is an error, never absent");
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_remote_options ro = ropts(&srv);
+    bg_guard *g = remote_guard(&ro, "outage", BG_REMOTE_BITMAP, 4000);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(g, "p1", 2, &v), BG_GUARD_FOUND);
+
+    redisContext *raw = ts_raw(&srv);
+    redisReply *rep = redisCommand(raw, "SAVE");
+    TU_TRUE(rep && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    redisFree(raw);
+    ts_kill(&srv);
+    char k[64];
+    for (long i = 0; i < 20; i++) {
+        size_t kl = ms_key(k, i % 2 ? "p" : "absent", i);
+        TU_EQ_I(bg_guard_get(g, k, kl, &v), BG_ECONN);
+    }
+    TU_EQ_I(bg_guard_may_contain(g, "p1", 2), BG_ECONN);
+    TU_EQ_I(bg_guard_put(g, "p1", 2), BG_ECONN);
+    TU_EQ_I(bg_guard_rebuild(g), BG_ECONN);
+    bg_guard_counters c = gc(g); /* stats skipped, no crash */
+    TU_EQ_U(c.filtered, 0);
+    TU_EQ_U(c.source_queries, 1);
+
+    ts_spawn(&srv); /* same port, same data (dump.rdb) */
+    TU_EQ_I(bg_guard_get(g, "p1", 2, &v), BG_GUARD_FOUND);
+    all_present(g, "p", 0, NKEYS);
+    TU_EQ_I(bg_guard_rebuild(g), BG_OK);
+    all_present(g, "p", 0, NKEYS);
+
+    /* Restarted without its data: the filter is gone (an error, not
+     * absent), and a rebuild creates it again from the source. */
+    ts_kill(&srv);
+    unlink(tu_tmp_file(&srv.dir, "dump.rdb"));
+    ts_spawn(&srv);
+    /* The first call finds the old connection broken (BG_ECONN: the client
+     * never retries), the next one reconnects. */
+    int rc = bg_guard_get(g, "p1", 2, &v);
+    TU_TRUE(rc == BG_ECONN || rc == BG_ENOTFOUND);
+    TU_EQ_I(bg_guard_get(g, "p1", 2, &v), BG_ENOTFOUND);
+    TU_EQ_I(bg_guard_rebuild(g), BG_OK);
+    TU_EQ_I(bg_guard_get(g, "p1", 2, &v), BG_GUARD_FOUND);
+    all_present(g, "p", 0, NKEYS);
+    bg_guard_free(g);
+    bg_guard_buf_free(&v);
+    ms_free(&src);
+}
+
+/* ---- module backend -------------------------------------------------------------- */
+
+static void module_backend(void **state)
+{
+    (void)state;
+    const char *module = getenv("BLOOMGATE_MODULE");
+    if (!module || !*module) {
+        print_message("BLOOMGATE_MODULE not set: module backend skipped\n");
+        skip();
+    }
+    tu_ctx("module backend");
+    ts_server ms;
+    ts_start(&ms, module);
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_remote_options ro = ropts(&ms);
+    bg_guard *a = remote_guard(&ro, "mod", BG_REMOTE_MODULE, 0);
+    all_present(a, "p", 0, NKEYS);
+    bg_guard *b = remote_guard(&ro, "mod", BG_REMOTE_MODULE, 0);
+    TU_EQ_I(atomic_load(&src.scans), 1);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(b, "p9", 2, &v), BG_GUARD_FOUND);
+    char k[64];
+    for (long i = 0; i < 200; i++) {
+        size_t kl = ms_key(k, "absent", i);
+        TU_EQ_I(bg_guard_get(b, k, kl, &v), BG_GUARD_ABSENT);
+    }
+    TU_TRUE(gc(b).filtered >= 190);
+    ms_add(&src, "new", 1);
+    TU_EQ_I(bg_guard_put(b, "new1", 4), BG_OK);
+    TU_EQ_I(bg_guard_may_contain(a, "new1", 4), 1);
+    TU_EQ_I(bg_guard_rebuild(a), BG_EINVAL);
+    TU_EQ_U(gc(a).rebuild_errors, 0);
+    bg_guard_free(a);
+    bg_guard_free(b);
+    bg_guard_buf_free(&v);
+    ms_free(&src);
+    ts_stop(&ms);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bitmap_create_and_share),
+        cmocka_unit_test(bitmap_rebuild),
+        cmocka_unit_test(bitmap_outage),
+        cmocka_unit_test(module_backend),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
