@@ -199,7 +199,7 @@ static int create_module(bg_guard *g, bg__guard_thread *t)
 {
     const bg_filter_options *o = &g->o.filter;
     bg_remote_filter_options ro = {.backend = BG_REMOTE_MODULE, .capacity = o->capacity,
-                                   .error_rate = o->error_rate ? o->error_rate : 0.01,
+                                   .error_rate = o->error_rate > 0 ? o->error_rate : 0.01,
                                    .expansion = o->expansion, .nonscaling = o->nonscaling};
     if (ro.capacity == 0) {
         int rc = bg__guard_capacity(g, &ro.capacity);
@@ -266,7 +266,7 @@ static int rebuild_locked(bg_guard *g)
         g->remote_abort = 0;
     }
     bg_remote_filter_options ro = {.backend = BG_REMOTE_BITMAP,
-                                   .error_rate = g->o.filter.error_rate ? g->o.filter.error_rate
+                                   .error_rate = g->o.filter.error_rate > 0 ? g->o.filter.error_rate
                                                                         : 0.01,
                                    .seed = g->o.filter.seed};
     const bg_remote_filter_options *shape = NULL; /* keep it */
