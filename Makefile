@@ -16,11 +16,14 @@ build: deps
 	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DBG_WERROR=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The library's self-demo (the cache-penetration service demo comes later).
+# The cache-penetration demo: the products service over SQLite with 10^6
+# products under load, without and with the filter (examples/products/demo.sh;
+# DEMO_ARGS="--db postgres", "--cache redis", "--scenario seen", ...).
 demo: build
-	$(BUILD)/examples/bloomgate-demo
+	examples/products/demo.sh $(BUILD) $(DEMO_ARGS)
 
-# Every suite through ctest, then the unit, CLI, remote-client and guard tests again under ASan+UBSan,
+# Every suite through ctest, then the unit, CLI, remote-client, guard, store and
+# products-service tests again under ASan+UBSan,
 # the concurrency tests under TSan, and the file loader under libFuzzer, each
 # in its own build tree.
 test: build
@@ -32,9 +35,10 @@ test-fast: build
 
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
-	  -DBG_SANITIZE=address,undefined -DBG_BUILD_EXAMPLES=OFF -DBG_BUILD_REDIS=OFF
+	  -DBG_SANITIZE=address,undefined -DBG_BUILD_REDIS=OFF
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -L "unit|cli|remote|guard"
+	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) \
+	  -L "unit|cli|remote|guard|store|products" -LE demo
 
 test-tsan: deps
 	cmake -S . -B $(BUILD)-tsan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \

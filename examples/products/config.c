@@ -1,0 +1,508 @@
+/* Flags of bloomgate-products (getopt_long). Every value is checked here,
+ * before anything starts: a bad one is a message naming the flag and its
+ * range, and exit status 2. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bloomgate/version.h>
+
+#define DEFAULT_PORT 8080
+#define DEFAULT_BIND "127.0.0.1"
+#define DEFAULT_DB_PATH "products.db"
+#define DEFAULT_SEED UINT64_C(1000000)
+#define DEFAULT_REDIS "redis://127.0.0.1:6379"
+#define DEFAULT_FILTER_NAME "products"
+#define DEFAULT_ERROR_RATE 0.01
+#define DEFAULT_HEADROOM 2.0
+#define DEFAULT_CACHE_TTL_MS UINT64_C(300000)
+#define DEFAULT_NEGATIVE_TTL_MS UINT64_C(30000)
+#define DEFAULT_MAX_CONNECTIONS 1024u
+#define DEFAULT_TIMEOUT_S 30u
+#define DEFAULT_CHECK_SAMPLE_LOCAL 1u
+#define DEFAULT_CHECK_SAMPLE_REMOTE 64u
+
+/* The thread pool: 2 x CPUs. The handlers block on the database, so a
+ * thread more per CPU overlaps those waits; measured with the demo on 2
+ * CPUs, 8 or 16 threads gave no more requests/s than 4 for any database
+ * and a far worse p99 (README.md). */
+static unsigned default_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    if (n > 256) n = 256;
+    return (unsigned)n * 2u;
+}
+
+const char *config_variant_name(bg_variant v)
+{
+    switch (v) {
+    case BG_VARIANT_STANDARD: return "standard";
+    case BG_VARIANT_BLOCKED: return "blocked";
+    case BG_VARIANT_COUNTING: return "counting";
+    case BG_VARIANT_SCALABLE: return "scalable";
+    }
+    return "?";
+}
+
+const char *config_filter_name(bg_guard_filter_kind k)
+{
+    switch (k) {
+    case BG_GUARD_FILTER_LOCAL: return "local";
+    case BG_GUARD_FILTER_REMOTE: return "remote";
+    case BG_GUARD_FILTER_NONE: return "none";
+    }
+    return "?";
+}
+
+static void usage(FILE *f, const char *prog)
+{
+    fprintf(f,
+        "usage: %s [options]\n"
+        "\n"
+        "The products reference service: GET/POST/DELETE /products, /metrics, /healthz,\n"
+        "with a Bloom filter (bloomgate_guard) in front of the cache and the database.\n"
+        "\n"
+        "HTTP:\n"
+        "  --port N               TCP port, 0 for any free one (default %d)\n"
+        "  --bind ADDR            IPv4 or IPv6 address to listen on (default %s)\n"
+        "  --threads N            worker threads, 1..1024 (default 2 x CPUs)\n"
+        "  --max-connections N    concurrent connections, 1..65536 (default %u)\n"
+        "  --timeout S            idle connection timeout in seconds, 0 none (default %u)\n"
+        "Database:\n"
+        "  --db KIND              sqlite | postgres | mariadb (default sqlite)\n"
+        "  --db-path FILE         SQLite file, created when missing (default %s)\n"
+        "  --db-url URL           postgres: libpq conninfo or postgresql:// URL;\n"
+        "                         mariadb: mysql://user[:pw]@host[:port]/db[?socket=PATH]\n"
+        "  --seed N               products 1..N created on first run, when the table is\n"
+        "                         empty; 0 never (default %llu)\n"
+        "Cache:\n"
+        "  --cache KIND           none | redis (default none)\n"
+        "  --redis-url URL        the cache: redis://[[user]:pw@]host[:port] or\n"
+        "                         unix:///path (default %s)\n"
+        "  --cache-ttl-ms N       TTL of cached products (default %llu)\n"
+        "  --negative-ttl-ms N    TTL of confirmed false positives (default %llu)\n"
+        "Filter:\n"
+        "  --filter KIND          local | remote | none (default local)\n"
+        "  --variant V            local: standard | blocked | counting (default blocked);\n"
+        "                         counting makes DELETE remove ids from the filter\n"
+        "  --error-rate P         false-positive rate at capacity, 0 < P < 1 (default %g)\n"
+        "  --capacity N           keys the filter is sized for; 0: count x headroom\n"
+        "                         (default 0)\n"
+        "  --headroom X           capacity / count when --capacity is 0, 1..1000\n"
+        "                         (default %g)\n"
+        "  --filter-backend B     remote: bitmap | module (default bitmap)\n"
+        "  --filter-url URL       remote: the Redis holding the filter (default %s)\n"
+        "  --filter-name NAME     remote: the filter's name (default %s)\n"
+        "  --rebuild-interval S   rebuild the filter from the database every S seconds,\n"
+        "                         0 off (default 0)\n"
+        "  --check-sample N       time the filter check on 1 request in N for\n"
+        "                         /metrics, 0 never (default %u local, %u remote)\n"
+        "Other:\n"
+        "  --help                 this text\n"
+        "  --version              the version\n"
+        "\n"
+        "Exit status: 0 after SIGINT or SIGTERM, 1 when a server is unreachable or the\n"
+        "port is taken, 2 on a bad flag.\n",
+        prog, DEFAULT_PORT, DEFAULT_BIND, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT_S,
+        DEFAULT_DB_PATH, (unsigned long long)DEFAULT_SEED, DEFAULT_REDIS,
+        (unsigned long long)DEFAULT_CACHE_TTL_MS, (unsigned long long)DEFAULT_NEGATIVE_TTL_MS,
+        DEFAULT_ERROR_RATE, DEFAULT_HEADROOM, DEFAULT_REDIS, DEFAULT_FILTER_NAME,
+        DEFAULT_CHECK_SAMPLE_LOCAL, DEFAULT_CHECK_SAMPLE_REMOTE);
+}
+
+static int bad(FILE *err, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("bloomgate-products: ", err);
+    va_start(ap, fmt);
+    vfprintf(err, fmt, ap);
+    va_end(ap);
+    fputs(" (see --help)\n", err);
+    return CONFIG_EXIT_USAGE;
+}
+
+/* A decimal in [lo, hi]: digits only, no sign, no spaces. */
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (*s == '\0') return -1;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9') return -1;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10) return -1;
+        v = v * 10 + d;
+    }
+    if (v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*s == '\0' || *end != '\0' || errno != 0 || v != v) return -1;
+    *out = v;
+    return 0;
+}
+
+static void copy(char *dst, size_t cap, const char *src, size_t len)
+{
+    if (len >= cap) len = cap - 1;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    if (strncmp(url, "unix://", 7) == 0) {
+        const char *path = url + 7;
+        if (path[0] != '/' || strlen(path) >= sizeof(out->unix_socket)) {
+            snprintf(err, errlen, "'%s': want unix:///absolute/path", url);
+            return -1;
+        }
+        copy(out->unix_socket, sizeof(out->unix_socket), path, strlen(path));
+        return 0;
+    }
+    if (strncmp(url, "redis://", 8) != 0) {
+        snprintf(err, errlen, "'%s': want redis://[[user]:password@]host[:port] or unix:///path",
+                 url);
+        return -1;
+    }
+    const char *p = url + 8;
+    const char *at = strrchr(p, '@');
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        if (!colon) {
+            snprintf(err, errlen, "'%s': credentials must be [user]:password@", url);
+            return -1;
+        }
+        if ((size_t)(colon - p) >= sizeof(out->username) ||
+            (size_t)(at - colon - 1) >= sizeof(out->password)) {
+            snprintf(err, errlen, "'%s': credentials too long", url);
+            return -1;
+        }
+        copy(out->username, sizeof(out->username), p, (size_t)(colon - p));
+        copy(out->password, sizeof(out->password), colon + 1, (size_t)(at - colon - 1));
+        out->has_password = 1;
+        p = at + 1;
+    }
+    size_t rest = strlen(p);
+    if (rest > 0 && p[rest - 1] == '/') rest--;
+    const char *hend;
+    const char *portp = NULL;
+    if (*p == '[') { /* [IPv6]:port */
+        const char *close = memchr(p, ']', rest);
+        if (!close) {
+            snprintf(err, errlen, "'%s': unterminated [IPv6 address]", url);
+            return -1;
+        }
+        copy(out->host, sizeof(out->host), p + 1, (size_t)(close - p - 1));
+        hend = close + 1;
+        if (hend < p + rest) {
+            if (*hend != ':') {
+                snprintf(err, errlen, "'%s': junk after ]", url);
+                return -1;
+            }
+            portp = hend + 1;
+        }
+    } else {
+        const char *colon = memchr(p, ':', rest);
+        hend = colon ? colon : p + rest;
+        if ((size_t)(hend - p) >= sizeof(out->host)) {
+            snprintf(err, errlen, "'%s': host too long", url);
+            return -1;
+        }
+        copy(out->host, sizeof(out->host), p, (size_t)(hend - p));
+        if (colon) portp = colon + 1;
+    }
+    if (out->host[0] == '\0' || strchr(out->host, '/')) {
+        snprintf(err, errlen, "'%s': bad host (paths and database numbers are not supported)",
+                 url);
+        return -1;
+    }
+    out->port = 6379;
+    if (portp) {
+        char buf[8];
+        size_t n = (size_t)(p + rest - portp);
+        uint64_t v;
+        if (n == 0 || n >= sizeof(buf)) {
+            snprintf(err, errlen, "'%s': bad port", url);
+            return -1;
+        }
+        copy(buf, sizeof(buf), portp, n);
+        if (parse_u64(buf, 1, 65535, &v) != 0) {
+            snprintf(err, errlen, "'%s': port must be 1..65535", url);
+            return -1;
+        }
+        out->port = (int)v;
+    }
+    return 0;
+}
+
+void redis_url_options(const redis_url *u, bg_remote_options *ro)
+{
+    memset(ro, 0, sizeof(*ro));
+    if (u->unix_socket[0]) {
+        ro->unix_socket = u->unix_socket;
+    } else {
+        ro->host = u->host;
+        ro->port = u->port;
+    }
+    ro->username = u->username[0] ? u->username : NULL;
+    ro->password = u->has_password ? u->password : NULL;
+    ro->connect_timeout_ms = 500;
+    ro->command_timeout_ms = 1000;
+}
+
+enum {
+    OPT_PORT = 256, OPT_BIND, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_DB, OPT_DB_PATH,
+    OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_NEG_TTL, OPT_FILTER,
+    OPT_VARIANT, OPT_ERROR_RATE, OPT_CAPACITY, OPT_HEADROOM, OPT_FILTER_BACKEND,
+    OPT_FILTER_URL, OPT_FILTER_NAME, OPT_REBUILD, OPT_CHECK_SAMPLE, OPT_HELP, OPT_VERSION,
+};
+
+int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err)
+{
+    static const struct option longopts[] = {
+        {"port", required_argument, NULL, OPT_PORT},
+        {"bind", required_argument, NULL, OPT_BIND},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"max-connections", required_argument, NULL, OPT_MAXCONN},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"db", required_argument, NULL, OPT_DB},
+        {"db-path", required_argument, NULL, OPT_DB_PATH},
+        {"db-url", required_argument, NULL, OPT_DB_URL},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"cache", required_argument, NULL, OPT_CACHE},
+        {"redis-url", required_argument, NULL, OPT_REDIS_URL},
+        {"cache-ttl-ms", required_argument, NULL, OPT_CACHE_TTL},
+        {"negative-ttl-ms", required_argument, NULL, OPT_NEG_TTL},
+        {"filter", required_argument, NULL, OPT_FILTER},
+        {"variant", required_argument, NULL, OPT_VARIANT},
+        {"error-rate", required_argument, NULL, OPT_ERROR_RATE},
+        {"capacity", required_argument, NULL, OPT_CAPACITY},
+        {"headroom", required_argument, NULL, OPT_HEADROOM},
+        {"filter-backend", required_argument, NULL, OPT_FILTER_BACKEND},
+        {"filter-url", required_argument, NULL, OPT_FILTER_URL},
+        {"filter-name", required_argument, NULL, OPT_FILTER_NAME},
+        {"rebuild-interval", required_argument, NULL, OPT_REBUILD},
+        {"check-sample", required_argument, NULL, OPT_CHECK_SAMPLE},
+        {"help", no_argument, NULL, OPT_HELP},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {NULL, 0, NULL, 0},
+    };
+    const char *prog = "bloomgate-products";
+    int set_threads = 0, set_variant = 0, set_backend = 0, set_check = 0, set_redis = 0;
+    int set_path = 0, set_ferr = 0;
+    uint64_t v;
+    double d;
+    char msg[512];
+
+    memset(c, 0, sizeof(*c));
+    c->port = DEFAULT_PORT;
+    c->bind = DEFAULT_BIND;
+    c->max_connections = DEFAULT_MAX_CONNECTIONS;
+    c->timeout_s = DEFAULT_TIMEOUT_S;
+    c->db = STORE_SQLITE;
+    c->db_path = DEFAULT_DB_PATH;
+    c->seed = DEFAULT_SEED;
+    c->cache_url_text = DEFAULT_REDIS;
+    c->cache_ttl_ms = DEFAULT_CACHE_TTL_MS;
+    c->negative_ttl_ms = DEFAULT_NEGATIVE_TTL_MS;
+    c->filter_kind = BG_GUARD_FILTER_LOCAL;
+    c->filter_backend = BG_REMOTE_BITMAP;
+    c->filter_url_text = DEFAULT_REDIS;
+    c->filter_name = DEFAULT_FILTER_NAME;
+    c->error_rate = DEFAULT_ERROR_RATE;
+    c->headroom = DEFAULT_HEADROOM;
+    c->variant = BG_VARIANT_BLOCKED;
+
+    opterr = 0;
+    optind = 1;
+    for (;;) {
+        int longindex = -1;
+        int o = getopt_long(argc, argv, ":", longopts, &longindex);
+        if (o == -1) break;
+        const char *a = optarg;
+        switch (o) {
+        case OPT_PORT:
+            if (parse_u64(a, 0, 65535, &v)) return bad(err, "--port '%s': want 0..65535", a);
+            c->port = (int)v;
+            break;
+        case OPT_BIND:
+            if (*a == '\0') return bad(err, "--bind: empty address");
+            c->bind = a;
+            break;
+        case OPT_THREADS:
+            if (parse_u64(a, 1, 1024, &v)) return bad(err, "--threads '%s': want 1..1024", a);
+            c->threads = (unsigned)v;
+            set_threads = 1;
+            break;
+        case OPT_MAXCONN:
+            if (parse_u64(a, 1, 65536, &v))
+                return bad(err, "--max-connections '%s': want 1..65536", a);
+            c->max_connections = (unsigned)v;
+            break;
+        case OPT_TIMEOUT:
+            if (parse_u64(a, 0, 86400, &v)) return bad(err, "--timeout '%s': want 0..86400", a);
+            c->timeout_s = (unsigned)v;
+            break;
+        case OPT_DB:
+            if (store_kind_parse(a, &c->db) != 0)
+                return bad(err, "--db '%s': want sqlite, postgres or mariadb", a);
+            break;
+        case OPT_DB_PATH:
+            if (*a == '\0') return bad(err, "--db-path: empty path");
+            c->db_path = a;
+            set_path = 1;
+            break;
+        case OPT_DB_URL:
+            if (*a == '\0') return bad(err, "--db-url: empty URL");
+            c->db_url = a;
+            break;
+        case OPT_SEED:
+            if (parse_u64(a, 0, UINT64_C(1000000000), &v))
+                return bad(err, "--seed '%s': want 0..1000000000", a);
+            c->seed = v;
+            break;
+        case OPT_CACHE:
+            if (strcmp(a, "none") == 0) c->cache_redis = 0;
+            else if (strcmp(a, "redis") == 0) c->cache_redis = 1;
+            else return bad(err, "--cache '%s': want none or redis", a);
+            break;
+        case OPT_REDIS_URL:
+            c->cache_url_text = a;
+            set_redis = 1;
+            break;
+        case OPT_CACHE_TTL:
+            if (parse_u64(a, 1, UINT64_C(86400000) * 365, &v))
+                return bad(err, "--cache-ttl-ms '%s': want 1..31536000000", a);
+            c->cache_ttl_ms = v;
+            break;
+        case OPT_NEG_TTL:
+            if (parse_u64(a, 1, UINT64_C(86400000), &v))
+                return bad(err, "--negative-ttl-ms '%s': want 1..86400000", a);
+            c->negative_ttl_ms = v;
+            break;
+        case OPT_FILTER:
+            if (strcmp(a, "local") == 0) c->filter_kind = BG_GUARD_FILTER_LOCAL;
+            else if (strcmp(a, "remote") == 0) c->filter_kind = BG_GUARD_FILTER_REMOTE;
+            else if (strcmp(a, "none") == 0) c->filter_kind = BG_GUARD_FILTER_NONE;
+            else return bad(err, "--filter '%s': want local, remote or none", a);
+            break;
+        case OPT_VARIANT:
+            if (strcmp(a, "standard") == 0) c->variant = BG_VARIANT_STANDARD;
+            else if (strcmp(a, "blocked") == 0) c->variant = BG_VARIANT_BLOCKED;
+            else if (strcmp(a, "counting") == 0) c->variant = BG_VARIANT_COUNTING;
+            else return bad(err, "--variant '%s': want standard, blocked or counting", a);
+            set_variant = 1;
+            break;
+        case OPT_ERROR_RATE:
+            if (parse_double(a, &d) || !(d > 0.0 && d < 1.0))
+                return bad(err, "--error-rate '%s': want a number with 0 < P < 1", a);
+            c->error_rate = d;
+            set_ferr = 1;
+            break;
+        case OPT_CAPACITY:
+            if (parse_u64(a, 0, UINT64_C(1) << 40, &v))
+                return bad(err, "--capacity '%s': want 0..1099511627776", a);
+            c->capacity = v;
+            break;
+        case OPT_HEADROOM:
+            if (parse_double(a, &d) || !(d >= 1.0 && d <= 1000.0))
+                return bad(err, "--headroom '%s': want a number in 1..1000", a);
+            c->headroom = d;
+            break;
+        case OPT_FILTER_BACKEND:
+            if (strcmp(a, "bitmap") == 0) c->filter_backend = BG_REMOTE_BITMAP;
+            else if (strcmp(a, "module") == 0) c->filter_backend = BG_REMOTE_MODULE;
+            else return bad(err, "--filter-backend '%s': want bitmap or module", a);
+            set_backend = 1;
+            break;
+        case OPT_FILTER_URL:
+            c->filter_url_text = a;
+            set_backend = 1;
+            break;
+        case OPT_FILTER_NAME:
+            if (*a == '\0' || strpbrk(a, "{} ") || strlen(a) > 200)
+                return bad(err, "--filter-name '%s': want 1..200 characters without '{', '}' "
+                                "or spaces", a);
+            c->filter_name = a;
+            set_backend = 1;
+            break;
+        case OPT_REBUILD:
+            if (parse_u64(a, 0, 86400 * 30, &v))
+                return bad(err, "--rebuild-interval '%s': want 0..2592000 seconds", a);
+            c->rebuild_interval_s = (unsigned)v;
+            break;
+        case OPT_CHECK_SAMPLE:
+            if (parse_u64(a, 0, 1000000, &v))
+                return bad(err, "--check-sample '%s': want 0..1000000", a);
+            c->check_sample = (unsigned)v;
+            set_check = 1;
+            break;
+        case OPT_HELP:
+            usage(out, prog);
+            return CONFIG_EXIT_HELP;
+        case OPT_VERSION:
+            fprintf(out, "bloomgate-products %s\n", bg_version_string());
+            return CONFIG_EXIT_HELP;
+        case ':':
+            return bad(err, "%s needs a value", argv[optind - 1]);
+        default:
+            return bad(err, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return bad(err, "unexpected argument '%s'", argv[optind]);
+
+    /* Flags that would silently do nothing are mistakes: say so. */
+    if (c->db == STORE_SQLITE) {
+        if (c->db_url) return bad(err, "--db-url is for --db postgres or mariadb");
+    } else {
+        if (!c->db_url) return bad(err, "--db %s needs --db-url", store_kind_name(c->db));
+        if (set_path) return bad(err, "--db-path is for --db sqlite");
+    }
+    if (c->cache_redis) {
+        if (redis_url_parse(c->cache_url_text, &c->cache_url, msg, sizeof(msg)) != 0)
+            return bad(err, "--redis-url %s", msg);
+    } else if (set_redis) {
+        return bad(err, "--redis-url needs --cache redis");
+    }
+    if (c->filter_kind == BG_GUARD_FILTER_REMOTE) {
+        if (redis_url_parse(c->filter_url_text, &c->filter_url, msg, sizeof(msg)) != 0)
+            return bad(err, "--filter-url %s", msg);
+        if (set_variant) return bad(err, "--variant is for --filter local");
+        if (c->filter_backend == BG_REMOTE_MODULE && c->rebuild_interval_s > 0)
+            return bad(err, "--rebuild-interval: a module filter cannot be rebuilt by the "
+                            "service (use --filter-backend bitmap)");
+    } else {
+        if (set_backend)
+            return bad(err, "--filter-backend, --filter-url and --filter-name are for "
+                            "--filter remote");
+    }
+    if (c->filter_kind == BG_GUARD_FILTER_NONE) {
+        if (set_variant || set_ferr || c->capacity || c->rebuild_interval_s)
+            return bad(err, "--variant, --error-rate, --capacity and --rebuild-interval need "
+                            "a filter (--filter local or remote)");
+    }
+    if (!set_threads) c->threads = default_threads();
+    if (!set_check) {
+        c->check_sample = c->filter_kind == BG_GUARD_FILTER_LOCAL    ? DEFAULT_CHECK_SAMPLE_LOCAL
+                          : c->filter_kind == BG_GUARD_FILTER_REMOTE ? DEFAULT_CHECK_SAMPLE_REMOTE
+                                                                      : 0;
+    }
+    if (c->filter_kind == BG_GUARD_FILTER_NONE) c->check_sample = 0;
+    return 0;
+}

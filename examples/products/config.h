@@ -1,0 +1,74 @@
+/* The products service's command line: every option is a flag with a
+ * default (config_usage prints them), validated before anything starts. */
+#ifndef PRODUCTS_CONFIG_H
+#define PRODUCTS_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <bloomgate/guard.h>
+
+#include "store.h"
+
+/* A parsed redis:// URL: redis://[[user]:password@]host[:port][/] or
+ * unix:///path/to/socket. The strings live in the struct. */
+typedef struct redis_url {
+    char host[256];
+    int port;
+    char unix_socket[256]; /* "" unless unix:// */
+    char username[128];    /* "" : none */
+    char password[256];    /* "" : none */
+    int has_password;
+} redis_url;
+
+/* Parses url into *out. 0, or -1 with a message in err. */
+int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen);
+
+/* Fills *ro from u; the strings point into u (ro is valid while u is). */
+void redis_url_options(const redis_url *u, bg_remote_options *ro);
+
+typedef struct products_config {
+    /* HTTP */
+    int port;           /* 0: any free port (logged) */
+    const char *bind;   /* an IPv4 or IPv6 address */
+    unsigned threads;   /* libmicrohttpd's thread pool */
+    unsigned max_connections;
+    unsigned timeout_s; /* idle connection timeout */
+    /* storage */
+    store_kind db;
+    const char *db_path; /* sqlite */
+    const char *db_url;  /* postgres, mariadb */
+    uint64_t seed;       /* products seeded on first run (empty table) */
+    /* cache */
+    int cache_redis;
+    redis_url cache_url;
+    const char *cache_url_text;
+    uint64_t cache_ttl_ms;
+    uint64_t negative_ttl_ms;
+    /* filter */
+    bg_guard_filter_kind filter_kind;
+    bg_remote_backend filter_backend;
+    redis_url filter_url;
+    const char *filter_url_text;
+    const char *filter_name;
+    double error_rate;
+    uint64_t capacity; /* 0: from the source's count * headroom */
+    double headroom;
+    bg_variant variant;
+    unsigned rebuild_interval_s; /* 0: off */
+    unsigned check_sample;       /* time the filter check on 1 request in N; 0: never */
+} products_config;
+
+/* What config_parse returns besides 0. */
+#define CONFIG_EXIT_HELP 1 /* --help or --version printed: exit 0 */
+#define CONFIG_EXIT_USAGE 2 /* a bad flag, message printed: exit 2 */
+
+/* Parses argv into *c (defaults first). 0 to run, CONFIG_EXIT_HELP or
+ * CONFIG_EXIT_USAGE. Messages go to out (help) and err (errors). The
+ * config's strings point into argv. */
+int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err);
+
+const char *config_variant_name(bg_variant v);
+const char *config_filter_name(bg_guard_filter_kind k);
+
+#endif

@@ -1,0 +1,735 @@
+/* Routes of the products service on libmicrohttpd.
+ *
+ *   GET    /products/{id}   200 the product (JSON), 404, 400 bad id, 503/500
+ *   POST   /products        201 the product, 400 bad JSON, 413, 415, 503/500
+ *   DELETE /products/{id}   204, 404, 400 bad id, 503/500
+ *   GET    /metrics         200 Prometheus text
+ *   GET    /healthz         200 "ok", 503 when the database does not answer
+ * HEAD is accepted wherever GET is. Other paths: 404; other methods on a
+ * known path: 405 with Allow. Every error body is {"error":"..."}.
+ *
+ * HOW A REQUEST FLOWS THROUGH LIBMICROHTTPD
+ * The access handler is called once with the headers, then once per chunk
+ * of body, then once more with no data. Every request is answered on a
+ * later call, not the first (an answer on the first makes MHD close the
+ * connection, which would cost keep-alive clients a reconnect per
+ * request); any body sent to a route that takes none is read and dropped.
+ * POST /products keeps a small struct per request, the body (at most
+ * HTTP_MAX_BODY bytes, else 413 at the end) and the arrival time;
+ * NOTIFY_COMPLETED frees it. A bad Content-Type (415) or a declared
+ * Content-Length above the limit (413) is refused on the first call, and
+ * the connection closed, without reading the body. */
+#define _POSIX_C_SOURCE 200809L
+
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+/* ---- parsing ------------------------------------------------------------ */
+
+int http_parse_id(const char *s, size_t len, uint64_t *out)
+{
+    /* 2^63 - 1 has 19 digits. */
+    if (len == 0 || len > 19 || s[0] == '0') return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9') return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0'); /* 19 digits fit in 64 bits */
+    }
+    if (v > (uint64_t)INT64_MAX) return -1;
+    *out = v;
+    return 0;
+}
+
+typedef struct jp {
+    const char *p, *end;
+    char *err;
+    size_t errlen;
+} jp;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static int jfail(jp *j, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->err, j->errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static void jws(jp *j)
+{
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+/* A JSON number that must be an integer in 0..INT64_MAX. */
+static int jint(jp *j, const char *what, uint64_t *out)
+{
+    if (j->p < j->end && *j->p == '-') return jfail(j, "%s must not be negative", what);
+    const char *start = j->p;
+    uint64_t v = 0;
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+        unsigned d = (unsigned)(*j->p - '0');
+        if (v > ((uint64_t)INT64_MAX - d) / 10)
+            return jfail(j, "%s is out of range (at most 9223372036854775807)", what);
+        v = v * 10 + d;
+        j->p++;
+    }
+    if (j->p == start) return jfail(j, "%s must be an integer", what);
+    if (j->p - start > 1 && *start == '0') return jfail(j, "%s has a leading zero", what);
+    if (j->p < j->end && (*j->p == '.' || *j->p == 'e' || *j->p == 'E'))
+        return jfail(j, "%s must be an integer", what);
+    *out = v;
+    return 0;
+}
+
+static int hex4(const char *p, unsigned *out)
+{
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p[i];
+        unsigned d;
+        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
+        else return -1;
+        v = v << 4 | d;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 if invalid
+ * (overlong, surrogate, above U+10FFFF, truncated). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned cp;
+    size_t len;
+    if (s[0] < 0x80) return 1;
+    if ((s[0] & 0xe0) == 0xc0) { cp = s[0] & 0x1fu; len = 2; }
+    else if ((s[0] & 0xf0) == 0xe0) { cp = s[0] & 0x0fu; len = 3; }
+    else if ((s[0] & 0xf8) == 0xf0) { cp = s[0] & 0x07u; len = 4; }
+    else return 0;
+    if (len > n) return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    static const unsigned min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+/* A JSON string into dst (cap bytes, NUL-terminated), decoding escapes.
+ * *n gets its length; a NUL (\u0000) is refused. dst NULL: the key
+ * position, where only ASCII matters (still fully validated). */
+static int jstr(jp *j, const char *what, char *dst, size_t cap, size_t *n)
+{
+    size_t len = 0;
+    if (j->p >= j->end || *j->p != '"') return jfail(j, "%s must be a string", what);
+    j->p++;
+    for (;;) {
+        if (j->p >= j->end) return jfail(j, "unterminated string");
+        unsigned char c = (unsigned char)*j->p;
+        char enc[4];
+        size_t elen;
+        if (c == '"') {
+            j->p++;
+            break;
+        }
+        if (c < 0x20) return jfail(j, "control character in %s (escape it)", what);
+        if (c == '\\') {
+            if (j->end - j->p < 2) return jfail(j, "unterminated string");
+            char e = j->p[1];
+            j->p += 2;
+            unsigned cp;
+            switch (e) {
+            case '"': cp = '"'; break;
+            case '\\': cp = '\\'; break;
+            case '/': cp = '/'; break;
+            case 'b': cp = '\b'; break;
+            case 'f': cp = '\f'; break;
+            case 'n': cp = '\n'; break;
+            case 'r': cp = '\r'; break;
+            case 't': cp = '\t'; break;
+            case 'u':
+                if (j->end - j->p < 4 || hex4(j->p, &cp)) return jfail(j, "bad \\u escape");
+                j->p += 4;
+                if (cp >= 0xdc00 && cp <= 0xdfff) return jfail(j, "lone low surrogate");
+                if (cp >= 0xd800 && cp <= 0xdbff) {
+                    unsigned lo;
+                    if (j->end - j->p < 6 || j->p[0] != '\\' || j->p[1] != 'u' ||
+                        hex4(j->p + 2, &lo) || lo < 0xdc00 || lo > 0xdfff)
+                        return jfail(j, "lone high surrogate");
+                    j->p += 6;
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                }
+                if (cp == 0) return jfail(j, "NUL character in %s", what);
+                break;
+            default:
+                return jfail(j, "bad escape '\\%c'", e);
+            }
+            if (cp < 0x80) {
+                enc[0] = (char)cp;
+                elen = 1;
+            } else if (cp < 0x800) {
+                enc[0] = (char)(0xc0 | (cp >> 6));
+                enc[1] = (char)(0x80 | (cp & 0x3f));
+                elen = 2;
+            } else if (cp < 0x10000) {
+                enc[0] = (char)(0xe0 | (cp >> 12));
+                enc[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                enc[2] = (char)(0x80 | (cp & 0x3f));
+                elen = 3;
+            } else {
+                enc[0] = (char)(0xf0 | (cp >> 18));
+                enc[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+                enc[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+                enc[3] = (char)(0x80 | (cp & 0x3f));
+                elen = 4;
+            }
+        } else {
+            elen = utf8_len((const unsigned char *)j->p, (size_t)(j->end - j->p));
+            if (elen == 0) return jfail(j, "invalid UTF-8 in %s", what);
+            memcpy(enc, j->p, elen);
+            j->p += elen;
+        }
+        if (dst) {
+            if (len + elen > cap - 1) return jfail(j, "%s is too long (at most %zu bytes)", what, cap - 1);
+            memcpy(dst + len, enc, elen);
+        } else if (len + elen > cap - 1) {
+            return jfail(j, "%s is too long", what);
+        }
+        len += elen;
+    }
+    if (dst) dst[len] = '\0';
+    *n = len;
+    return 0;
+}
+
+int http_parse_product(const char *body, size_t len, product_in *out, char *err, size_t errlen)
+{
+    jp j = {body, body + len, err, errlen};
+    int have_id = 0, have_name = 0, have_price = 0;
+    memset(out, 0, sizeof(*out));
+    jws(&j);
+    if (j.p >= j.end || *j.p != '{') return jfail(&j, "body must be a JSON object");
+    j.p++;
+    jws(&j);
+    if (j.p < j.end && *j.p == '}') {
+        j.p++;
+    } else {
+        for (;;) {
+            char key[32];
+            size_t klen;
+            jws(&j);
+            if (j.p < j.end && *j.p != '"') return jfail(&j, "expected a member name");
+            /* Validated into a scratch buffer: long keys are unknown keys. */
+            const char *kstart = j.p;
+            if (jstr(&j, "member name", NULL, 1u << 20, &klen)) return -1;
+            size_t raw = (size_t)(j.p - kstart) - 2;
+            if (raw >= sizeof(key)) raw = sizeof(key) - 1;
+            memcpy(key, kstart + 1, raw);
+            key[raw] = '\0';
+            jws(&j);
+            if (j.p >= j.end || *j.p != ':') return jfail(&j, "expected ':' after \"%s\"", key);
+            j.p++;
+            jws(&j);
+            if (strcmp(key, "id") == 0 && klen == 2) {
+                if (have_id++) return jfail(&j, "duplicate member \"id\"");
+                if (jint(&j, "id", &out->id)) return -1;
+                if (out->id == 0) return jfail(&j, "id must be at least 1");
+            } else if (strcmp(key, "price_cents") == 0 && klen == 11) {
+                uint64_t v;
+                if (have_price++) return jfail(&j, "duplicate member \"price_cents\"");
+                if (jint(&j, "price_cents", &v)) return -1;
+                out->price_cents = (int64_t)v;
+            } else if (strcmp(key, "name") == 0 && klen == 4) {
+                if (have_name++) return jfail(&j, "duplicate member \"name\"");
+                if (jstr(&j, "name", out->name, sizeof(out->name), &out->name_len)) return -1;
+                if (out->name_len == 0) return jfail(&j, "name must not be empty");
+            } else {
+                return jfail(&j, "unknown member \"%s\" (want id, name, price_cents)", key);
+            }
+            jws(&j);
+            if (j.p < j.end && *j.p == ',') {
+                j.p++;
+                continue;
+            }
+            if (j.p < j.end && *j.p == '}') {
+                j.p++;
+                break;
+            }
+            return jfail(&j, "expected ',' or '}'");
+        }
+    }
+    jws(&j);
+    if (j.p != j.end) return jfail(&j, "trailing data after the object");
+    if (!have_id || !have_name || !have_price)
+        return jfail(&j, "missing member%s%s%s", have_id ? "" : " \"id\"",
+                     have_name ? "" : " \"name\"", have_price ? "" : " \"price_cents\"");
+    return 0;
+}
+
+/* ---- JSON out ----------------------------------------------------------- */
+
+/* Appends s as a JSON string (s is valid UTF-8 or arbitrary text: bytes
+ * that are not valid UTF-8 become U+FFFD) to buf at *pos; stops quietly at
+ * cap - 1. */
+static void json_string(char *buf, size_t cap, size_t *pos, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = *pos;
+#define PUT(str, n)                                                                              \
+    do {                                                                                         \
+        if (o + (n) >= cap) goto full;                                                           \
+        memcpy(buf + o, (str), (n));                                                             \
+        o += (n);                                                                                \
+    } while (0)
+    PUT("\"", 1);
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"') PUT("\\\"", 2);
+        else if (c == '\\') PUT("\\\\", 2);
+        else if (c == '\n') PUT("\\n", 2);
+        else if (c == '\r') PUT("\\r", 2);
+        else if (c == '\t') PUT("\\t", 2);
+        else if (c == '\b') PUT("\\b", 2);
+        else if (c == '\f') PUT("\\f", 2);
+        else if (c < 0x20) {
+            char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            PUT(e, 6);
+        } else if (c >= 0x80) {
+            size_t n = utf8_len((const unsigned char *)s + i, len - i);
+            if (n == 0) {
+                PUT("\\ufffd", 6);
+                i++;
+            } else {
+                PUT(s + i, n);
+                i += n;
+            }
+            continue;
+        } else {
+            PUT(s + i, 1);
+        }
+        i++;
+    }
+    PUT("\"", 1);
+full:
+    buf[o < cap ? o : cap - 1] = '\0';
+    *pos = o;
+#undef PUT
+}
+
+/* {"error":"msg"} or {"error":"msg","detail":"detail"}. */
+static size_t json_error(char *buf, size_t cap, const char *msg, const char *detail)
+{
+    size_t o = 0;
+    memcpy(buf, "{\"error\":", 9);
+    o = 9;
+    json_string(buf, cap, &o, msg, strlen(msg));
+    if (detail && detail[0]) {
+        if (o + 10 < cap) {
+            memcpy(buf + o, ",\"detail\":", 10);
+            o += 10;
+            json_string(buf, cap, &o, detail, strlen(detail));
+        }
+    }
+    if (o + 2 < cap) {
+        buf[o++] = '}';
+        buf[o++] = '\n';
+    }
+    buf[o] = '\0';
+    return o;
+}
+
+/* ---- responses ---------------------------------------------------------- */
+
+#define CT_JSON "application/json"
+#define CT_TEXT "text/plain; charset=utf-8"
+#define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
+
+static enum MHD_Result respond(struct MHD_Connection *conn, metrics_route route, uint64_t t0,
+                               unsigned status, const char *ctype, const void *body, size_t len,
+                               const char *allow, const char *location)
+{
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_MUST_COPY);
+    if (!r) return MHD_NO;
+    if (ctype) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (location) MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
+    metrics_observe_request(route, status, metrics_now_ns() - t0);
+    enum MHD_Result ret = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return ret;
+}
+
+static enum MHD_Result respond_error(struct MHD_Connection *conn, metrics_route route,
+                                     uint64_t t0, unsigned status, const char *msg,
+                                     const char *detail, const char *allow)
+{
+    char buf[1024];
+    size_t n = json_error(buf, sizeof(buf), msg, detail);
+    return respond(conn, route, t0, status, CT_JSON, buf, n, allow, NULL);
+}
+
+/* A status from the store, the guard or the remote filter: a server that
+ * did not answer or answered an error is 503 (try again later); anything
+ * else (out of memory, a bug) is 500. */
+static unsigned status_http(int rc)
+{
+    switch (rc) {
+    case BG_ECONN:
+    case BG_EIO:
+    case BG_EREMOTE:
+    case BG_ESTALE:
+    case BG_ENOTFOUND:
+    case BG_EBUSY:
+        return MHD_HTTP_SERVICE_UNAVAILABLE;
+    default:
+        return MHD_HTTP_INTERNAL_SERVER_ERROR;
+    }
+}
+
+static enum MHD_Result respond_status(struct MHD_Connection *conn, metrics_route route,
+                                      uint64_t t0, int rc, const char *what, int from_store)
+{
+    char detail[512];
+    const char *es = from_store ? store_errstr() : "";
+    snprintf(detail, sizeof(detail), "%s%s%s", bg_strerror(rc), es[0] ? ": " : "", es);
+    unsigned st = status_http(rc);
+    return respond_error(conn, route, t0, st, what, detail, NULL);
+}
+
+/* ---- handlers ----------------------------------------------------------- */
+
+static _Thread_local unsigned check_tick;
+
+static enum MHD_Result get_product(app *a, struct MHD_Connection *conn, uint64_t t0,
+                                   const char *key, size_t klen)
+{
+    unsigned sample = a->cfg->check_sample;
+    if (sample && ++check_tick >= sample) {
+        /* The guard's own cost, measured as the same filter check that
+         * bg_guard_get makes first. */
+        check_tick = 0;
+        uint64_t c0 = metrics_now_ns();
+        int m = bg_guard_may_contain(a->guard, key, klen);
+        uint64_t c1 = metrics_now_ns();
+        if (m >= 0) metrics_observe_check(c1 - c0);
+    }
+    bg_guard_buf v = {0};
+    int rc = bg_guard_get(a->guard, key, klen, &v);
+    enum MHD_Result ret;
+    if (rc == BG_GUARD_FOUND) {
+        ret = respond(conn, ROUTE_GET_PRODUCT, t0, MHD_HTTP_OK, CT_JSON, v.data, v.len, NULL,
+                      NULL);
+    } else if (rc == BG_GUARD_ABSENT) {
+        ret = respond_error(conn, ROUTE_GET_PRODUCT, t0, MHD_HTTP_NOT_FOUND, "not found", NULL,
+                            NULL);
+    } else {
+        const char *what = a->cfg->filter_kind == BG_GUARD_FILTER_REMOTE
+                               ? "database or remote filter unavailable"
+                               : "database unavailable";
+        if (status_http(rc) != MHD_HTTP_SERVICE_UNAVAILABLE) what = "internal error";
+        ret = respond_status(conn, ROUTE_GET_PRODUCT, t0, rc, what, 1);
+    }
+    bg_guard_buf_free(&v);
+    return ret;
+}
+
+static enum MHD_Result delete_product(app *a, struct MHD_Connection *conn, uint64_t t0,
+                                      uint64_t id, const char *key, size_t klen)
+{
+    int rc = store_delete(a->store, id);
+    if (rc < 0) return respond_status(conn, ROUTE_DELETE_PRODUCT, t0, rc, "database unavailable", 1);
+    if (rc == 0)
+        return respond_error(conn, ROUTE_DELETE_PRODUCT, t0, MHD_HTTP_NOT_FOUND, "not found",
+                             NULL, NULL);
+    rc = bg_guard_remove(a->guard, key, klen);
+    if (rc < 0)
+        return respond_status(conn, ROUTE_DELETE_PRODUCT, t0, rc,
+                              "deleted, but the cache or filter was not updated", 0);
+    return respond(conn, ROUTE_DELETE_PRODUCT, t0, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL, NULL);
+}
+
+static enum MHD_Result post_product(app *a, struct MHD_Connection *conn, uint64_t t0,
+                                    const char *body, size_t len)
+{
+    product_in p;
+    char msg[256];
+    if (http_parse_product(body, len, &p, msg, sizeof(msg)) != 0)
+        return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_BAD_REQUEST, "bad product",
+                             msg, NULL);
+    int rc = store_put(a->store, p.id, p.name, p.price_cents);
+    if (rc < 0) return respond_status(conn, ROUTE_POST_PRODUCT, t0, rc, "database unavailable", 1);
+    char key[24];
+    int klen = snprintf(key, sizeof(key), "%llu", (unsigned long long)p.id);
+    rc = bg_guard_put(a->guard, key, (size_t)klen);
+    if (rc < 0)
+        return respond_status(conn, ROUTE_POST_PRODUCT, t0, rc,
+                              "stored, but the filter was not updated", 0);
+    /* The same JSON as GET returns. */
+    char out[PRODUCT_NAME_MAX * 6 + 128];
+    size_t o = (size_t)snprintf(out, sizeof(out), "{\"id\":%llu,\"name\":",
+                                (unsigned long long)p.id);
+    json_string(out, sizeof(out), &o, p.name, p.name_len);
+    o += (size_t)snprintf(out + o, sizeof(out) - o, ",\"price_cents\":%lld}",
+                          (long long)p.price_cents);
+    char loc[40];
+    snprintf(loc, sizeof(loc), "/products/%s", key);
+    return respond(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_CREATED, CT_JSON, out, o, NULL, loc);
+}
+
+static enum MHD_Result healthz(app *a, struct MHD_Connection *conn, uint64_t t0)
+{
+    /* One cheap indexed lookup: the database answers, found or not. */
+    bg_guard_buf v = {0};
+    int rc = store_get(a->store, 1, &v);
+    bg_guard_buf_free(&v);
+    if (rc >= 0) return respond(conn, ROUTE_HEALTHZ, t0, MHD_HTTP_OK, CT_TEXT, "ok\n", 3, NULL, NULL);
+    char msg[600];
+    int n = snprintf(msg, sizeof(msg), "database unavailable: %s%s%s\n", bg_strerror(rc),
+                     store_errstr()[0] ? ": " : "", store_errstr());
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof(msg)) n = (int)sizeof(msg) - 1;
+    return respond(conn, ROUTE_HEALTHZ, t0, MHD_HTTP_SERVICE_UNAVAILABLE, CT_TEXT, msg, (size_t)n,
+                   NULL, NULL);
+}
+
+static enum MHD_Result metrics_page(app *a, struct MHD_Connection *conn, uint64_t t0)
+{
+    char *page;
+    size_t len;
+    if (metrics_render(&page, &len, a->guard, a->store, &a->info) != 0)
+        return respond_error(conn, ROUTE_METRICS, t0, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                             "out of memory", NULL, NULL);
+    enum MHD_Result ret = respond(conn, ROUTE_METRICS, t0, MHD_HTTP_OK, CT_PROM, page, len, NULL,
+                                  NULL);
+    free(page);
+    return ret;
+}
+
+/* State of a POST between the handler's calls. */
+typedef struct upload {
+    uint64_t t0;
+    size_t len;
+    int too_big;
+    char body[HTTP_MAX_BODY];
+} upload;
+
+static int is_get(const char *m)
+{
+    return strcmp(m, MHD_HTTP_METHOD_GET) == 0 || strcmp(m, MHD_HTTP_METHOD_HEAD) == 0;
+}
+
+/* *con_cls of a request without a body to keep (the first call's mark). */
+static char no_body;
+
+/* Every route but POST /products, on the second call (answering on the
+ * first makes libmicrohttpd close the connection: it cannot know whether a
+ * body follows). */
+static enum MHD_Result dispatch(app *a, struct MHD_Connection *conn, const char *url,
+                                const char *method)
+{
+    uint64_t t0 = metrics_now_ns();
+    static const char prefix[] = "/products/";
+    if (strncmp(url, prefix, sizeof(prefix) - 1) == 0 && !strchr(url + sizeof(prefix) - 1, '/')) {
+        const char *key = url + sizeof(prefix) - 1;
+        size_t klen = strlen(key);
+        int get = is_get(method), del = strcmp(method, MHD_HTTP_METHOD_DELETE) == 0;
+        if (!get && !del)
+            return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                 "method not allowed", NULL, "GET, HEAD, DELETE");
+        metrics_route route = get ? ROUTE_GET_PRODUCT : ROUTE_DELETE_PRODUCT;
+        uint64_t id;
+        if (http_parse_id(key, klen, &id) != 0)
+            return respond_error(conn, route, t0, MHD_HTTP_BAD_REQUEST, "bad id",
+                                 "an id is a decimal in 1..9223372036854775807 without sign or "
+                                 "leading zeros", NULL);
+        return get ? get_product(a, conn, t0, key, klen)
+                   : delete_product(a, conn, t0, id, key, klen);
+    }
+    if (strcmp(url, "/products") == 0) /* not POST: that one has its own path */
+        return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
+                             "method not allowed", NULL, "POST");
+    if (strcmp(url, "/metrics") == 0 || strcmp(url, "/healthz") == 0) {
+        if (!is_get(method))
+            return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
+                                 "method not allowed", NULL, "GET, HEAD");
+        return url[1] == 'm' ? metrics_page(a, conn, t0) : healthz(a, conn, t0);
+    }
+    return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_NOT_FOUND, "no such route",
+                         "routes: /products/{id}, /products, /metrics, /healthz", NULL);
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const char *url,
+                               const char *method, const char *version, const char *upload_data,
+                               size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    app *a = cls;
+
+    if (*con_cls == NULL) { /* the first call: headers only */
+        if (strcmp(url, "/products") != 0 || strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
+            *con_cls = &no_body;
+            return MHD_YES;
+        }
+        uint64_t t0 = metrics_now_ns();
+        /* Refused before the body is read (the connection is closed). */
+        const char *ct =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (ct && strncasecmp(ct, "application/json", 16) != 0)
+            return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+                                 "unsupported media type", "send Content-Type: application/json",
+                                 NULL);
+        const char *cl =
+            MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        if (cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY)
+            return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_CONTENT_TOO_LARGE,
+                                 "body too large", "at most 4096 bytes", NULL);
+        upload *up = malloc(sizeof(*up));
+        if (!up)
+            return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_INTERNAL_SERVER_ERROR,
+                                 "out of memory", NULL, NULL);
+        up->t0 = t0;
+        up->len = 0;
+        up->too_big = 0;
+        *con_cls = up;
+        return MHD_YES;
+    }
+
+    if (*con_cls == &no_body) {
+        if (*upload_data_size > 0) { /* a body nobody asked for: read and drop it */
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
+        return dispatch(a, conn, url, method);
+    }
+
+    upload *up = *con_cls; /* POST /products */
+    if (*upload_data_size > 0) {
+        size_t n = *upload_data_size;
+        if (!up->too_big && n <= sizeof(up->body) - up->len) {
+            memcpy(up->body + up->len, upload_data, n);
+            up->len += n;
+        } else {
+            up->too_big = 1;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (up->too_big)
+        return respond_error(conn, ROUTE_POST_PRODUCT, up->t0, MHD_HTTP_CONTENT_TOO_LARGE,
+                             "body too large", "at most 4096 bytes", NULL);
+    return post_product(a, conn, up->t0, up->body, up->len);
+}
+
+static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                      enum MHD_RequestTerminationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    (void)toe;
+    if (*con_cls != &no_body) free(*con_cls);
+    *con_cls = NULL;
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof(line), fmt, ap);
+    size_t n = strlen(line);
+    while (n > 0 && line[n - 1] == '\n') line[--n] = '\0';
+    fprintf(stderr, "bloomgate-products: libmicrohttpd: %s\n", line);
+}
+
+/* Our own listening socket: exact errors ("Address already in use"), and
+ * the port chosen for --port 0. */
+static int listen_on(const char *addr, int port, int *v6, int *bound, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, addr, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        sl = sizeof(*s4);
+        *v6 = 0;
+    } else if (inet_pton(AF_INET6, addr, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        sl = sizeof(*s6);
+        *v6 = 1;
+    } else {
+        snprintf(err, errlen, "--bind '%s' is not an IPv4 or IPv6 address", addr);
+        return -1;
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (*v6) setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&ss, sl) != 0 || listen(fd, 1024) != 0) {
+        snprintf(err, errlen, "cannot listen on %s%s%s:%d: %s", *v6 ? "[" : "", addr,
+                 *v6 ? "]" : "", port, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    sl = sizeof(ss);
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *bound = ntohs(ss.ss_family == AF_INET6 ? s6->sin6_port : s4->sin_port);
+    return fd;
+}
+
+struct MHD_Daemon *http_start(app *a, int *port, char *err, size_t errlen)
+{
+    const products_config *c = a->cfg;
+    int v6 = 0;
+    int fd = listen_on(c->bind, c->port, &v6, port, err, errlen);
+    if (fd < 0) return NULL;
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    if (v6) flags |= MHD_USE_IPv6;
+    struct MHD_Daemon *d = MHD_start_daemon(
+        flags, 0, NULL, NULL, handler, a,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+        MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)c->threads,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout_s,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_END);
+    if (!d) {
+        snprintf(err, errlen, "libmicrohttpd could not start (%d threads): %s", (int)c->threads,
+                 strerror(errno));
+        close(fd);
+    }
+    return d;
+}
+
+void http_stop(struct MHD_Daemon *d)
+{
+    if (d) MHD_stop_daemon(d);
+}

@@ -1,0 +1,337 @@
+/* bloomgate-products: the reference service. A product catalogue over HTTP
+ * whose reads go through the guard (<bloomgate/guard.h>): Bloom filter,
+ * then the optional Redis cache, then the database (store.h).
+ *
+ * Startup, one log line per step on stderr: open the database (and seed
+ * it on first run), connect the cache, build the filter, start the
+ * periodic rebuild, listen. A database or filter server that is
+ * unreachable at startup is exit status 1; a Redis cache that is not is
+ * only a warning (the guard skips a failing cache and goes to the
+ * database). SIGINT or SIGTERM stops it: no new connections, the requests
+ * in flight finish, everything is freed, exit status 0. README.md has the
+ * flags, routes and metrics. */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bloomgate/guard.h>
+#include <bloomgate/remote.h>
+#include <bloomgate/version.h>
+
+#include "config.h"
+#include "http.h"
+#include "metrics.h"
+#include "store.h"
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void logf_(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "bloomgate-products: %s\n", line);
+}
+
+static double secs_since(uint64_t t0)
+{
+    return (double)(metrics_now_ns() - t0) / 1e9;
+}
+
+/* ---- signals: a self-pipe, so that any thread may take the signal ------- */
+
+static int sig_pipe[2] = {-1, -1};
+
+static void on_signal(int sig)
+{
+    int saved = errno;
+    unsigned char b = (unsigned char)sig;
+    ssize_t n = write(sig_pipe[1], &b, 1);
+    (void)n;
+    errno = saved;
+}
+
+static int signals_install(void)
+{
+    if (pipe(sig_pipe) != 0) return -1;
+    for (int i = 0; i < 2; i++) fcntl(sig_pipe[i], F_SETFD, FD_CLOEXEC);
+    fcntl(sig_pipe[1], F_SETFL, O_NONBLOCK);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sigaction(SIGINT, &sa, NULL) != 0 || sigaction(SIGTERM, &sa, NULL) != 0) return -1;
+    return 0;
+}
+
+static int signals_wait(void)
+{
+    unsigned char b = 0;
+    for (;;) {
+        ssize_t n = read(sig_pipe[0], &b, 1);
+        if (n == 1) return b;
+        if (n < 0 && errno == EINTR) continue;
+        return 0;
+    }
+}
+
+/* ---- periodic rebuild --------------------------------------------------- */
+
+typedef struct rebuilder {
+    bg_guard *guard;
+    unsigned interval_s;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stop;
+    pthread_t thread;
+} rebuilder;
+
+static void *rebuild_main(void *arg)
+{
+    rebuilder *rb = arg;
+    pthread_mutex_lock(&rb->mu);
+    for (;;) {
+        struct timespec deadline;
+        clock_gettime(CLOCK_MONOTONIC, &deadline);
+        deadline.tv_sec += (time_t)rb->interval_s;
+        while (!rb->stop) {
+            int rc = pthread_cond_timedwait(&rb->cv, &rb->mu, &deadline);
+            if (rc == ETIMEDOUT) break;
+        }
+        if (rb->stop) break;
+        pthread_mutex_unlock(&rb->mu);
+
+        uint64_t t0 = metrics_now_ns();
+        int rc = bg_guard_rebuild(rb->guard);
+        metrics_observe_rebuild(metrics_now_ns() - t0);
+        if (rc == BG_OK) {
+            bg_guard_counters c;
+            bg_guard_counters_get(rb->guard, &c);
+            logf_("filter rebuilt in %.3f s with %llu keys", secs_since(t0),
+                  (unsigned long long)c.filter_items);
+        } else {
+            const char *es = store_errstr();
+            logf_("filter rebuild failed after %.3f s: %s%s%s (the old filter stays)",
+                  secs_since(t0), bg_strerror(rc), es[0] ? ": " : "", es);
+        }
+        pthread_mutex_lock(&rb->mu);
+    }
+    pthread_mutex_unlock(&rb->mu);
+    return NULL;
+}
+
+static int rebuilder_start(rebuilder *rb, bg_guard *g, unsigned interval_s)
+{
+    pthread_condattr_t ca;
+    rb->guard = g;
+    rb->interval_s = interval_s;
+    rb->stop = 0;
+    pthread_mutex_init(&rb->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&rb->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return pthread_create(&rb->thread, NULL, rebuild_main, rb);
+}
+
+static void rebuilder_stop(rebuilder *rb)
+{
+    pthread_mutex_lock(&rb->mu);
+    rb->stop = 1;
+    pthread_cond_signal(&rb->cv);
+    pthread_mutex_unlock(&rb->mu);
+    pthread_join(rb->thread, NULL); /* a rebuild in progress finishes first */
+    pthread_cond_destroy(&rb->cv);
+    pthread_mutex_destroy(&rb->mu);
+}
+
+/* ---- startup ------------------------------------------------------------ */
+
+static void describe_redis(char *buf, size_t cap, const redis_url *u)
+{
+    if (u->unix_socket[0]) snprintf(buf, cap, "unix:%s", u->unix_socket);
+    else snprintf(buf, cap, "%s:%d", u->host, u->port);
+}
+
+int main(int argc, char **argv)
+{
+    products_config cfg;
+    int rc = config_parse(&cfg, argc, argv, stdout, stderr);
+    if (rc == CONFIG_EXIT_HELP) return 0;
+    if (rc != 0) return 2;
+    signal(SIGPIPE, SIG_IGN);
+
+    int status = 1;
+    store *st = NULL;
+    bg_guard_redis_cache *rcache = NULL;
+    bg_guard *guard = NULL;
+    struct MHD_Daemon *daemon = NULL;
+    rebuilder rb;
+    int rebuilding = 0;
+    char err[512];
+    const char *conninfo = cfg.db == STORE_SQLITE ? cfg.db_path : cfg.db_url;
+
+    logf_("version %s, pid %ld", bg_version_string(), (long)getpid());
+
+    /* 1. the database */
+    uint64_t t0 = metrics_now_ns();
+    err[0] = '\0';
+    rc = store_open(&st, cfg.db, conninfo, err, sizeof(err));
+    if (rc != BG_OK) {
+        logf_("cannot open the %s database: %s", store_kind_name(cfg.db),
+              err[0] ? err : bg_strerror(rc));
+        goto out;
+    }
+    if (cfg.seed > 0) {
+        uint64_t seeded = 0;
+        err[0] = '\0';
+        rc = store_seed(st, cfg.seed, &seeded, err, sizeof(err));
+        if (rc != BG_OK) {
+            logf_("cannot seed the database: %s", err[0] ? err : bg_strerror(rc));
+            goto out;
+        }
+        if (seeded) logf_("db: seeded %llu products in %.2f s", (unsigned long long)seeded,
+                          secs_since(t0));
+    }
+    uint64_t count = 0;
+    rc = store_count(st, &count);
+    if (rc != BG_OK) {
+        logf_("cannot count the products: %s: %s", bg_strerror(rc), store_errstr());
+        goto out;
+    }
+    logf_("db: %s %s, %llu products", store_kind_name(cfg.db),
+          cfg.db == STORE_SQLITE ? cfg.db_path : "(--db-url)", (unsigned long long)count);
+
+    /* 2. the cache */
+    bg_guard_options go;
+    memset(&go, 0, sizeof(go));
+    go.source = store_source(st);
+    bg_remote_options cache_ro;
+    if (cfg.cache_redis) {
+        char where[300];
+        describe_redis(where, sizeof(where), &cfg.cache_url);
+        redis_url_options(&cfg.cache_url, &cache_ro);
+        rc = bg_guard_redis_cache_new(&rcache, &cache_ro, "products:", cfg.cache_ttl_ms, &go.cache);
+        if (rc != BG_OK) {
+            logf_("cannot set up the redis cache: %s", bg_strerror(rc));
+            goto out;
+        }
+        /* The adapter connects lazily: probe once to say now whether it
+         * answers. Not answering is not fatal (header comment). */
+        bg_remote *probe = NULL;
+        rc = bg_remote_connect(&probe, &cache_ro);
+        if (rc == BG_OK) logf_("cache: redis %s", where);
+        else logf_("cache: redis %s does not answer (%s%s%s); starting anyway, lookups skip the "
+                   "cache until it does", where, bg_strerror(rc),
+                   probe && bg_remote_errstr(probe)[0] ? ": " : "",
+                   probe ? bg_remote_errstr(probe) : "");
+        bg_remote_free(probe);
+    } else {
+        logf_("cache: none");
+    }
+    go.cache_ttl_ms = cfg.cache_ttl_ms;
+    go.negative_ttl_ms = cfg.negative_ttl_ms;
+
+    /* 3. the filter */
+    go.filter_kind = cfg.filter_kind;
+    go.filter.variant = cfg.variant;
+    go.filter.error_rate = cfg.error_rate;
+    go.filter.capacity = cfg.capacity;
+    go.headroom = cfg.headroom;
+    bg_remote_options filter_ro;
+    char fwhere[300] = "";
+    if (cfg.filter_kind == BG_GUARD_FILTER_REMOTE) {
+        redis_url_options(&cfg.filter_url, &filter_ro);
+        describe_redis(fwhere, sizeof(fwhere), &cfg.filter_url);
+        go.remote = &filter_ro;
+        go.remote_name = cfg.filter_name;
+        go.remote_backend = cfg.filter_backend;
+    }
+    t0 = metrics_now_ns();
+    rc = bg_guard_new(&guard, &go);
+    if (rc != BG_OK) {
+        const char *es = store_errstr();
+        if (cfg.filter_kind == BG_GUARD_FILTER_REMOTE)
+            logf_("cannot open the remote filter '%s' on redis %s: %s%s%s", cfg.filter_name,
+                  fwhere, bg_strerror(rc), es[0] ? ": " : "", es);
+        else
+            logf_("cannot build the filter: %s%s%s", bg_strerror(rc), es[0] ? ": " : "", es);
+        guard = NULL;
+        goto out;
+    }
+    {
+        bg_guard_counters c;
+        bg_guard_counters_get(guard, &c);
+        if (cfg.filter_kind == BG_GUARD_FILTER_LOCAL)
+            logf_("filter: local %s, p=%g, built in %.3f s with %llu keys, %llu bytes",
+                  config_variant_name(cfg.variant), cfg.error_rate, secs_since(t0),
+                  (unsigned long long)c.filter_items, (unsigned long long)c.filter_bytes);
+        else if (cfg.filter_kind == BG_GUARD_FILTER_REMOTE)
+            logf_("filter: remote %s '%s' on redis %s, ready in %.3f s with %llu keys",
+                  cfg.filter_backend == BG_REMOTE_MODULE ? "module" : "bitmap", cfg.filter_name,
+                  fwhere, secs_since(t0), (unsigned long long)c.filter_items);
+        else
+            logf_("filter: none (every lookup goes to the cache and the database)");
+    }
+
+    /* 4. periodic rebuild */
+    if (cfg.rebuild_interval_s > 0) {
+        if (rebuilder_start(&rb, guard, cfg.rebuild_interval_s) != 0) {
+            logf_("cannot start the rebuild thread");
+            goto out;
+        }
+        rebuilding = 1;
+        logf_("rebuild: every %u s", cfg.rebuild_interval_s);
+    }
+
+    /* 5. HTTP */
+    if (signals_install() != 0) {
+        logf_("cannot install signal handlers: %s", strerror(errno));
+        goto out;
+    }
+    app a = {
+        .guard = guard,
+        .store = st,
+        .cfg = &cfg,
+        .info = {store_kind_name(cfg.db), cfg.cache_redis ? "redis" : "none",
+                 config_filter_name(cfg.filter_kind),
+                 cfg.filter_kind == BG_GUARD_FILTER_LOCAL ? config_variant_name(cfg.variant)
+                 : cfg.filter_kind == BG_GUARD_FILTER_REMOTE
+                     ? (cfg.filter_backend == BG_REMOTE_MODULE ? "module" : "bitmap")
+                     : "none"},
+    };
+    int port = 0;
+    daemon = http_start(&a, &port, err, sizeof(err));
+    if (!daemon) {
+        logf_("%s", err);
+        goto out;
+    }
+    logf_("listening on http://%s%s%s:%d (%u threads)", strchr(cfg.bind, ':') ? "[" : "",
+          cfg.bind, strchr(cfg.bind, ':') ? "]" : "", port, cfg.threads);
+
+    int sig = signals_wait();
+    logf_("stopping (%s)", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
+    status = 0;
+
+out:
+    http_stop(daemon);
+    if (rebuilding) rebuilder_stop(&rb);
+    bg_guard_free(guard);
+    bg_guard_redis_cache_free(rcache);
+    store_close(st);
+    if (status == 0) logf_("stopped");
+    return status;
+}

@@ -1,0 +1,745 @@
+#!/usr/bin/env bash
+# Tests of the products service (examples/products), run as the real binary
+# and driven with curl.
+#
+#   bash products_test.sh PATH/TO/bloomgate-products CASE
+#
+# Each CASE is one function below (case_<name>) and one ctest test
+# (products.<name>, CMakeLists.txt here). Each runs in its own mktemp -d,
+# removed on exit with every process it started, and fails (exit 1) at the
+# first assertion that does not hold, printing what was expected, what came
+# instead and the service's log.
+#
+# Environment (set by ctest): REDIS_SERVER (redis-server), DBCTL
+# (bg-products-dbctl: PostgreSQL and MariaDB that can be stopped and
+# started), SRC and BUILD (the source and build trees, for the demo case).
+# Needs curl and jq.
+set -euo pipefail
+
+SVC=${1:?usage: products_test.sh BLOOMGATE_PRODUCTS CASE}
+CASE=${2:?usage: products_test.sh BLOOMGATE_PRODUCTS CASE}
+case $SVC in /*) ;; *) SVC=$PWD/$SVC ;; esac
+[ -x "$SVC" ] || { echo "not executable: $SVC" >&2; exit 1; }
+for tool in curl jq; do
+    command -v $tool >/dev/null || { echo "FAIL [$CASE]: $tool is missing (scripts/deps.sh installs it)" >&2; exit 1; }
+done
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/bloomgate-products.XXXXXX")
+PIDS=()
+DB_PID=
+cleanup() {
+    local p
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+    if [ -n "$DB_PID" ]; then kill -TERM "$DB_PID" 2>/dev/null || true; wait "$DB_PID" 2>/dev/null || true; fi
+    rm -rf "$T"
+}
+trap cleanup EXIT
+trap "exit 1" INT TERM HUP
+cd "$T"
+
+# ---- assertions -----------------------------------------------------------
+
+fail() {
+    echo "FAIL [$CASE]: $*" >&2
+    if [ -f "$T/body" ]; then echo "--- last body:" >&2; head -c 2000 "$T/body" >&2 || true; echo >&2; fi
+    if [ -f "$T/svc.log" ]; then echo "--- service log:" >&2; tail -n 40 "$T/svc.log" >&2 || true; fi
+    exit 1
+}
+
+eq() { [ "$1" == "$2" ] || fail "$3: got '$1', want '$2'"; }
+ge() { [ "$1" -ge "$2" ] || fail "$3: got $1, want >= $2"; }
+gt() { [ "$1" -gt "$2" ] || fail "$3: got $1, want > $2"; }
+has() { grep -qF -- "$2" "$1" || fail "$1 does not contain '$2'"; }
+
+# ---- the service ----------------------------------------------------------
+
+SVC_PID=
+PORT=
+BASE=
+# start ARGS...: the service on a free port with a 1000-product SQLite db
+# (unless ARGS say otherwise); waits until it listens.
+start() {
+    : >"$T/svc.log"
+    "$SVC" --port 0 --db-path "$T/products.db" --seed 1000 "$@" 2>"$T/svc.log" &
+    start_wait "$!"
+}
+# start_raw ARGS...: no defaults added.
+start_raw() {
+    : >"$T/svc.log"
+    "$SVC" --port 0 "$@" 2>"$T/svc.log" &
+    start_wait "$!"
+}
+start_wait() {
+    SVC_PID=$1
+    PIDS+=("$SVC_PID")
+    PORT=
+    for _ in $(seq 1 600); do
+        PORT=$(sed -n 's/.*listening on http:\/\/[^ ]*:\([0-9][0-9]*\) .*/\1/p' "$T/svc.log")
+        [ -z "$PORT" ] || break
+        kill -0 "$SVC_PID" 2>/dev/null || fail "the service exited at startup"
+        sleep 0.1
+    done
+    [ -n "$PORT" ] || fail "the service did not listen within 60 s"
+    BASE=http://127.0.0.1:$PORT
+}
+stop() {
+    kill -TERM "$SVC_PID"
+    local rc=0
+    wait "$SVC_PID" || rc=$?
+    eq "$rc" 0 "exit status after SIGTERM"
+    SVC_PID=
+}
+
+# req METHOD PATH [curl args...]: the status code; body in $T/body,
+# headers in $T/headers.
+req() {
+    local m=$1 p=$2
+    shift 2
+    curl -sS -o "$T/body" -D "$T/headers" -w '%{http_code}' --max-time 30 -X "$m" "$@" "$BASE$p" ||
+        fail "curl $m $p failed"
+}
+expect() { # expect CODE METHOD PATH [curl args...]
+    local want=$1 got
+    shift
+    got=$(req "$@")
+    eq "$got" "$want" "status of $*"
+}
+json_error() { # the body is {"error": ...}
+    jq -e '.error | type == "string"' "$T/body" >/dev/null || fail "body is not a JSON error"
+}
+ctype() { # ctype TEXT: the Content-Type header starts with TEXT
+    grep -qi "^content-type: $1" "$T/headers" || fail "Content-Type is not $1: $(cat "$T/headers")"
+}
+
+metrics() { curl -sS --max-time 10 "$BASE/metrics" >"$T/metrics" || fail "GET /metrics failed"; }
+# m NAME[{labels}]: one series' value from the last metrics() (0 if absent).
+m() { awk -v n="$1" '$1 == n { v = $2 } END { print (v == "" ? 0 : v) }' "$T/metrics"; }
+
+post() { # post JSON: POST /products, status code
+    req POST /products -H 'Content-Type: application/json' --data-binary "$1"
+}
+
+# ---- cases ----------------------------------------------------------------
+
+case_help() {
+    "$SVC" --help >"$T/out" 2>&1 || fail "--help exit status"
+    local f
+    for f in --port --bind --threads --max-connections --timeout --db --db-path --db-url --seed \
+        --cache --redis-url --cache-ttl-ms --negative-ttl-ms --filter --variant --error-rate \
+        --capacity --headroom --filter-backend --filter-url --filter-name --rebuild-interval \
+        --check-sample --help --version; do
+        grep -q -- "^  $f " "$T/out" || fail "--help does not list $f"
+    done
+    has "$T/out" "default 8080"
+    "$SVC" --version >"$T/out" || fail "--version exit status"
+    grep -q '^bloomgate-products [0-9]' "$T/out" || fail "--version output"
+    # bad flags: exit 2 and a message naming the flag, nothing started
+    local args
+    while IFS='|' read -r args want; do
+        local rc=0
+        # shellcheck disable=SC2086
+        "$SVC" $args >"$T/out" 2>"$T/err" || rc=$?
+        eq "$rc" 2 "exit status of '$args'"
+        has "$T/err" "$want"
+    done <<'EOF'
+--port 70000|--port '70000'
+--port -1|--port '-1'
+--port|--port needs a value
+--threads 0|--threads '0'
+--db oracle|--db 'oracle'
+--db postgres|--db postgres needs --db-url
+--db sqlite --db-url x|--db-url is for
+--seed 1e6|--seed '1e6'
+--cache memcached|--cache 'memcached'
+--redis-url redis://h:1|--redis-url needs --cache redis
+--cache redis --redis-url http://x|--redis-url
+--cache redis --redis-url redis://h:0|port must be
+--filter bloom|--filter 'bloom'
+--variant scalable|--variant 'scalable'
+--error-rate 0|--error-rate '0'
+--error-rate 1|--error-rate '1'
+--error-rate abc|--error-rate 'abc'
+--capacity -5|--capacity '-5'
+--headroom 0.5|--headroom '0.5'
+--filter-backend bitmap|are for --filter remote
+--filter remote --filter-backend x|--filter-backend 'x'
+--filter remote --filter-name a{b}|--filter-name
+--filter remote --variant counting|--variant is for --filter local
+--filter remote --filter-backend module --rebuild-interval 5|--rebuild-interval
+--filter none --error-rate 0.1|need a filter
+--rebuild-interval x|--rebuild-interval 'x'
+--bogus|unknown option '--bogus'
+extra|unexpected argument 'extra'
+EOF
+}
+
+case_startup() {
+    local rc
+    # a database that does not answer: exit 1, a message
+    rc=0
+    timeout 60 "$SVC" --port 0 --db postgres --db-url "host=127.0.0.1 port=1 user=x dbname=x connect_timeout=2" \
+        2>"$T/err" || rc=$?
+    eq "$rc" 1 "exit status with an unreachable PostgreSQL"
+    has "$T/err" "cannot open the postgres database"
+    rc=0
+    timeout 60 "$SVC" --port 0 --db mariadb --db-url "mysql://x:y@127.0.0.1:1/x" 2>"$T/err" || rc=$?
+    eq "$rc" 1 "exit status with an unreachable MariaDB"
+    has "$T/err" "cannot open the mariadb database"
+    # an SQLite file that cannot be created
+    rc=0
+    "$SVC" --port 0 --db-path /nonexistent/dir/p.db 2>"$T/err" || rc=$?
+    eq "$rc" 1 "exit status with a bad --db-path"
+    has "$T/err" "cannot open the sqlite database"
+    # a remote filter on a Redis that does not answer
+    rc=0
+    timeout 60 "$SVC" --port 0 --db-path "$T/p.db" --seed 10 --filter remote \
+        --filter-url redis://127.0.0.1:1 2>"$T/err" || rc=$?
+    eq "$rc" 1 "exit status with an unreachable remote filter"
+    has "$T/err" "cannot open the remote filter"
+    # a port in use, a bad address
+    start
+    rc=0
+    "$SVC" --port "$PORT" --db-path "$T/p.db" --seed 10 2>"$T/err" || rc=$?
+    eq "$rc" 1 "exit status with the port taken"
+    has "$T/err" "Address already in use"
+    rc=0
+    "$SVC" --port 0 --bind 300.1.2.3 --db-path "$T/p.db" --seed 10 2>"$T/err" || rc=$?
+    eq "$rc" 1 "exit status with a bad --bind"
+    has "$T/err" "not an IPv4 or IPv6 address"
+    # the log: one line per step
+    has "$T/svc.log" "db: seeded 1000 products"
+    has "$T/svc.log" "db: sqlite"
+    has "$T/svc.log" "cache: none"
+    has "$T/svc.log" "filter: local blocked, p=0.01, built in"
+    grep -q "with 99[0-9] keys\|with 1000 keys" "$T/svc.log" || fail "filter built with ~1000 keys"
+    has "$T/svc.log" "listening on http://127.0.0.1:$PORT"
+    stop
+    # the second start does not seed again
+    start
+    if grep -q "seeded" "$T/svc.log"; then fail "seeded twice"; fi
+    has "$T/svc.log" "1000 products"
+    stop
+    # a Redis cache that does not answer is a warning, not an error
+    start --cache redis --redis-url redis://127.0.0.1:1
+    has "$T/svc.log" "does not answer"
+    expect 200 GET /products/7
+    stop
+    # IPv6 loopback
+    if [ -e /proc/net/if_inet6 ]; then
+        start --bind ::1
+        has "$T/svc.log" "listening on http://[::1]:"
+        eq "$(curl -sS -o /dev/null -w '%{http_code}' "http://[::1]:$PORT/products/7")" 200 "GET over IPv6"
+        stop
+    fi
+}
+
+case_endpoints() {
+    start
+    expect 200 GET /products/42
+    ctype application/json
+    eq "$(jq -c . "$T/body")" '{"id":42,"name":"product 42","price_cents":32598}' "product 42"
+    expect 200 HEAD /products/42 --head
+    expect 404 GET /products/1001
+    json_error
+    eq "$(jq -r .error "$T/body")" "not found" "404 body"
+    expect 404 GET /products/9223372036854775807
+    local id
+    for id in 0 01 -1 +1 abc 1a 9223372036854775808 99999999999999999999 %20 1.0; do
+        expect 400 GET "/products/$id"
+        json_error
+    done
+    expect 400 GET /products/
+    expect 400 DELETE /products/x
+    # routes and methods
+    expect 404 GET /
+    json_error
+    expect 404 GET /products/1/extra
+    expect 404 GET /nope
+    expect 405 PUT /products/1
+    grep -qi '^allow: GET, HEAD, DELETE' "$T/headers" || fail "Allow header of /products/{id}"
+    json_error
+    expect 405 GET /products
+    grep -qi '^allow: POST' "$T/headers" || fail "Allow header of /products"
+    expect 405 POST /metrics
+    grep -qi '^allow: GET, HEAD' "$T/headers" || fail "Allow header of /metrics"
+    expect 405 DELETE /healthz
+    # query strings are ignored
+    expect 200 GET '/products/42?x=1'
+    # healthz
+    expect 200 GET /healthz
+    eq "$(cat "$T/body")" "ok" "healthz body"
+    # DELETE
+    expect 204 DELETE /products/42
+    expect 404 GET /products/42
+    expect 404 DELETE /products/42
+    json_error
+    # keep-alive: two requests, one connection
+    curl -sS -v -o /dev/null -o /dev/null "$BASE/products/1" "$BASE/products/2" 2>"$T/err" >/dev/null
+    has "$T/err" "Re-using existing connection"
+    # a body sent to GET is ignored
+    expect 200 GET /products/3 --data-binary 'ignored'
+    # many requests in parallel
+    seq 1 200 | xargs -P 8 -I{} curl -s -o /dev/null -w '%{http_code}\n' "$BASE/products/{}" >"$T/codes"
+    eq "$(grep -c '^200$' "$T/codes")" 199 "parallel GETs found (42 was deleted)"
+    eq "$(grep -c '^404$' "$T/codes")" 1 "parallel GETs not found"
+    stop
+}
+
+case_post() {
+    start
+    expect 404 GET /products/5000
+    eq "$(post '{"id":5000,"name":"new thing","price_cents":1999}')" 201 "POST status"
+    ctype application/json
+    eq "$(jq -c . "$T/body")" '{"id":5000,"name":"new thing","price_cents":1999}' "POST body"
+    grep -qi '^location: /products/5000' "$T/headers" || fail "Location header"
+    expect 200 GET /products/5000
+    eq "$(jq -r .name "$T/body")" "new thing" "GET after POST"
+    # replace, escapes and UTF-8 round trip exactly
+    eq "$(post ' { "price_cents" : 0 , "name" : "caf\u00e9 \"q\" \\ \ud83d\ude00 é\n" , "id" : 5000 } ')" 201 "POST replace"
+    local posted
+    posted=$(cat "$T/body")
+    expect 200 GET /products/5000
+    eq "$(cat "$T/body")" "$posted" "GET returns what POST did"
+    eq "$(jq -r .name "$T/body")" "$(printf 'café "q" \\ \xf0\x9f\x98\x80 é\n')" "decoded name"
+    # the largest id
+    eq "$(post '{"id":9223372036854775807,"name":"max","price_cents":9223372036854775807}')" 201 "POST max id"
+    expect 200 GET /products/9223372036854775807
+    # the filter learnt them: puts counted
+    metrics
+    ge "$(m bloomgate_guard_puts_total)" 3 "puts"
+    # a body without Content-Type is accepted
+    eq "$(req POST /products --data-binary '{"id":5001,"name":"x","price_cents":1}' -H 'Content-Type:')" 201 "POST without Content-Type"
+    stop
+}
+
+case_badjson() {
+    start
+    local body
+    while IFS= read -r body; do
+        eq "$(post "$body")" 400 "status of POST $body"
+        json_error
+    done <<'EOF'
+
+{
+[]
+"x"
+{}
+{"id":1}
+{"id":1,"name":"a"}
+{"id":1,"name":"a","price_cents":1,"extra":2}
+{"id":1,"name":"a","price_cents":1,"id":2}
+{"id":0,"name":"a","price_cents":1}
+{"id":-1,"name":"a","price_cents":1}
+{"id":1.5,"name":"a","price_cents":1}
+{"id":1e3,"name":"a","price_cents":1}
+{"id":01,"name":"a","price_cents":1}
+{"id":9223372036854775808,"name":"a","price_cents":1}
+{"id":"1","name":"a","price_cents":1}
+{"id":1,"name":"","price_cents":1}
+{"id":1,"name":1,"price_cents":1}
+{"id":1,"name":"a","price_cents":-5}
+{"id":1,"name":"a","price_cents":null}
+{"id":1,"name":"a\u0000b","price_cents":1}
+{"id":1,"name":"\ud800","price_cents":1}
+{"id":1,"name":"\udc00x","price_cents":1}
+{"id":1,"name":"\x","price_cents":1}
+{"id":1,"name":"\u12","price_cents":1}
+{"id":1,"name":"a","price_cents":1}x
+{"id":1,"name":"a","price_cents":1},
+{"id":1,"name":"a" "price_cents":1}
+{"id":1,"name":"a",}
+{"id":1 "name":"a","price_cents":1}
+{id:1,"name":"a","price_cents":1}
+{"id":1,"name":"unterminated
+EOF
+    # raw control characters and invalid UTF-8
+    eq "$(post "$(printf '{"id":1,"name":"a\tb","price_cents":1}')")" 400 "raw tab"
+    eq "$(post "$(printf '{"id":1,"name":"a\xffb","price_cents":1}')")" 400 "invalid UTF-8"
+    eq "$(post "$(printf '{"id":1,"name":"\xc0\xaf","price_cents":1}')")" 400 "overlong UTF-8"
+    eq "$(post "$(printf '{"id":1,"name":"\xed\xa0\x80","price_cents":1}')")" 400 "UTF-8 surrogate"
+    has "$T/body" "invalid UTF-8"
+    # too long a name
+    eq "$(post "{\"id\":1,\"name\":\"$(head -c 1100 /dev/zero | tr '\0' a)\",\"price_cents\":1}")" 400 "long name"
+    has "$T/body" "too long"
+    # 415: not JSON
+    eq "$(req POST /products -H 'Content-Type: application/x-www-form-urlencoded' --data-binary 'id=1')" 415 "form body"
+    json_error
+    # 413: declared and chunked
+    head -c 5000 /dev/zero | tr '\0' ' ' >"$T/big"
+    eq "$(req POST /products -H 'Content-Type: application/json' --data-binary @"$T/big")" 413 "big body"
+    json_error
+    eq "$(req POST /products -H 'Content-Type: application/json' -H 'Transfer-Encoding: chunked' --data-binary @"$T/big")" 413 "big chunked body"
+    json_error
+    # exactly the limit is fine (whitespace around a valid object)
+    local small='{"id":7,"name":"limit","price_cents":1}'
+    { printf '%s' "$small"; head -c $((4096 - ${#small})) /dev/zero | tr '\0' ' '; } >"$T/limit"
+    eq "$(stat -c %s "$T/limit")" 4096 "limit body size"
+    eq "$(req POST /products -H 'Content-Type: application/json' --data-binary @"$T/limit")" 201 "4096-byte body"
+    # garbage on the socket: the service stays up
+    printf 'GARBAGE\r\n\r\n' | timeout 5 bash -c "cat >/dev/tcp/127.0.0.1/$PORT" || true
+    printf 'GET /products/1 HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n' |
+        timeout 5 bash -c "cat >/dev/tcp/127.0.0.1/$PORT" || true
+    expect 200 GET /products/1
+    metrics
+    ge "$(m 'bloomgate_http_requests_total{code="400"}')" 35 "400s counted"
+    eq "$(m 'bloomgate_http_requests_total{code="413"}')" 2 "413s counted"
+    eq "$(m 'bloomgate_http_requests_total{code="415"}')" 1 "415s counted"
+    stop
+}
+
+case_metrics() {
+    start
+    local i
+    for i in $(seq 1 30); do req GET "/products/$i" >/dev/null; done
+    for i in $(seq 2001 2020); do req GET "/products/$i" >/dev/null; done
+    req GET /products/x >/dev/null
+    req GET /nowhere >/dev/null
+    expect 200 GET /metrics
+    ctype "text/plain; version=0.0.4"
+    cp "$T/body" "$T/metrics"
+    # every counter and gauge, with HELP and TYPE
+    local name type
+    while read -r name type; do
+        grep -q "^# HELP $name " "$T/metrics" || fail "no HELP for $name"
+        grep -q "^# TYPE $name $type\$" "$T/metrics" || fail "no TYPE $type for $name"
+    done <<'EOF'
+bloomgate_products_info gauge
+bloomgate_guard_requests_total counter
+bloomgate_guard_filtered_total counter
+bloomgate_guard_negative_hits_total counter
+bloomgate_guard_cache_hits_total counter
+bloomgate_guard_cache_errors_total counter
+bloomgate_guard_source_queries_total counter
+bloomgate_guard_source_found_total counter
+bloomgate_guard_false_positives_total counter
+bloomgate_guard_source_errors_total counter
+bloomgate_guard_collapsed_total counter
+bloomgate_guard_puts_total counter
+bloomgate_guard_removes_total counter
+bloomgate_guard_rebuilds_total counter
+bloomgate_guard_rebuild_errors_total counter
+bloomgate_guard_filter_items gauge
+bloomgate_guard_filter_bytes gauge
+bloomgate_db_queries_total counter
+bloomgate_http_requests_total counter
+bloomgate_http_request_duration_seconds histogram
+bloomgate_guard_filter_check_seconds histogram
+bloomgate_rebuild_duration_seconds histogram
+EOF
+    # every sample line is NAME{labels} VALUE with a known family
+    awk '
+        /^#/ { if ($2 == "TYPE") fam[$3] = $4; next }
+        /^$/ { next }
+        {
+            if (NF != 2 || $2 !~ /^[0-9.e+-]+$/) { print "bad line: " $0; bad = 1; next }
+            n = $1; sub(/\{.*/, "", n); base = n
+            sub(/_(bucket|sum|count)$/, "", base)
+            if (!(n in fam) && !(base in fam && fam[base] == "histogram")) { print "no TYPE for: " $0; bad = 1 }
+        }
+        END { exit bad }' "$T/metrics" || fail "malformed exposition"
+    eq "$(m bloomgate_guard_requests_total)" 50 "guard requests"
+    eq "$(m bloomgate_guard_source_found_total)" 30 "found"
+    eq "$(m 'bloomgate_http_requests_total{code="200"}')" 30 "200s"
+    eq "$(m 'bloomgate_http_requests_total{code="404"}')" 21 "404s"
+    eq "$(m 'bloomgate_http_requests_total{code="400"}')" 1 "400s"
+    # (a key that sets no new bit is not counted: about 1000)
+    ge "$(m bloomgate_guard_filter_items)" 990 "filter items"
+    gt "$(m bloomgate_guard_filter_bytes)" 0 "filter bytes"
+    gt "$(m bloomgate_db_queries_total)" 30 "db queries"
+    eq "$(m bloomgate_guard_filter_check_seconds_count)" 50 "filter checks timed (--check-sample 1)"
+    eq "$(m 'bloomgate_http_request_duration_seconds_count{route="get_product",outcome="ok"}')" 30 "found histogram count"
+    eq "$(m 'bloomgate_http_request_duration_seconds_count{route="get_product",outcome="not_found"}')" 20 "not-found histogram count"
+    eq "$(m 'bloomgate_http_request_duration_seconds_count{route="get_product",outcome="client_error"}')" 1 "bad-id histogram count"
+    eq "$(m 'bloomgate_http_request_duration_seconds_count{route="other",outcome="not_found"}')" 1 "unknown-route histogram count"
+    grep -q '^bloomgate_products_info{.*db="sqlite",cache="none",filter="local",variant="blocked"} 1$' "$T/metrics" ||
+        fail "info line"
+    # histograms: buckets ascending in le, counts monotone, +Inf == _count
+    awk '
+        /_bucket\{/ {
+            key = $1; sub(/le="[^"]*"/, "", key); sub(/_bucket/, "", key)
+            le = $1; sub(/.*le="/, "", le); sub(/".*/, "", le)
+            v = $2 + 0
+            if (key in last) {
+                if (v < last[key]) { print "not monotone: " $0; bad = 1 }
+                if (le != "+Inf" && le + 0 <= lastle[key]) { print "le not ascending: " $0; bad = 1 }
+            }
+            last[key] = v; lastle[key] = (le == "+Inf") ? 1e99 : le + 0
+            if (le == "+Inf") inf[key] = v
+            next
+        }
+        /_count/ && !/^#/ {
+            key = $1; sub(/_count/, "", key); gsub(/[{}]/, "", key)
+            cnt[key] = $2 + 0
+        }
+        END {
+            for (k in inf) {
+                c = k; gsub(/[{}]/, "", c); sub(/,$/, "", c)
+                if (!(c in cnt)) { print "no _count for " k; bad = 1 }
+                else if (cnt[c] != inf[k]) { print "+Inf " inf[k] " != _count " cnt[c] " for " k; bad = 1 }
+            }
+            exit bad
+        }' "$T/metrics" || fail "histogram shape"
+    grep -q 'bloomgate_http_request_duration_seconds_bucket{route="get_product",outcome="ok",le="0.000050000"}' "$T/metrics" ||
+        fail "a 50 us bucket"
+    grep -q 'le="1.000000000"' "$T/metrics" || fail "a 1 s bucket"
+    # HEAD /metrics has no body but the same headers
+    expect 200 HEAD /metrics --head
+    stop
+    # --check-sample 0: no timing
+    start --check-sample 0
+    req GET /products/1 >/dev/null
+    metrics
+    eq "$(m bloomgate_guard_filter_check_seconds_count)" 0 "no filter checks timed"
+    stop
+}
+
+case_falsepos() {
+    # A tiny, overfull filter: most absent ids pass it and reach the database.
+    start --capacity 100 --error-rate 0.5
+    local i
+    for i in $(seq 100001 100200); do req GET "/products/$i" >/dev/null; done
+    metrics
+    local fp
+    fp=$(m bloomgate_guard_false_positives_total)
+    gt "$fp" 50 "false positives with an overfull filter"
+    eq "$(m bloomgate_guard_source_queries_total)" "$fp" "every false positive is a database query"
+    eq "$(( $(m bloomgate_guard_filtered_total) + fp ))" 200 "filtered + false positives"
+    # asked again: the negative cache answers, not the database
+    for i in $(seq 100001 100200); do req GET "/products/$i" >/dev/null; done
+    metrics
+    eq "$(m bloomgate_guard_false_positives_total)" "$fp" "no new false positives"
+    eq "$(m bloomgate_guard_negative_hits_total)" "$fp" "negative-cache hits"
+    stop
+    # without a filter nothing is filtered and nothing is a false positive
+    start --filter none
+    for i in $(seq 100001 100020); do expect 404 GET "/products/$i"; done
+    metrics
+    eq "$(m bloomgate_guard_filtered_total)" 0 "filtered without a filter"
+    eq "$(m bloomgate_guard_source_queries_total)" 20 "every lookup reaches the database"
+    eq "$(m bloomgate_guard_filter_check_seconds_count)" 0 "no filter checks timed"
+    grep -q 'filter="none"' "$T/metrics" || fail "info says filter none"
+    stop
+}
+
+case_counting() {
+    # counting: DELETE removes the id from the filter
+    start --variant counting
+    expect 204 DELETE /products/5
+    metrics
+    local f0
+    f0=$(m bloomgate_guard_filtered_total)
+    eq "$(m bloomgate_guard_removes_total)" 1 "removes"
+    expect 404 GET /products/5
+    metrics
+    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered"
+    eq "$(m bloomgate_guard_false_positives_total)" 0 "no false positive"
+    # and POST adds it back
+    eq "$(post '{"id":5,"name":"back","price_cents":5}')" 201 "POST"
+    expect 200 GET /products/5
+    grep -q 'variant="counting"' "$T/metrics" || fail "info says counting"
+    stop
+    # blocked: the deleted id stays in the filter (a false positive) until
+    # a rebuild
+    rm -f "$T/products.db"
+    start --variant blocked
+    expect 204 DELETE /products/5
+    expect 404 GET /products/5
+    metrics
+    eq "$(m bloomgate_guard_false_positives_total)" 1 "the deleted id is a false positive"
+    stop
+}
+
+case_rebuild() {
+    start --rebuild-interval 1
+    expect 204 DELETE /products/9
+    sleep 3.5
+    metrics
+    ge "$(m bloomgate_guard_rebuilds_total)" 2 "rebuilds"
+    ge "$(m bloomgate_rebuild_duration_seconds_count)" 2 "rebuild histogram"
+    ge "$(m bloomgate_guard_filter_items)" 990 "items after the rebuild"
+    ge 999 "$(m bloomgate_guard_filter_items)" "items after the rebuild, at most"
+    has "$T/svc.log" "filter rebuilt in"
+    # the deleted id is gone from the rebuilt filter
+    local f0
+    f0=$(m bloomgate_guard_filtered_total)
+    expect 404 GET /products/9
+    metrics
+    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
+    # a POST during rebuilds is never lost
+    local i
+    for i in $(seq 3001 3040); do
+        eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
+        sleep 0.05
+    done
+    sleep 1.2
+    for i in $(seq 3001 3040); do expect 200 GET "/products/$i"; done
+    stop
+}
+
+case_signals() {
+    start
+    kill -INT "$SVC_PID"
+    local rc=0
+    wait "$SVC_PID" || rc=$?
+    eq "$rc" 0 "exit status after SIGINT"
+    has "$T/svc.log" "stopping (SIGINT)"
+    has "$T/svc.log" "stopped"
+    # SIGTERM with requests in flight
+    start
+    seq 1 2000 | xargs -P 4 -I{} curl -s -o /dev/null "$BASE/products/{}" 2>/dev/null &
+    local load=$!
+    sleep 0.5
+    stop
+    wait "$load" 2>/dev/null || true
+    has "$T/svc.log" "stopping (SIGTERM)"
+}
+
+# ---- outages ----------------------------------------------------------------
+
+REDIS_PID=
+REDIS_PORT=
+free_port() { # a free port in 25000-25999
+    local p
+    for _ in $(seq 1 200); do
+        p=$((25000 + RANDOM % 1000))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+    done
+    fail "no free port in 25000-25999"
+}
+redis_start() { # on REDIS_PORT
+    "${REDIS_SERVER:-redis-server}" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
+        --dir "$T" >"$T/redis.log" 2>&1 &
+    REDIS_PID=$!
+    PIDS+=("$REDIS_PID")
+    for _ in $(seq 1 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$REDIS_PORT") 2>/dev/null && return 0
+        kill -0 "$REDIS_PID" 2>/dev/null || { cat "$T/redis.log" >&2; fail "redis-server did not start"; }
+        sleep 0.1
+    done
+    fail "redis-server does not listen"
+}
+redis_stop() {
+    kill -TERM "$REDIS_PID"
+    wait "$REDIS_PID" 2>/dev/null || true
+}
+
+case_redis_outage() {
+    command -v "${REDIS_SERVER:-redis-server}" >/dev/null ||
+        fail "redis-server is missing (scripts/deps.sh installs it)"
+    REDIS_PORT=$(free_port)
+    redis_start
+    start --cache redis --redis-url "redis://127.0.0.1:$REDIS_PORT"
+    has "$T/svc.log" "cache: redis 127.0.0.1:$REDIS_PORT"
+    expect 200 GET /products/5
+    expect 200 GET /products/5
+    metrics
+    ge "$(m bloomgate_guard_cache_hits_total)" 1 "cache hits"
+    grep -q 'cache="redis"' "$T/metrics" || fail "info says redis"
+    # Redis stops: the database answers, cache errors are counted
+    redis_stop
+    local i
+    for i in 5 6 7; do expect 200 GET "/products/$i"; done
+    expect 404 GET /products/1000001
+    expect 404 GET /products/77777777
+    expect 204 DELETE /products/8
+    eq "$(post '{"id":4000,"name":"during","price_cents":1}')" 201 "POST while Redis is down"
+    expect 200 GET /healthz
+    metrics
+    ge "$(m bloomgate_guard_cache_errors_total)" 3 "cache errors while Redis is down"
+    local hits
+    hits=$(m bloomgate_guard_cache_hits_total)
+    # Redis is back (empty): cache hits again
+    redis_start
+    local ok=0
+    for _ in $(seq 1 50); do
+        req GET /products/6 >/dev/null
+        req GET /products/6 >/dev/null
+        metrics
+        if [ "$(m bloomgate_guard_cache_hits_total)" -gt "$hits" ]; then ok=1; break; fi
+        sleep 0.2
+    done
+    eq "$ok" 1 "cache hits after Redis came back"
+    expect 200 GET /products/4000
+    stop
+}
+
+# db_outage postgres|mariadb
+db_outage() {
+    local kind=$1
+    [ -n "${DBCTL:-}" ] && [ -x "$DBCTL" ] || fail "DBCTL (bg-products-dbctl) is not set or not built"
+    coproc DBC { exec "$DBCTL" "$kind" 2>"$T/dbctl.log"; }
+    DB_PID=$DBC_PID
+    local conninfo='' reply=''
+    read -r -t 240 conninfo <&"${DBC[0]}" || true
+    case $conninfo in ''|error*) cat "$T/dbctl.log" >&2; fail "$kind did not start: $conninfo" ;; esac
+    start_raw --db "$kind" --db-url "$conninfo" --seed 1000
+    expect 200 GET /products/5
+    expect 404 GET /products/1000001
+    expect 200 GET /healthz
+
+    echo stop >&"${DBC[1]}"
+    read -r -t 60 reply <&"${DBC[0]}" || true
+    eq "$reply" stopped "dbctl stop"
+    # a maybe-present id: 503 with a JSON error, quickly
+    local t0=$SECONDS
+    expect 503 GET /products/5
+    json_error
+    eq "$(jq -r .error "$T/body")" "database unavailable" "503 error"
+    expect 503 GET /products/6
+    expect 503 GET /healthz
+    expect 503 DELETE /products/7
+    json_error
+    eq "$(post '{"id":4000,"name":"x","price_cents":1}')" 503 "POST while the database is down"
+    # absent ids are still answered from memory, by the filter
+    local i n404=0
+    for i in $(seq 2000001 2000100); do
+        [ "$(req GET "/products/$i")" != 404 ] || n404=$((n404 + 1))
+    done
+    ge "$n404" 95 "absent ids answered 404 while the database is down"
+    expect 200 GET /metrics
+    [ $((SECONDS - t0)) -lt 120 ] || fail "requests during the outage took too long"
+    metrics
+    ge "$(m bloomgate_guard_source_errors_total)" 2 "source errors"
+    ge "$(m 'bloomgate_http_requests_total{code="503"}')" 5 "503s counted"
+
+    echo start >&"${DBC[1]}"
+    read -r -t 120 reply <&"${DBC[0]}" || true
+    eq "$reply" started "dbctl start"
+    local ok=0
+    for _ in $(seq 1 100); do
+        if [ "$(req GET /products/5)" = 200 ]; then ok=1; break; fi
+        sleep 0.2
+    done
+    eq "$ok" 1 "GET recovers after $kind came back"
+    expect 200 GET /healthz
+    expect 200 GET /products/6
+    expect 204 DELETE /products/7
+    eq "$(post '{"id":4000,"name":"after","price_cents":1}')" 201 "POST after the outage"
+    expect 200 GET /products/4000
+    stop
+    grep -q "db=\"$kind\"" "$T/metrics" || fail "info says $kind"
+}
+
+case_postgres_outage() { db_outage postgres; }
+case_mariadb_outage() { db_outage mariadb; }
+
+case_demo() {
+    [ -n "${SRC:-}" ] && [ -n "${BUILD:-}" ] || fail "SRC and BUILD must be set"
+    local rc=0
+    DEMO_SECONDS=2 DEMO_WARMUP=1 DEMO_PRODUCTS=20000 bash "$SRC/examples/products/demo.sh" "$BUILD" \
+        >"$T/out" 2>"$T/err" || rc=$?
+    cat "$T/out"
+    [ "$rc" -eq 0 ] || { cat "$T/err" >&2; fail "demo exit status $rc"; }
+    local last
+    last=$(tail -n 1 "$T/out")
+    [[ $last =~ ^absent-id\ database\ queries\ cut\ by\ ([0-9]+\.[0-9])%$ ]] ||
+        fail "last line: '$last'"
+    awk -v c="${BASH_REMATCH[1]}" 'BEGIN { exit !(c >= 99.0) }' || fail "cut ${BASH_REMATCH[1]}% < 99.0%"
+    has "$T/out" "requests/s"
+    has "$T/out" "observed false-positive rate"
+}
+
+declare -F "case_$CASE" >/dev/null || { echo "unknown case: $CASE" >&2; exit 2; }
+"case_$CASE"
+echo "ok [$CASE]"
