@@ -135,6 +135,41 @@ else
     fail "the CMake consumer does not configure/build"
 fi
 
+# The guard and the remote client are static archives with their own .pc
+# files (they use libbloomgate's internals, so they pull in libbloomgate.a).
+if [ -e "$pcdir/bloomgate-guard.pc" ]; then
+    step "pkg-config bloomgate-guard (examples/guard_example.c)"
+    for f in "$libdir/libbloomgate_guard.a" "$libdir/libbloomgate_remote.a" \
+             "$pcdir/bloomgate-remote.pc" "$prefix/include/bloomgate/guard.h"; do
+        [ -e "$f" ] && ok "installed ${f#"$prefix"/}" || fail "not installed: ${f#"$prefix"/}"
+    done
+    gexample=$src/examples/guard_example.c
+    # hiredis.pc is the system's: search it after the prefix.
+    syspc=$(env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_PATH pkg-config --variable pc_path pkg-config)
+    gflags=$(PKG_CONFIG_LIBDIR="$pcdir:$syspc" pkg-config --cflags --libs bloomgate-guard) ||
+        fail "pkg-config bloomgate-guard"
+    echo "flags: $gflags"
+    # shellcheck disable=SC2086 # the flags are meant to split
+    if "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/guard_pc" "$gexample" $gflags; then
+        gout=$("$work/guard_pc" 2>&1) || true
+        if [[ $gout == *$'42: {"id":42}\n1000000: absent'* ]]; then
+            ok "guard example built from the installed package ran"
+        else
+            fail "guard example printed:"$'\n'"$gout"
+        fi
+        if readelf -d "$work/guard_pc" | grep -q 'NEEDED.*libbloomgate'; then
+            fail "the guard example depends on libbloomgate.so (needs libbloomgate.a)"
+        fi
+    else
+        fail "pkg-config bloomgate-guard build does not compile/link"
+    fi
+    for a in "$libdir/libbloomgate_guard.a" "$libdir/libbloomgate_remote.a"; do
+        g=$(nm -g --defined-only "$a" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^bg_' | sort -u || true)
+        [ -z "$g" ] && ok "$(basename "$a") defines only bg_/bg__ globals" \
+            || fail "$(basename "$a") defines globals outside bg_: $(echo $g)"
+    done
+fi
+
 step "exported symbols of $(basename "$so")"
 exported=$(nm -D --defined-only "$so" | awk '{print $NF}' | sort)
 declared=$(grep -h '^BG_API ' "$prefix"/include/bloomgate/*.h \
