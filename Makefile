@@ -24,7 +24,7 @@ demo: build
 
 # Every suite through ctest, then the unit, CLI, remote-client, guard, store and
 # products-service tests again under ASan+UBSan,
-# the concurrency tests under TSan, and the file loader under libFuzzer, each
+# the concurrency tests under TSan, and the parsers of untrusted bytes under libFuzzer, each
 # in its own build tree.
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
@@ -46,8 +46,10 @@ test-tsan: deps
 	cmake --build $(BUILD)-tsan -j $(JOBS)
 	ctest --test-dir $(BUILD)-tsan --output-on-failure -L concurrency
 
-# The file loader under libFuzzer (clang, ASan+UBSan): every seed once, then
-# FUZZ_SECONDS (default 60) of fuzzing; a crash leaves its input in
+# The parsers of untrusted bytes under libFuzzer (clang, ASan+UBSan): filter
+# files, BF.LOADCHUNK chunks, the products service's requests
+# (tests/fuzz/): every seed once, then FUZZ_SECONDS (default 60) of fuzzing
+# each; a crash leaves its input in
 # $(BUILD)-fuzz/fuzz-artifacts/.
 test-fuzz: deps
 	cmake -S . -B $(BUILD)-fuzz -G "$(GENERATOR)" -DCMAKE_C_COMPILER=clang -DBG_WERROR=ON \

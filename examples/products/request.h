@@ -1,0 +1,40 @@
+/* Request parsing and JSON output of the products service (request.c):
+ * untrusted bytes in, so every function checks every byte; fuzzed by
+ * tests/fuzz/fuzz_product_request.c. */
+#ifndef PRODUCTS_REQUEST_H
+#define PRODUCTS_REQUEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest POST body accepted; larger gets 413. */
+#define HTTP_MAX_BODY 4096
+/* Longest product name, in bytes of UTF-8. */
+#define PRODUCT_NAME_MAX 1024
+
+/* A product id: a decimal in 1..2^63-1 without sign or leading zeros, the
+ * whole of s[0..len). 0 or -1. */
+int http_parse_id(const char *s, size_t len, uint64_t *out);
+
+typedef struct product_in {
+    uint64_t id;
+    int64_t price_cents;
+    char name[PRODUCT_NAME_MAX + 1]; /* UTF-8, NUL-terminated, no NUL inside */
+    size_t name_len;
+} product_in;
+
+/* Parses exactly one flat JSON object with the members "id" (1..2^63-1),
+ * "name" (a non-empty string) and "price_cents" (0..2^63-1), in any order,
+ * each once, nothing else. 0, or -1 with a message in err. */
+int http_parse_product(const char *body, size_t len, product_in *out, char *err, size_t errlen);
+
+/* Appends s[0..len) as a JSON string (bytes that are not valid UTF-8
+ * become U+FFFD) to buf at *pos, NUL-terminated; stops at cap - 1 (the
+ * string is then cut short). */
+void json_string(char *buf, size_t cap, size_t *pos, const char *s, size_t len);
+
+/* Writes {"error":"msg"} or {"error":"msg","detail":"detail"} and a newline
+ * into buf (cap >= 16); returns its length. */
+size_t json_error(char *buf, size_t cap, const char *msg, const char *detail);
+
+#endif
