@@ -347,13 +347,15 @@ static int conn_done(store *s, store_conn *c, int rc)
     return rc;
 }
 
-/* Runs one backend call on the calling thread's connection. A read
- * (retry_read) that finds a connection broken which it did not just make
- * (a database restarted since this record's last call, or a record
- * adopted from a finished thread) reconnects and runs once more: a read is
- * safe to repeat, and one database restart then costs no failed request. A
- * write is never repeated (it may have been applied). */
-#define STORE_CALL(s, counted, retry_read, call)                                             \
+/* Runs one backend call on the calling thread's connection. A call that
+ * is safe to repeat (`repeatable`: the reads, and put, an upsert that
+ * leaves the same row however often it runs) and finds a connection broken
+ * which it did not just make (a database restarted since this record's
+ * last call, or a record adopted from a finished thread) reconnects and
+ * runs once more, so one database restart costs no failed request. Delete
+ * is not repeated: if the first try was applied and its reply lost, the
+ * second would report "there was none". */
+#define STORE_CALL(s, counted, repeatable, call)                                             \
     do {                                                                                     \
         for (int try_ = 0;; try_++) {                                                        \
             store_conn *c_;                                                                  \
@@ -366,7 +368,7 @@ static int conn_done(store *s, store_conn *c, int rc)
             void *db = c_->db;                                                               \
             rc_ = (call);                                                                    \
             rc_ = conn_done((s), c_, rc_);                                                   \
-            if (rc_ != BG_ECONN || !(retry_read) || made_ || try_ > 0)                       \
+            if (rc_ != BG_ECONN || !(repeatable) || made_ || try_ > 0)                       \
                 return rc_;                                                                  \
         }                                                                                    \
     } while (0)
@@ -495,7 +497,7 @@ int store_put(store *s, uint64_t id, const char *name, int64_t price_cents)
         return store__fail(BG_EINVAL, "store_put: NULL argument");
     if (id > (uint64_t)INT64_MAX)
         return store__fail(BG_EINVAL, "store_put: id %" PRIu64 " is out of range", id);
-    STORE_CALL(s, 1, 0, s->ops->put(db, (int64_t)id, name, price_cents));
+    STORE_CALL(s, 1, 1, s->ops->put(db, (int64_t)id, name, price_cents));
 }
 
 int store_delete(store *s, uint64_t id)

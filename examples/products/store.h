@@ -20,9 +20,11 @@
  * connect timeout (STORE_CONNECT_TIMEOUT_S in store_internal.h, unless a
  * PostgreSQL conninfo sets connect_timeout; MariaDB reads and writes get the
  * same timeout); the store reconnects
- * by itself when it is back, and a read (get, count, scan) that meets a
- * connection broken since its thread's last call reconnects and retries
- * once, so a database restart costs no failed read.
+ * by itself when it is back, and a read (get, count, scan) or a put (an
+ * upsert: safe to repeat) that meets a connection broken since its
+ * thread's last call reconnects and retries once, so a database restart
+ * costs no failed read or put. A delete is not retried (its first try may
+ * have been applied): it may fail once after a restart.
  *
  * ERRORS
  * BG_ECONN: the database is unreachable, or the connection broke or timed

@@ -44,7 +44,7 @@ extern "C" {
     X(EABSENT,   -16, "key is definitely absent: nothing removed")                \
     X(EFULL,     -17, "non-scaling filter is full")                               \
     X(ELAYERS,   -18, "scalable filter has reached its maximum number of layers") \
-    X(ECONN,     -19, "Redis connection failed, broke or timed out")              \
+    X(ECONN,     -19, "connection to the server failed, broke or timed out")      \
     X(EREMOTE,   -20, "Redis replied an error (bg_remote_errstr holds its message)") \
     X(ESTALE,    -21, "remote filter was re-created: its parameters changed under the client") \
     X(ENOTFOUND, -22, "remote filter does not exist")                             \
