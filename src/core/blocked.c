@@ -34,8 +34,8 @@
  * in files and in Redis. (SplitMix64 outputs from seed 0x626c6f6f6d676174,
  * with the low bit set.) */
 const uint64_t bg__blocked_salt[BG_BLOCKED_MAX_K] = {
-    0xb843f28d1cbe7cc1u, 0xbf5208508c24ba89u, 0x44191ad094bbb81fu, 0x5380e15d575cde27u,
-    0x7c1006a45673361du, 0x966e0f470d6583c1u, 0x393056da196ce181u, 0xad9afafc3a99e0e7u,
+    BG__SALT_0, BG__SALT_1, BG__SALT_2, BG__SALT_3,
+    BG__SALT_4, BG__SALT_5, BG__SALT_6, BG__SALT_7,
 };
 
 /* Single writer: plain load-or-store per word. Concurrent writers: a locked

@@ -270,7 +270,9 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
  * filter's misses overlap with hashing and probing (measured at n = 1e8:
  * 14 ns per absent key against 17 ns when a chunk of keys is hashed first
  * and then probed; at n = 1e6, where nothing misses, that order is ~1 ns
- * faster, docs/PERFORMANCE.md).
+ * faster, docs/PERFORMANCE.md). The blocked variant's AVX-512 code has its
+ * own run_keys, which hashes eight keys per vector (blocked_avx512.c,
+ * BATCHES OF KEYS).
  * Hashes: groups of BG__BATCH, group g + 1 prefetched before group g is
  * probed. */
 

@@ -125,8 +125,17 @@ const bg__filter_ops *bg__blocked_avx512_ops(void); /* NULL when unsupported */
 void bg__blocked_estimate(const bg_filter *f, bg_filter_stats *st);
 double bg__blocked_items_for_bits(const bg_filter *f, double bits_set);
 
-/* The blocked layout, shared by both implementations (see blocked.c). */
+/* The blocked layout, shared by both implementations (see blocked.c):
+ * bg__blocked_salt[j] = BG__SALT_j. */
 extern const uint64_t bg__blocked_salt[BG_BLOCKED_MAX_K];
+#define BG__SALT_0 UINT64_C(0xb843f28d1cbe7cc1)
+#define BG__SALT_1 UINT64_C(0xbf5208508c24ba89)
+#define BG__SALT_2 UINT64_C(0x44191ad094bbb81f)
+#define BG__SALT_3 UINT64_C(0x5380e15d575cde27)
+#define BG__SALT_4 UINT64_C(0x7c1006a45673361d)
+#define BG__SALT_5 UINT64_C(0x966e0f470d6583c1)
+#define BG__SALT_6 UINT64_C(0x393056da196ce181)
+#define BG__SALT_7 UINT64_C(0xad9afafc3a99e0e7)
 
 /* (x * range) >> 64: maps a uniform 64-bit x to a uniform value in
  * [0, range) with one multiply (Lemire, "Fast random integer generation in
@@ -230,6 +239,12 @@ static inline uint64_t bg__probe_mask(uint64_t h2, uint32_t j)
  * inlines into the loops. ATTR is a function attribute (a SIMD target) or
  * nothing. */
 #define BG__DEFINE_GROUP_OPS(PREFIX, ATTR)                                                   \
+    BG__DEFINE_HASH_GROUP_OPS(PREFIX, ATTR)                                                  \
+    BG__DEFINE_RUN_KEYS(PREFIX, ATTR)
+
+/* The two halves of BG__DEFINE_GROUP_OPS: _prefetch_group and _run_group,
+ * then _run_keys (a variant with its own run_keys uses the first only). */
+#define BG__DEFINE_HASH_GROUP_OPS(PREFIX, ATTR)                                              \
     static void PREFIX##_prefetch_group(const bg_filter *f, const bg_hash *h, size_t n)      \
     {                                                                                        \
         for (size_t i = 0; i < n; i++)                                                       \
@@ -246,7 +261,9 @@ static inline uint64_t bg__probe_mask(uint64_t h2, uint32_t j)
             hits += r;                                                                       \
         }                                                                                    \
         return hits;                                                                         \
-    }                                                                                        \
+    }
+
+#define BG__DEFINE_RUN_KEYS(PREFIX, ATTR)                                                    \
     ATTR static int64_t PREFIX##_run_keys(bg_filter *f, const void *const *keys,             \
                                           const size_t *lens, size_t count, uint8_t *results,\
                                           bool adding)                                       \
