@@ -60,7 +60,7 @@ static void buf_clear(bg_guard_buf *b)
 
 /* ---- creation -------------------------------------------------------------- */
 
-static char *dup_str(const char *s, int *fail)
+char *bg__guard_strdup(const char *s, int *fail)
 {
     if (!s)
         return NULL;
@@ -137,11 +137,11 @@ int bg_guard_new(bg_guard **out, const bg_guard_options *opts)
     int fail = 0;
     if (o->filter_kind == BG_GUARD_FILTER_REMOTE) {
         g->ropts = *o->remote;
-        g->ropts.host = g->rhost = dup_str(o->remote->host, &fail);
-        g->ropts.unix_socket = g->rsocket = dup_str(o->remote->unix_socket, &fail);
-        g->ropts.username = g->ruser = dup_str(o->remote->username, &fail);
-        g->ropts.password = g->rpass = dup_str(o->remote->password, &fail);
-        g->rname = dup_str(o->remote_name, &fail);
+        g->ropts.host = g->rhost = bg__guard_strdup(o->remote->host, &fail);
+        g->ropts.unix_socket = g->rsocket = bg__guard_strdup(o->remote->unix_socket, &fail);
+        g->ropts.username = g->ruser = bg__guard_strdup(o->remote->username, &fail);
+        g->ropts.password = g->rpass = bg__guard_strdup(o->remote->password, &fail);
+        g->rname = bg__guard_strdup(o->remote_name, &fail);
         o->remote = &g->ropts;
         o->remote_name = g->rname;
     } else {

@@ -36,6 +36,7 @@
 #include <bloomgate/guard.h>
 
 #include "core/alloc_internal.h"
+#include "guard_internal.h"
 #include "remote/remote_internal.h"
 
 #define RC_DEFAULT_TTL_MS UINT64_C(300000)
@@ -65,19 +66,6 @@ static void rc_thread_exit(void *arg)
 {
     rc_thread *t = arg;
     atomic_store_explicit(&t->in_use, 0, memory_order_release);
-}
-
-static char *rc_strdup(const char *s, int *oom)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = bg__malloc(n);
-    if (!d)
-        *oom = 1;
-    else
-        memcpy(d, s, n);
-    return d;
 }
 
 void bg_guard_redis_cache_free(bg_guard_redis_cache *c)
@@ -309,11 +297,11 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     atomic_init(&c->threads, NULL);
     int oom = 0;
     c->ro = *ro;
-    c->host = rc_strdup(ro->host, &oom);
-    c->unix_socket = rc_strdup(ro->unix_socket, &oom);
-    c->username = rc_strdup(ro->username, &oom);
-    c->password = rc_strdup(ro->password, &oom);
-    c->prefix = rc_strdup(prefix ? prefix : RC_DEFAULT_PREFIX, &oom);
+    c->host = bg__guard_strdup(ro->host, &oom);
+    c->unix_socket = bg__guard_strdup(ro->unix_socket, &oom);
+    c->username = bg__guard_strdup(ro->username, &oom);
+    c->password = bg__guard_strdup(ro->password, &oom);
+    c->prefix = bg__guard_strdup(prefix ? prefix : RC_DEFAULT_PREFIX, &oom);
     if (oom) {
         bg_guard_redis_cache_free(c);
         return BG_ENOMEM;
