@@ -177,21 +177,30 @@ static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, cons
     return bg__remote_command(r, argc, argv, lens, reply, 0);
 }
 
-static int rc_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
+/* `cmd` (GET or DEL) of prefix+key, one reply into *reply. */
+static int rc_key_command(bg_guard_redis_cache *c, const char *cmd, const void *key, size_t len,
+                          redisReply **reply)
 {
-    bg_guard_redis_cache *c = ctx;
-    if (!c || (!key && len) || !value)
-        return BG_EINVAL;
+    *reply = NULL;
     char stack[RC_STACK_KEY];
     size_t klen = 0;
     char *k = rc_key(c, key, len, stack, &klen);
     if (!k)
         return BG_ENOMEM;
-    const char *argv[2] = {"GET", k};
-    size_t lens[2] = {3, klen};
-    redisReply *rep;
-    int rc = rc_command(c, 2, argv, lens, &rep);
+    const char *argv[2] = {cmd, k};
+    size_t lens[2] = {strlen(cmd), klen};
+    int rc = rc_command(c, 2, argv, lens, reply);
     rc_key_free(k, stack);
+    return rc;
+}
+
+static int rc_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
+{
+    bg_guard_redis_cache *c = ctx;
+    if (!c || (!key && len) || !value)
+        return BG_EINVAL;
+    redisReply *rep;
+    int rc = rc_key_command(c, "GET", key, len, &rep);
     if (rc != BG_OK)
         return rc;
     if (rep->type == REDIS_REPLY_NIL) {
@@ -267,16 +276,8 @@ static int rc_del(void *ctx, const void *key, size_t len)
     bg_guard_redis_cache *c = ctx;
     if (!c || (!key && len))
         return BG_EINVAL;
-    char stack[RC_STACK_KEY];
-    size_t klen = 0;
-    char *k = rc_key(c, key, len, stack, &klen);
-    if (!k)
-        return BG_ENOMEM;
-    const char *argv[2] = {"DEL", k};
-    size_t lens[2] = {3, klen};
     redisReply *rep;
-    int rc = rc_command(c, 2, argv, lens, &rep);
-    rc_key_free(k, stack);
+    int rc = rc_key_command(c, "DEL", key, len, &rep);
     if (rc != BG_OK)
         return rc;
     freeReplyObject(rep);
