@@ -22,6 +22,7 @@
 #endif
 
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -347,6 +348,20 @@ static int conn_done(store *s, store_conn *c, int rc)
     return rc;
 }
 
+/* Whether an idle connection is still usable. Between calls the server has
+ * nothing to say (no LISTEN, no pipelining), so a socket that polls
+ * readable holds the server's goodbye: EOF, a reset, or the "terminating
+ * connection" error a restarting server sends before closing. A false
+ * alarm (some unsolicited notice) costs one reconnect, nothing more. */
+static int conn_idle_ok(const store *s, const store_conn *c)
+{
+    int fd = s->ops->socket ? s->ops->socket(c->db) : -1;
+    if (fd < 0)
+        return 1;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 0;
+}
+
 /* Runs one backend call on the calling thread's connection. A call that
  * is safe to repeat (`repeatable`: the reads, and put, an upsert that
  * leaves the same row however often it runs) and finds a connection broken
@@ -354,13 +369,20 @@ static int conn_done(store *s, store_conn *c, int rc)
  * last call, or a record adopted from a finished thread) reconnects and
  * runs once more, so one database restart costs no failed request. Delete
  * is not repeated: if the first try was applied and its reply lost, the
- * second would report "there was none". */
+ * second would report "there was none". Instead, before a call that is not
+ * repeatable, a connection it did not just make is checked with
+ * conn_idle_ok and replaced when the server has already closed it: nothing
+ * was sent on it, so the call goes out once, on the new connection. */
 #define STORE_CALL(s, counted, repeatable, call)                                             \
     do {                                                                                     \
         for (int try_ = 0;; try_++) {                                                        \
             store_conn *c_;                                                                  \
             int made_;                                                                       \
             int rc_ = conn_get((s), &c_, &made_);                                            \
+            if (rc_ == BG_OK && !(repeatable) && !made_ && !conn_idle_ok((s), c_)) {         \
+                conn_done((s), c_, BG_ECONN);                                                \
+                rc_ = conn_get((s), &c_, &made_);                                            \
+            }                                                                                \
             if (rc_ != BG_OK)                                                                \
                 return rc_;                                                                  \
             if (counted)                                                                     \

@@ -31,6 +31,9 @@ typedef struct store_ops {
     int (*connect)(const char *conninfo, void **db);
     /* Closes and frees db. NULL is allowed. */
     void (*disconnect)(void *db);
+    /* The connection's socket, or -1 (none, as for SQLite). store.c polls
+     * it before a call that must not be repeated (see STORE_CALL). */
+    int (*socket)(void *db);
     /* Creates the table when missing. */
     int (*init)(void *db);
     /* Seeds ids 1..count when the table is empty (store_seed). */

@@ -176,6 +176,11 @@ static void my_disconnect(void *arg)
         mysql_close(arg);
 }
 
+static int my_fd(void *arg)
+{
+    return (int)mysql_get_socket(arg);
+}
+
 static int my_connect(const char *conninfo, void **out)
 {
     *out = NULL;
@@ -402,6 +407,7 @@ const store_ops store__mariadb_ops = {
     .name = "mariadb",
     .connect = my_connect,
     .disconnect = my_disconnect,
+    .socket = my_fd,
     .init = my_init,
     .seed = my_seed,
     .get = my_get,

@@ -87,6 +87,11 @@ static void pg_disconnect(void *arg)
     free(p);
 }
 
+static int pg_fd(void *arg)
+{
+    return PQsocket(((pg *)arg)->conn);
+}
+
 static int pg_connect(const char *conninfo, void **out)
 {
     *out = NULL;
@@ -323,6 +328,7 @@ const store_ops store__postgres_ops = {
     .name = "postgres",
     .connect = pg_connect,
     .disconnect = pg_disconnect,
+    .socket = pg_fd,
     .init = pg_init,
     .seed = pg_seed,
     .get = pg_get,

@@ -466,6 +466,16 @@ static void test_outage_and_reconnect(void **state)
     if (dbs_restart(&server, derr, sizeof derr) != 0)
         fail_msg("restart: %s", derr);
     assert_get_json(2, "{\"id\":2,\"name\":\"product 2\",\"price_cents\":15838}");
+
+    /* A restart between two calls, then a delete (which is never sent
+     * twice): the connection the server closed is noticed before the
+     * delete goes out, so it runs once, on a new connection. */
+    assert_int_equal(store_put(st, 4001, "to delete", 1), BG_OK);
+    dbs_stop(&server);
+    if (dbs_restart(&server, derr, sizeof derr) != 0)
+        fail_msg("restart: %s", derr);
+    assert_int_equal(store_delete(st, 4001), 1);
+    assert_absent(4001);
     bg_guard_buf_free(&b);
 }
 
