@@ -61,7 +61,9 @@ void bench_keys_window(bench_keys *ks, size_t at, size_t n);
  *                    summed: no read waits for another, so the core keeps as
  *                    many in flight as it can; the better of a plain loop and
  *                    one with software prefetch 32 reads ahead. This is the
- *                    throughput limit a batched filter query can approach. */
+ *                    throughput limit a batched filter query can approach.
+ *   locked_or_ns:    atomic fetch-or of one bit into a random word of a
+ *                    random line, independent ones (see the field). */
 typedef struct bench_probe {
     uint64_t bytes;
     int huge;
@@ -69,6 +71,10 @@ typedef struct bench_probe {
     double independent_ns;
     double independent_plain_ns;
     double independent_prefetch_ns;
+    /* A `lock or` of one bit into a random word, independent ones: what a
+     * concurrent writer pays per word whose bit it must set (an atomic
+     * fetch-or; the floor under the concurrent-writers insert figures). */
+    double locked_or_ns;
     double huge_mib; /* of the buffer on transparent huge pages; -1 unknown */
 } bench_probe;
 

@@ -1,6 +1,7 @@
 /* The memory probe (see bench.h): what this machine's random 64-byte reads
  * cost over a buffer of a given size, dependent (one at a time) and
- * independent (as many in flight as the core allows). */
+ * independent (as many in flight as the core allows), and what an atomic
+ * fetch-or of one word costs there. */
 #define _GNU_SOURCE
 
 #include <stdlib.h>
@@ -124,6 +125,34 @@ static double independent_ns(const uint64_t *words, size_t lines, int ahead, dou
     return bench_median(t, reps) * 1e9 / (double)INDEP_READS;
 }
 
+/* Atomic fetch-or of one random bit into a random word of a random line,
+ * the result unused, so each is one `lock or` on x86-64. The addresses come
+ * from a precomputed array and no operation waits for another's result, but
+ * a locked instruction drains the store buffer and does not let later
+ * memory operations pass it, so they hardly overlap: this is the cost a
+ * concurrent writer's insert pays per word it must change. */
+static double locked_or_ns(uint64_t *words, size_t lines, double min_time)
+{
+    uint32_t *idx = malloc(INDEP_READS * sizeof *idx);
+    if (idx == NULL)
+        return -1;
+    uint64_t rng = 0x6c6f636b6f72;
+    for (size_t i = 0; i < INDEP_READS; i++)
+        idx[i] = (uint32_t)below(&rng, lines * LINE_WORDS);
+
+    double t[MAX_REPS], total = 0;
+    size_t reps = 0;
+    while (reps < MAX_REPS && (reps < 3 || total < min_time)) {
+        double t0 = bench_now();
+        for (size_t i = 0; i < INDEP_READS; i++)
+            __atomic_fetch_or(&words[idx[i]], UINT64_C(1) << (i & 63), __ATOMIC_RELAXED);
+        t[reps] = bench_now() - t0;
+        total += t[reps++];
+    }
+    free(idx);
+    return bench_median(t, reps) * 1e9 / (double)INDEP_READS;
+}
+
 int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time)
 {
     memset(out, 0, sizeof *out);
@@ -141,8 +170,10 @@ int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time)
     out->dependent_ns = dependent_ns(b.words, lines, min_time);
     out->independent_plain_ns = independent_ns(b.words, lines, 0, min_time);
     out->independent_prefetch_ns = independent_ns(b.words, lines, 1, min_time);
+    out->locked_or_ns = locked_or_ns(b.words, lines, min_time);
     buffer_free(&b);
-    if (out->dependent_ns < 0 || out->independent_plain_ns < 0 || out->independent_prefetch_ns < 0)
+    if (out->dependent_ns < 0 || out->independent_plain_ns < 0 ||
+        out->independent_prefetch_ns < 0 || out->locked_or_ns < 0)
         return -1;
     out->independent_ns = out->independent_plain_ns < out->independent_prefetch_ns
                               ? out->independent_plain_ns
