@@ -86,6 +86,7 @@ typedef struct row {
     uint64_t bits;
     uint32_t k;
     uint64_t bytes;
+    uint64_t bits_set; /* after the insert passes: the n keys' bits */
     double ins_single, ins_batch;
     double present_single, present_batch;
     double absent_single, absent_batch;
@@ -394,6 +395,7 @@ static void record_shape(row *r, const bg_filter *f)
     r->bits = st.bits;
     r->k = st.hashes;
     r->bytes = st.bytes;
+    r->bits_set = st.bits_set;
     r->layers = st.layers;
     /* A scalable stack's expected rate depends on how full each layer
      * really is: its first layers are small, so their fill, and with it
@@ -752,14 +754,19 @@ static void print_targets(FILE *out, const options *o)
             if (r == NULL)
                 continue;
             any = true;
-            /* The hardware floors, measured in this run: a single call
-             * hashes its key alone; a concurrent writer sets each word
-             * that misses its bit with a locked OR. */
-            char floor[128] = "";
+            /* The floors, measured in this run: a single call hashes its
+             * key alone; a concurrent writer sets each word that misses its
+             * bit with a locked OR, and the inserts of n keys set
+             * bits_set words in all (one bit per word per key, so each bit
+             * set is one word written by one insert). */
+            char floor[160] = "";
             const probe_set *sized = find_probe(small, p);
-            if (w == W_CONCURRENT && sized)
-                snprintf(floor, sizeof floor, "; a locked OR here: %.2f ns per word set",
-                         sized->small.locked_or_ns);
+            if (w == W_CONCURRENT && sized) {
+                double words = (double)r->bits_set / (double)small;
+                snprintf(floor, sizeof floor,
+                         "; a locked OR here: %.2f ns, %.2f words set per insert: %.1f ns",
+                         sized->small.locked_or_ns, words, words * sized->small.locked_or_ns);
+            }
             else if (w == W_SINGLE && !isnan(hash_alone_ns))
                 snprintf(floor, sizeof floor, "; hashing alone: %.2f ns", hash_alone_ns);
             verdict(out, &t, r->ins_single <= 6 && r->ins_batch <= 6,
