@@ -8,8 +8,9 @@
 #      `pkg-config --cflags --libs bloomgate` and run it (LD_LIBRARY_PATH=P/lib),
 #      then link it fully static with `pkg-config --static` (libbloomgate.a)
 #   3. CMake: a consumer project (tests/install/consumer) does
-#      find_package(bloomgate MAJOR.MINOR) and links bloomgate::bloomgate and
-#      bloomgate::static
+#      find_package(bloomgate MAJOR.MINOR [COMPONENTS guard]) and links
+#      bloomgate::bloomgate, bloomgate::static and (when installed)
+#      bloomgate::guard; an unknown component is refused by name
 #   4. the ABI surface: libbloomgate.so exports exactly the BG_API functions
 #      of the installed headers (only bg_*, no bg__ internals, no XXH_*); the
 #      archive defines no global symbol outside bg_/bg__; the soname is
@@ -117,10 +118,21 @@ step "CMake find_package(bloomgate $major.$minor)"
 consumer_build=$work/consumer
 gen_args=()
 [ -n "$generator" ] && gen_args=(-G "$generator")
-if "$cmake" -S "$src/tests/install/consumer" -B "$consumer_build" "${gen_args[@]}" \
-        -DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF \
-        -DBG_WANT_VERSION="$major.$minor" -DBG_EXAMPLE_SOURCE="$example" \
+# With the guard installed, the consumer also asks for COMPONENTS guard.
+guard_args=()
+have_guard=0
+if [ -e "$libdir/cmake/bloomgate/bloomgateGuardTargets.cmake" ]; then
+    have_guard=1
+    guard_args=(-DBG_GUARD_EXAMPLE_SOURCE="$src/examples/guard_example.c")
+fi
+cmake_common=(-DCMAKE_C_COMPILER="$cc" -DCMAKE_PREFIX_PATH="$prefix"
+              -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF)
+# The component's hiredis.pc is the system's: searched after the prefix.
+syspc=$(env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_PATH pkg-config --variable pc_path pkg-config)
+if PKG_CONFIG_LIBDIR="$pcdir:$syspc" \
+   "$cmake" -S "$src/tests/install/consumer" -B "$consumer_build" "${gen_args[@]}" \
+        "${cmake_common[@]}" -DBG_WANT_VERSION="$major.$minor" -DBG_EXAMPLE_SOURCE="$example" \
+        "${guard_args[@]}" \
    && "$cmake" --build "$consumer_build"; then
     found=$(sed -n 's/^bloomgate_DIR:PATH=//p' "$consumer_build/CMakeCache.txt")
     [ "$found" = "$libdir/cmake/bloomgate" ] && ok "found the package at $found" \
@@ -131,8 +143,30 @@ if "$cmake" -S "$src/tests/install/consumer" -B "$consumer_build" "${gen_args[@]
     if readelf -d "$consumer_build/consumer_static" | grep -q 'NEEDED.*libbloomgate'; then
         fail "bloomgate::static consumer depends on libbloomgate.so"
     fi
+    if [ "$have_guard" = 1 ]; then
+        gout=$("$consumer_build/consumer_guard" 2>&1) || true
+        if [[ $gout == *$'42: {"id":42}\n1000000: absent'* ]]; then
+            ok "CMake consumer (COMPONENTS guard, bloomgate::guard) ran"
+        else
+            fail "CMake consumer (bloomgate::guard) printed:"$'\n'"$gout"
+        fi
+    fi
 else
     fail "the CMake consumer does not configure/build"
+fi
+
+# A component the package does not have: configuring fails, saying which.
+bad_src=$work/bad-component
+mkdir -p "$bad_src"
+printf '%s\n' 'cmake_minimum_required(VERSION 3.25)' 'project(bad LANGUAGES C)' \
+    'find_package(bloomgate CONFIG REQUIRED COMPONENTS nosuch)' > "$bad_src/CMakeLists.txt"
+if bad_out=$("$cmake" -S "$bad_src" -B "$work/bad-component-build" "${gen_args[@]}" \
+        "${cmake_common[@]}" 2>&1); then
+    fail "find_package(bloomgate COMPONENTS nosuch) succeeded"
+elif [[ $bad_out == *"unknown component 'nosuch'"* ]]; then
+    ok "an unknown component is refused with its name"
+else
+    fail "find_package(bloomgate COMPONENTS nosuch) failed without naming it:"$'\n'"$bad_out"
 fi
 
 # The guard and the remote client are static archives with their own .pc
@@ -144,8 +178,6 @@ if [ -e "$pcdir/bloomgate-guard.pc" ]; then
         [ -e "$f" ] && ok "installed ${f#"$prefix"/}" || fail "not installed: ${f#"$prefix"/}"
     done
     gexample=$src/examples/guard_example.c
-    # hiredis.pc is the system's: search it after the prefix.
-    syspc=$(env -u PKG_CONFIG_LIBDIR -u PKG_CONFIG_PATH pkg-config --variable pc_path pkg-config)
     gflags=$(PKG_CONFIG_LIBDIR="$pcdir:$syspc" pkg-config --cflags --libs bloomgate-guard) ||
         fail "pkg-config bloomgate-guard"
     echo "flags: $gflags"
