@@ -331,11 +331,26 @@ BG_REMOTE_API int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f,
 BG_REMOTE_API int bg_remote_filter_rebuild_commit(bg_remote_filter *f);
 
 /* Cancels this handle's rebuild, or, on a handle that began none, whichever
- * rebuild is pending (to clean up after a rebuilder that died: adds keep
- * writing a pending rebuild until it is committed or aborted). Deletes its
- * bits. BG_OK, BG_ENOTFOUND (no such rebuild pending), BG_ECONN,
- * BG_EREMOTE. */
+ * rebuild is pending (to clean up at once after a rebuilder that died,
+ * without waiting for its lease). Deletes its bits. BG_OK, BG_ENOTFOUND (no
+ * such rebuild pending), BG_ECONN, BG_EREMOTE. */
 BG_REMOTE_API int bg_remote_filter_rebuild_abort(bg_remote_filter *f);
+
+/* THE REBUILD'S LEASE
+ * A pending rebuild makes every add write twice, so one whose rebuilder died
+ * must not stay pending for ever. begin gives it a lease of lease_ms on the
+ * server's clock, and each rebuild_add_many renews it; once it has run out,
+ * the next add (from any client) or begin deletes the rebuild, and the late
+ * rebuilder's next call gets BG_ESTALE (start again). Until then a late
+ * rebuilder loses nothing: adds wrote both generations throughout. So the
+ * lease must be longer than the longest pause between two rebuild_add_many
+ * calls (reading a page of the source, say), not than the whole rebuild.
+ * Sets the lease of the rebuilds this handle begins from now on.
+ * BG_OK, or BG_EINVAL (not a single bitmap filter, 0, or above
+ * BG_REMOTE_MAX_REBUILD_LEASE_MS). */
+#define BG_REMOTE_REBUILD_LEASE_MS 60000u
+#define BG_REMOTE_MAX_REBUILD_LEASE_MS (UINT64_C(7) * 24 * 3600 * 1000)
+BG_REMOTE_API int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms);
 
 /* Cheap accessors of what the handle opened (no round trip); 0 for NULL.
  * The module backend has no bits, hashes, seed or generation (0). */

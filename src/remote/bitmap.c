@@ -37,7 +37,21 @@
  * so the client adopts it. While a rebuild is pending (meta field `next`),
  * add scripts write both generations, and refuse with BGREBUILD, writing
  * nothing, if the handle computed positions for another pending rebuild than
- * the server's: the client reads `next` again and retries. */
+ * the server's: the client reads `next` again and retries.
+ *
+ * THE REBUILD'S LEASE
+ * A pending rebuild holds a lease: meta field next_lease, a deadline in the
+ * server's clock (TIME, ms), set by begin and pushed on by every
+ * rebuild_add to now + next_lease_ms. An add that finds the deadline passed
+ * takes the rebuilder for dead: it deletes the rebuild (UNLINK, so a large
+ * bit array is freed off Redis's main thread) and answers BGREBUILD, so
+ * that the client reads the meta hash again and writes the current
+ * generation only; begin does the same before starting its own. Until
+ * someone does, a late rebuilder may go on: every add has written both
+ * generations all along, so its rebuild is still complete, and once it is
+ * gone its next call gets BGSTALE. The clock is the server's, so clients'
+ * clocks do not matter; scripts replicate their effects (Redis >= 5), so
+ * TIME in a script is safe on replicas. */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
 #endif
@@ -145,11 +159,31 @@
 
 #define NEXT_FIELDS                                                                     \
     "'next', 'next_bits', 'next_hashes', 'next_seed', 'next_capacity', "                \
-    "'next_error_rate', 'next_items'"
+    "'next_error_rate', 'next_items', 'next_lease', 'next_lease_ms'"
+
+/* `now`: the server's clock in ms. */
+#define NOW_MS                                                                          \
+    "local t = redis.call('TIME')\n"                                                    \
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+
+/* After CHECK: a pending rebuild (h[6]) whose lease has run out is deleted,
+ * and h[6] forgotten (THE REBUILD'S LEASE above). A rebuild begun without a
+ * lease (next_lease missing) never runs out. */
+#define LEASE_CHECK                                                                     \
+    "if h[6] then\n"                                                                    \
+    "  local dl = tonumber(redis.call('HGET', KEYS[1], 'next_lease') or '0')\n"         \
+    "  " NOW_MS                                                                         \
+    "  if dl > 0 and now > dl then\n"                                                   \
+    "    redis.call('UNLINK', pre .. 'bits:' .. h[6])\n"                                \
+    "    redis.call('HDEL', KEYS[1], " NEXT_FIELDS ")\n"                                \
+    "    h[6] = nil\n"                                                                  \
+    "  end\n"                                                                           \
+    "end\n"
 
 static const char *const script_src[BG__SCRIPTS] = {
     [BG__SCRIPT_ADD_BITFIELD] =
-        CHECK ADD_CHECK BATCH_HEAD BITFIELD_LOOP("BITFIELD", "SET", "; a[q + 4] = 1; q = q + 4")
+        CHECK LEASE_CHECK ADD_CHECK BATCH_HEAD
+        BITFIELD_LOOP("BITFIELD", "SET", "; a[q + 4] = 1; q = q + 4")
         "for key = 1, count do\n"
         "  local fresh = 0\n"
         "  for j = (key - 1) * k + 1, key * k do if bit[j] == 0 then fresh = 1 end end\n"
@@ -166,7 +200,7 @@ static const char *const script_src[BG__SCRIPTS] = {
         "end\n"
         RETURN_OUT,
     [BG__SCRIPT_ADD_SETBIT] =
-        CHECK ADD_CHECK BATCH_HEAD
+        CHECK LEASE_CHECK ADD_CHECK BATCH_HEAD
         "local i = 8\n"
         "for key = 1, count do\n"
         "  local fresh = 0\n"
@@ -251,10 +285,11 @@ static const char *const script_src[BG__SCRIPTS] = {
         CHECK
         "local n = redis.call('HGET', KEYS[1], 'items') or '0'\n"
         "return {g, n, redis.call('GETRANGE', bits, ARGV[6], ARGV[7])}\n",
-    /* KEYS[3]: the rebuild's bits, already full size. ARGV[6..12]: its
-     * generation, m, k, seed, bytes, capacity, error_rate. */
+    /* KEYS[3]: the rebuild's bits, already full size. ARGV[6..13]: its
+     * generation, m, k, seed, bytes, capacity, error_rate, lease (ms). A
+     * pending rebuild whose lease has run out is replaced. */
     [BG__SCRIPT_REBUILD_BEGIN] =
-        CHECK
+        CHECK LEASE_CHECK
         "if h[6] then\n"
         "  redis.call('DEL', KEYS[3])\n"
         "  return redis.error_reply('BGEXISTS a rebuild is pending: generation ' .. h[6])\n"
@@ -265,12 +300,14 @@ static const char *const script_src[BG__SCRIPTS] = {
         "end\n"
         "local ttl = redis.call('PTTL', KEYS[1])\n"
         "if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end\n"
+        NOW_MS
         "redis.call('HSET', KEYS[1], 'next', ARGV[6], 'next_bits', ARGV[7], 'next_hashes',"
         " ARGV[8], 'next_seed', ARGV[9], 'next_capacity', ARGV[11], 'next_error_rate',"
-        " ARGV[12], 'next_items', '0')\n"
+        " ARGV[12], 'next_items', '0', 'next_lease_ms', ARGV[13],"
+        " 'next_lease', string.format('%.0f', now + tonumber(ARGV[13])))\n"
         "return g\n",
     /* KEYS[2]: the rebuild's bits. ARGV[1]: its generation, ARGV[2]: its k,
-     * then count * k positions. */
+     * then count * k positions. Renews the lease. */
     [BG__SCRIPT_REBUILD_ADD] =
         "local n = redis.call('HGET', KEYS[1], 'next')\n"
         "if n ~= ARGV[1] then\n"
@@ -293,6 +330,11 @@ static const char *const script_src[BG__SCRIPTS] = {
         "  hits = hits + fresh\n"
         "end\n"
         "if hits > 0 then redis.call('HINCRBY', KEYS[1], 'next_items', hits) end\n"
+        "local ms = redis.call('HGET', KEYS[1], 'next_lease_ms')\n"
+        "if ms then\n"
+        "  " NOW_MS
+        "  redis.call('HSET', KEYS[1], 'next_lease', string.format('%.0f', now + tonumber(ms)))\n"
+        "end\n"
         "return out\n",
     /* KEYS[2]: the rebuild's bits; ARGV[1]: its generation. The swap. */
     [BG__SCRIPT_REBUILD_COMMIT] =
@@ -1281,26 +1323,27 @@ int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
     if (rc != BG_OK)
         goto fail;
 
-    char a[6][40];
+    char a[7][40];
     snprintf(a[0], sizeof a[0], "%" PRIu64, nx.m);
     snprintf(a[1], sizeof a[1], "%" PRIu32, nx.k);
     snprintf(a[2], sizeof a[2], "%" PRIu64, nx.seed);
     snprintf(a[3], sizeof a[3], "%" PRIu64, bytes);
     snprintf(a[4], sizeof a[4], "%" PRIu64, nx.capacity);
     snprintf(a[5], sizeof a[5], "%.17g", nx.error_rate);
-    const char *argv[18] = {NULL, NULL, "3", f->meta_key, f->bits_key, key};
-    size_t lens[18];
+    snprintf(a[6], sizeof a[6], "%" PRIu64, f->rb_lease_ms);
+    const char *argv[19] = {NULL, NULL, "3", f->meta_key, f->bits_key, key};
+    size_t lens[19];
     for (int i = 2; i < 6; i++)
         lens[i] = strlen(argv[i]);
     shape_args sa;
     common_args(f, &sa, argv + 6, lens + 6);
     argv[11] = nx.str;
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         argv[12 + i] = a[i];
-    for (int i = 11; i < 18; i++)
+    for (int i = 11; i < 19; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    if ((rc = run_script(r, BG__SCRIPT_REBUILD_BEGIN, 18, argv, lens, &rep)) != BG_OK)
+    if ((rc = run_script(r, BG__SCRIPT_REBUILD_BEGIN, 19, argv, lens, &rep)) != BG_OK)
         goto fail;
     rc = follow(f, rep);
     freeReplyObject(rep);

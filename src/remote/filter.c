@@ -23,6 +23,7 @@ static int handle_new(bg_remote_filter **out, bg_remote *r, const char *name,
         return BG_ENOMEM;
     f->r = r;
     f->backend = backend;
+    f->rb_lease_ms = BG_REMOTE_REBUILD_LEASE_MS;
     f->name = bg__strdup(name);
     size_t n = strlen(name) + 8;
     f->meta_key = bg__malloc(n);
@@ -512,6 +513,15 @@ int bg_remote_filter_rebuild_commit(bg_remote_filter *f)
     if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
         return BG_EINVAL;
     return bg__bitmap_rebuild_commit(f);
+}
+
+int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms)
+{
+    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1 || lease_ms == 0 ||
+        lease_ms > BG_REMOTE_MAX_REBUILD_LEASE_MS)
+        return BG_EINVAL;
+    f->rb_lease_ms = lease_ms;
+    return BG_OK;
 }
 
 int bg_remote_filter_rebuild_abort(bg_remote_filter *f)

@@ -94,6 +94,7 @@ struct bg_remote_filter {
     bg__gen next;       /* bitmap: the pending rebuild as last seen (adds write it too) */
     bg__gen rb;         /* bitmap: the rebuild this handle began (rebuild_*) */
     char *rb_bits_key;  /* {name}:bits:<rb.gen> */
+    uint64_t rb_lease_ms; /* bitmap: the lease of the rebuilds it begins */
     bg__bitmap_mode mode;
 };
 

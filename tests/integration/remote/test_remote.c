@@ -748,6 +748,111 @@ static void bitmap_rebuild(void **state)
     bg_remote_free(rb);
 }
 
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+/* The rebuild's lease (remote.h): rebuild_add keeps a rebuild alive; one
+ * whose rebuilder stopped is deleted by the next add after its lease ran
+ * out (no more double writes; the late rebuilder gets BG_ESTALE); one past
+ * its lease that nobody deleted can still be committed; begin replaces a
+ * rebuild whose lease ran out, not a live one. */
+static void bitmap_rebuild_lease(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap rebuild lease");
+    bg_remote *r = conn(&srv, 0), *rb = conn(&srv, 0);
+    bg_remote_filter *a, *w;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 4000,
+                                  .error_rate = 0.01, .seed = 1};
+    TU_EQ_I(bg_remote_filter_create(&a, r, "rl", &o), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&w, rb, "rl", BG_REMOTE_BITMAP), BG_OK);
+    redisContext *c = ts_raw(&srv);
+
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(NULL, 100), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 0), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, BG_REMOTE_MAX_REBUILD_LEASE_MS + 1), BG_EINVAL);
+
+    /* Alive: 1.5 s of rebuilding under a 500 ms lease, renewed every 100 ms,
+     * with adds through another handle in between. */
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 500), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    for (size_t i = 0; i < 15; i++) {
+        add_set(w, 6, i * 100, 100, 1);
+        add_set(a, 8, i * 100, 100, 0);
+        sleep_ms(100);
+    }
+    TU_EQ_I(ts_int(c, "HEXISTS {rl}:meta next"), 1);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+    expect_all(a, 6, 1500);
+    expect_all(a, 8, 1500);
+
+    /* Run out: the rebuilder stops calling; nothing happens until an add
+     * comes, which deletes the rebuild and writes the current bits. */
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 100), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    add_set(a, 10, 0, 100, 0); /* within the lease: both generations */
+    TU_EQ_I(ts_count_keys(c, "{rl}*"), 3);
+    sleep_ms(300);
+    TU_EQ_I(ts_int(c, "HEXISTS {rl}:meta next"), 1);
+    add_set(a, 10, 100, 100, 0);
+    TU_EQ_I(ts_int(c, "HEXISTS {rl}:meta next"), 0);
+    TU_EQ_I(ts_int(c, "HEXISTS {rl}:meta next_lease"), 0);
+    TU_EQ_I(ts_count_keys(c, "{rl}*"), 2);
+    expect_all(a, 10, 200);
+    expect_all(w, 10, 200);
+    tu_batch b;
+    tu_batch_init(&b, 10);
+    tu_batch_fill(&b, 1, 6, 0, 10);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_EINVAL);
+
+    /* Past its lease but untouched: the rebuilder may go on and commit. */
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    sleep_ms(300);
+    add_set(w, 6, 0, 1500, 1);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+    expect_all(a, 6, 1500);
+
+    /* begin: refused while another rebuild's lease runs, replaces it after. */
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 60000), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(a, NULL), BG_EEXIST);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(w), BG_OK);
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 100), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    sleep_ms(300);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(a, NULL), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{rl}*"), 3); /* w's bits are gone, a's are there */
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+    add_set(a, 6, 0, 1500, 1);
+    add_set(a, 8, 0, 1500, 1);
+    add_set(a, 10, 0, 200, 1);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(a), BG_OK);
+    expect_all(w, 6, 1500);
+    expect_all(w, 10, 200);
+    tu_batch_free(&b);
+
+    /* Only for a single bitmap filter. */
+    bg_remote_filter *m = NULL;
+    bg_remote_filter_options so = {.backend = BG_REMOTE_BITMAP, .capacity = 1000,
+                                   .error_rate = 0.01, .shards = 2};
+    TU_EQ_I(bg_remote_filter_create(&m, r, "rl-sharded", &so), BG_OK);
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(m, 100), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_drop(m), BG_OK);
+    bg_remote_filter_close(m);
+
+    TU_EQ_I(bg_remote_filter_drop(a), BG_OK);
+    redisFree(c);
+    bg_remote_filter_close(a);
+    bg_remote_filter_close(w);
+    bg_remote_free(r);
+    bg_remote_free(rb);
+}
+
 /* 2^32 bits at most; meta hashes this library cannot use are refused. */
 static void bitmap_limits(void **state)
 {
@@ -1021,6 +1126,7 @@ int main(void)
         cmocka_unit_test(bitmap_publish_fetch),
         cmocka_unit_test(bitmap_swap_readers),
         cmocka_unit_test(bitmap_rebuild),
+        cmocka_unit_test(bitmap_rebuild_lease),
         cmocka_unit_test(bitmap_limits),
         cmocka_unit_test(connect_errors),
         cmocka_unit_test(server_dies_mid_batch),
