@@ -56,6 +56,35 @@ static uint64_t below(uint64_t *rng, uint64_t range)
 
 static volatile uint64_t probe_sink;
 
+/* Timed repetitions of one measurement: at least 3, then until min_time
+ * seconds have gone by, at most MAX_REPS; the median is the figure. */
+typedef struct reps {
+    double t[MAX_REPS], total, t0;
+    size_t n;
+} reps;
+
+static int reps_more(const reps *r, double min_time)
+{
+    return r->n < MAX_REPS && (r->n < 3 || r->total < min_time);
+}
+
+static void reps_start(reps *r)
+{
+    r->t0 = bench_now();
+}
+
+static void reps_stop(reps *r)
+{
+    r->t[r->n] = bench_now() - r->t0;
+    r->total += r->t[r->n++];
+}
+
+/* The median repetition's ns per operation, `ops` operations each. */
+static double reps_median_ns(reps *r, double ops)
+{
+    return bench_median(r->t, r->n) * 1e9 / ops;
+}
+
 /* Pointer chasing: word 0 of each line holds the next line's index, along
  * one random cycle through every line (a shuffled order, closed). */
 static double dependent_ns(uint64_t *words, size_t lines, double min_time)
@@ -76,18 +105,16 @@ static double dependent_ns(uint64_t *words, size_t lines, double min_time)
         words[(size_t)order[i] * LINE_WORDS] = order[(i + 1) % lines];
     free(order);
 
-    double t[MAX_REPS], total = 0;
-    size_t reps = 0;
+    reps rp = {0};
     uint64_t at = 0;
-    while (reps < MAX_REPS && (reps < 3 || total < min_time)) {
-        double t0 = bench_now();
+    while (reps_more(&rp, min_time)) {
+        reps_start(&rp);
         for (uint64_t s = 0; s < CHASE_STEPS; s++)
             at = words[at * LINE_WORDS];
-        t[reps] = bench_now() - t0;
-        total += t[reps++];
+        reps_stop(&rp);
     }
     probe_sink = at;
-    return bench_median(t, reps) * 1e9 / (double)CHASE_STEPS;
+    return reps_median_ns(&rp, (double)CHASE_STEPS);
 }
 
 /* Independent reads of random lines, summed. With `ahead`, the line read
@@ -103,11 +130,10 @@ static double independent_ns(const uint64_t *words, size_t lines, int ahead, dou
     for (size_t i = INDEP_READS; i < INDEP_READS + PREFETCH_AHEAD; i++)
         idx[i] = 0;
 
-    double t[MAX_REPS], total = 0;
-    size_t reps = 0;
+    reps rp = {0};
     uint64_t sum = 0;
-    while (reps < MAX_REPS && (reps < 3 || total < min_time)) {
-        double t0 = bench_now();
+    while (reps_more(&rp, min_time)) {
+        reps_start(&rp);
         if (ahead) {
             for (size_t i = 0; i < INDEP_READS; i++) {
                 __builtin_prefetch(&words[(size_t)idx[i + PREFETCH_AHEAD] * LINE_WORDS], 0, 3);
@@ -117,12 +143,11 @@ static double independent_ns(const uint64_t *words, size_t lines, int ahead, dou
             for (size_t i = 0; i < INDEP_READS; i++)
                 sum += words[(size_t)idx[i] * LINE_WORDS];
         }
-        t[reps] = bench_now() - t0;
-        total += t[reps++];
+        reps_stop(&rp);
     }
     probe_sink = sum;
     free(idx);
-    return bench_median(t, reps) * 1e9 / (double)INDEP_READS;
+    return reps_median_ns(&rp, (double)INDEP_READS);
 }
 
 /* Atomic fetch-or of one random bit into a random word of a random line,
@@ -140,17 +165,15 @@ static double locked_or_ns(uint64_t *words, size_t lines, double min_time)
     for (size_t i = 0; i < INDEP_READS; i++)
         idx[i] = (uint32_t)below(&rng, lines * LINE_WORDS);
 
-    double t[MAX_REPS], total = 0;
-    size_t reps = 0;
-    while (reps < MAX_REPS && (reps < 3 || total < min_time)) {
-        double t0 = bench_now();
+    reps rp = {0};
+    while (reps_more(&rp, min_time)) {
+        reps_start(&rp);
         for (size_t i = 0; i < INDEP_READS; i++)
             __atomic_fetch_or(&words[idx[i]], UINT64_C(1) << (i & 63), __ATOMIC_RELAXED);
-        t[reps] = bench_now() - t0;
-        total += t[reps++];
+        reps_stop(&rp);
     }
     free(idx);
-    return bench_median(t, reps) * 1e9 / (double)INDEP_READS;
+    return reps_median_ns(&rp, (double)INDEP_READS);
 }
 
 int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time)
