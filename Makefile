@@ -47,8 +47,9 @@ test-tsan: deps
 	ctest --test-dir $(BUILD)-tsan --output-on-failure -L concurrency
 
 # The parsers of untrusted bytes under libFuzzer (clang, ASan+UBSan): filter
-# files, BF.LOADCHUNK chunks, the products service's requests
-# (tests/fuzz/): every seed once, then FUZZ_SECONDS (default 60) of fuzzing
+# files, BF.LOADCHUNK chunks, the products service's requests, the CLI's
+# URLs and the remote client's server replies (tests/fuzz/): every seed
+# once, then FUZZ_SECONDS (default 60) of fuzzing
 # each; a crash leaves its input in
 # $(BUILD)-fuzz/fuzz-artifacts/.
 test-fuzz: deps

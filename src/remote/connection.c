@@ -115,8 +115,54 @@ int bg__remote_error_reply(bg_remote *r, const redisReply *reply)
     return BG_EREMOTE;
 }
 
+/* REPLY LIMITS
+ * hiredis allocates an array reply's element pointers as soon as it reads
+ * the header "*<n>", before any element has arrived, so a server (or
+ * anything else on the port) that sends "*1333333333" makes it ask for
+ * 10 GiB; hiredis 0.14 has no limit of its own (1.x added maxelements).
+ * Every context's reader therefore builds arrays through r->reply_fn, a
+ * copy of hiredis's own functions whose createArray refuses more elements
+ * than the command can return: BG__ARRAY_CAP, or a batch's size
+ * (bg__remote_allow_array). hiredis then fails the read ("out of memory");
+ * io_error reports the real reason, and the connection is dropped like any
+ * broken one. Bulk strings need no limit: hiredis keeps only the bytes that
+ * really arrived. (Found by tests/fuzz/fuzz_remote_reply.c.) */
+static void *capped_array(const redisReadTask *task, int elements)
+{
+    bg_remote *r = task->privdata;
+    if (elements < 0 || (size_t)elements > r->array_cap) {
+        r->array_refused = elements;
+        return NULL;
+    }
+    return r->hiredis_create_array(task, elements);
+}
+
+static void cap_replies(bg_remote *r, redisContext *c)
+{
+    if (!r->hiredis_create_array) {
+        r->reply_fn = *c->reader->fn;
+        r->hiredis_create_array = r->reply_fn.createArray;
+        r->reply_fn.createArray = capped_array;
+    }
+    c->reader->fn = &r->reply_fn;
+    c->reader->privdata = r;
+}
+
+void bg__remote_allow_array(bg_remote *r, size_t count)
+{
+    r->array_cap = count > BG__ARRAY_CAP - 2 ? count + 2 : BG__ARRAY_CAP;
+}
+
 static int io_error(bg_remote *r, const redisContext *c, const char *what)
 {
+    if (r->array_refused >= 0 || r->array_refused < -1) {
+        long long n = r->array_refused;
+        r->array_refused = -1;
+        return bg__remote_fail(r, BG_ECONN,
+                               "%s: the server sent an array of %lld elements, more than the "
+                               "%zu this command can return",
+                               what, n, r->array_cap);
+    }
     const char *why = c && c->errstr[0] ? c->errstr : "unknown error";
     return bg__remote_fail(r, BG_ECONN, "%s: %s", what, why);
 }
@@ -175,17 +221,21 @@ static int open_context(bg_remote *r, const char *host, int port, const char *un
         else
             rc = bg__remote_fail(r, BG_ECONN, "cannot connect to %s:%d: %s", host, port,
                                  c->errstr);
-    } else if (redisSetTimeout(c, ms_to_tv(r->command_timeout_ms)) != REDIS_OK) {
-        rc = io_error(r, c, "cannot set the timeout");
-    } else if (r->password) {
-        const char *argv[3] = {"AUTH", r->username ? r->username : r->password, r->password};
-        size_t lens[3] = {4, strlen(argv[1]), strlen(r->password)};
-        redisReply *rep;
-        rc = exchange(r, c, 0, r->username ? 3 : 2, argv, lens, &rep);
-        if (rc == BG_OK) {
-            if (rep->type == REDIS_REPLY_ERROR)
-                rc = bg__remote_error_reply(r, rep);
-            freeReplyObject(rep);
+    } else {
+        cap_replies(r, c);
+        if (redisSetTimeout(c, ms_to_tv(r->command_timeout_ms)) != REDIS_OK) {
+            rc = io_error(r, c, "cannot set the timeout");
+        } else if (r->password) {
+            const char *argv[3] = {"AUTH", r->username ? r->username : r->password,
+                                   r->password};
+            size_t lens[3] = {4, strlen(argv[1]), strlen(r->password)};
+            redisReply *rep;
+            rc = exchange(r, c, 0, r->username ? 3 : 2, argv, lens, &rep);
+            if (rc == BG_OK) {
+                if (rep->type == REDIS_REPLY_ERROR)
+                    rc = bg__remote_error_reply(r, rep);
+                freeReplyObject(rep);
+            }
         }
     }
     if (rc != BG_OK) {
@@ -672,6 +722,8 @@ int bg_remote_connect(bg_remote **out, const bg_remote_options *o)
         return BG_ENOMEM;
     }
     r->port = o->port ? o->port : 6379;
+    r->array_cap = BG__ARRAY_CAP;
+    r->array_refused = -1;
     r->connect_timeout_ms = o->connect_timeout_ms ? o->connect_timeout_ms : 2000;
     r->command_timeout_ms = o->command_timeout_ms ? o->command_timeout_ms : 2000;
     if (o->cluster) {

@@ -399,10 +399,16 @@ static int64_t run(bg_remote_filter *f, int add, const void *const *keys, const 
         return BG_EINVAL;
     if (count == 0)
         return 0;
+    int64_t rc;
+    bg__remote_allow_array(f->r, count);
     if (f->shards > 1)
-        return sharded_run(f, add, keys, lens, count, results);
-    return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_run(f, add, keys, lens, count, results)
-                                          : bg__module_run(f, add, keys, lens, count, results);
+        rc = sharded_run(f, add, keys, lens, count, results);
+    else if (f->backend == BG_REMOTE_BITMAP)
+        rc = bg__bitmap_run(f, add, keys, lens, count, results);
+    else
+        rc = bg__module_run(f, add, keys, lens, count, results);
+    bg__remote_allow_array(f->r, 0);
+    return rc;
 }
 
 int64_t bg_remote_filter_add_many(bg_remote_filter *f, const void *const *keys, const size_t *lens,
@@ -505,7 +511,10 @@ int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const
         return BG_EINVAL;
     if (count == 0)
         return 0;
-    return bg__bitmap_rebuild_add(f, keys, lens, count, results);
+    bg__remote_allow_array(f->r, count);
+    int64_t rc = bg__bitmap_rebuild_add(f, keys, lens, count, results);
+    bg__remote_allow_array(f->r, 0);
+    return rc;
 }
 
 int bg_remote_filter_rebuild_commit(bg_remote_filter *f)

@@ -55,7 +55,22 @@ struct bg_remote {
     uint16_t *slot_node;       /* cluster: BG__SLOTS node indices, or BG__NO_NODE */
     uint64_t redirects;        /* cluster: MOVED/ASK/TRYAGAIN followed (tests read it) */
     int no_fanout;             /* bench only: send a sharded batch's parts one by one */
+    /* REPLY LIMITS (connection.c): every context's reader builds arrays
+     * through reply_fn, whose createArray refuses more than array_cap
+     * elements (and notes the count in array_refused). */
+    redisReplyObjectFunctions reply_fn;
+    void *(*hiredis_create_array)(const redisReadTask *, int);
+    size_t array_cap;
+    long long array_refused; /* -1: none refused */
 };
+
+/* The most elements any array reply may have outside a batch (CLUSTER SLOTS
+ * has at most 16384 ranges; everything else is far smaller). */
+#define BG__ARRAY_CAP 65536u
+
+/* Lets array replies have up to `count` + 2 elements (a batch's results and
+ * a generation), or back to BG__ARRAY_CAP for count 0. */
+void bg__remote_allow_array(bg_remote *r, size_t count);
 
 /* The cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */
 unsigned bg__key_slot(const char *key, size_t len);

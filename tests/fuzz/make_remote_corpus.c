@@ -1,0 +1,298 @@
+/* Writes the seed corpus for fuzz_remote_reply into a directory:
+ *
+ *   make_remote_corpus DIR
+ *
+ * Each seed is a session byte (fuzz_remote_reply.c: bit 0 module, bit 1
+ * create) and then what a well-behaved server would answer, command by
+ * command, in RESP: the replies of a whole session that succeeds, and
+ * sessions that meet the errors and detours the client handles (NOSCRIPT,
+ * BGSTALE, BGREBUILD, a swap followed, a sharded filter, a filter that is
+ * missing or refuses). Run the target with FUZZ_REMOTE_VERBOSE=1 on a seed
+ * to see each call's status. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct out {
+    char buf[16384];
+    size_t len;
+} out;
+
+static void put(out *o, const void *p, size_t n)
+{
+    if (o->len + n > sizeof o->buf) {
+        fprintf(stderr, "make_remote_corpus: seed too long\n");
+        exit(1);
+    }
+    memcpy(o->buf + o->len, p, n);
+    o->len += n;
+}
+
+static void putf(out *o, const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    put(o, tmp, (size_t)n);
+}
+
+static void bulk_n(out *o, const void *s, size_t n)
+{
+    putf(o, "$%zu\r\n", n);
+    put(o, s, n);
+    put(o, "\r\n", 2);
+}
+
+static void bulk(out *o, const char *s) { bulk_n(o, s, strlen(s)); }
+static void integer(out *o, long long v) { putf(o, ":%lld\r\n", v); }
+static void array(out *o, long n) { putf(o, "*%ld\r\n", n); }
+static void nil(out *o) { put(o, "$-1\r\n", 5); }
+static void status(out *o, const char *s) { putf(o, "+%s\r\n", s); }
+static void error(out *o, const char *s) { putf(o, "-%s\r\n", s); }
+
+/* SCRIPT LOAD's answer: a SHA1, as 40 hex digits. */
+static void sha(out *o, int i)
+{
+    char s[41];
+    snprintf(s, sizeof s, "%040x", i + 1);
+    bulk(o, s);
+}
+
+/* The meta hash (HMGET of 13 fields): m bits, k hashes, generation g; a
+ * pending rebuild `next` (0: none). */
+static void meta(out *o, const char *m, const char *k, const char *g, const char *next)
+{
+    array(o, 13);
+    bulk(o, "1");
+    bulk(o, "standard");
+    bulk(o, m);
+    bulk(o, k);
+    bulk(o, "7");
+    bulk(o, g);
+    bulk(o, "100");
+    bulk(o, "0.01");
+    bulk(o, g);
+    if (next) {
+        bulk(o, next);
+        bulk(o, m);
+        bulk(o, k);
+        bulk(o, "7");
+    } else {
+        for (int i = 0; i < 4; i++)
+            nil(o);
+    }
+}
+
+static void ints(out *o, int n, long long v)
+{
+    array(o, n);
+    for (int i = 0; i < n; i++)
+        integer(o, v);
+}
+
+/* A bitmap session after open: every command answered as Redis would. */
+static void bitmap_rest(out *o, int fetch_bytes)
+{
+    sha(o, 1); /* add_many: SCRIPT LOAD, EVALSHA */
+    ints(o, 3, 1);
+    sha(o, 2); /* contains_many */
+    array(o, 3);
+    integer(o, 1);
+    integer(o, 0);
+    integer(o, 1);
+    ints(o, 1, 1); /* test_and_add */
+    ints(o, 1, 1); /* contains */
+    sha(o, 3);     /* stats */
+    array(o, 3);
+    bulk(o, "4");
+    integer(o, 20);
+    bulk(o, "42");
+    sha(o, 4); /* expire */
+    integer(o, 1);
+    sha(o, 5); /* fetch */
+    array(o, 3);
+    bulk(o, "42");
+    bulk(o, "4");
+    char bytes[128];
+    for (int i = 0; i < fetch_bytes; i++)
+        bytes[i] = (char)(i * 37);
+    bulk_n(o, bytes, (size_t)fetch_bytes);
+    integer(o, 128); /* rebuild_begin: SETRANGE, then the script */
+    sha(o, 6);
+    bulk(o, "42");
+    sha(o, 7); /* rebuild_add_many */
+    ints(o, 3, 1);
+    sha(o, 8); /* rebuild_commit */
+    bulk(o, "42");
+    sha(o, 9); /* drop */
+    integer(o, 2);
+}
+
+static void module_session(out *o, int create)
+{
+    if (create) {
+        status(o, "OK"); /* BF.RESERVE */
+    } else {
+        array(o, 10); /* BF.INFO */
+        bulk(o, "Capacity");
+        integer(o, 100);
+        bulk(o, "Size");
+        integer(o, 240);
+        bulk(o, "Number of filters");
+        integer(o, 1);
+        bulk(o, "Number of items inserted");
+        integer(o, 0);
+        bulk(o, "Expansion rate");
+        integer(o, 2);
+    }
+    ints(o, 3, 1); /* BF.MADD */
+    ints(o, 3, 1); /* BF.MEXISTS */
+    ints(o, 1, 1); /* test-and-add: BF.MADD of one key */
+    ints(o, 1, 1); /* contains: BF.MEXISTS of one key */
+    array(o, 10);  /* BF.INFO */
+    bulk(o, "Capacity");
+    integer(o, 100);
+    bulk(o, "Size");
+    integer(o, 240);
+    bulk(o, "Number of filters");
+    integer(o, 1);
+    bulk(o, "Number of items inserted");
+    integer(o, 4);
+    bulk(o, "Expansion rate");
+    integer(o, 2);
+    integer(o, 1); /* PEXPIRE */
+    integer(o, 1); /* DEL */
+}
+
+static int write_seed(const char *dir, int n, unsigned char session, const out *o)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/seed-%03d", dir, n);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(&session, 1, 1, f) != 1 || fwrite(o->buf, 1, o->len, f) != o->len ||
+        fclose(f) != 0) {
+        perror(path);
+        return -1;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: make_remote_corpus DIR\n");
+        return 2;
+    }
+    const char *dir = argv[1];
+    int n = 0, bad = 0;
+    out o;
+
+    /* 0: open a bitmap filter of 1024 bits, the whole session. */
+    o.len = 0;
+    meta(&o, "1024", "3", "42", NULL);
+    bitmap_rest(&o, 128);
+    bad |= write_seed(dir, n++, 0, &o);
+
+    /* 1: create one: EXISTS, SETRANGE, SCRIPT LOAD, the script's OK. */
+    o.len = 0;
+    integer(&o, 0);
+    integer(&o, 120);
+    sha(&o, 0);
+    status(&o, "OK");
+    bitmap_rest(&o, 120);
+    bad |= write_seed(dir, n++, 2, &o);
+
+    /* 2: NOSCRIPT (a restarted server), then EVAL; a swap followed (the
+     * generation after the results); BGREBUILD, the rebuild read again. */
+    o.len = 0;
+    meta(&o, "1024", "3", "42", NULL);
+    sha(&o, 1);
+    error(&o, "NOSCRIPT No matching script. Please use EVAL.");
+    array(&o, 4);
+    integer(&o, 1);
+    integer(&o, 0);
+    integer(&o, 1);
+    bulk(&o, "43");
+    sha(&o, 2);
+    error(&o, "BGREBUILD the pending rebuild changed");
+    array(&o, 4);
+    bulk(&o, "44");
+    bulk(&o, "1024");
+    bulk(&o, "3");
+    bulk(&o, "7");
+    ints(&o, 3, 0);
+    bad |= write_seed(dir, n++, 0, &o);
+
+    /* 3: a pending rebuild at open; a stale handle. */
+    o.len = 0;
+    meta(&o, "1024", "3", "42", "44");
+    sha(&o, 1);
+    error(&o, "BGSTALE filter was re-created or reshaped: generation 9, this handle has 42");
+    bad |= write_seed(dir, n++, 0, &o);
+
+    /* 4: no such filter (all nil), then the shard count: 2 shards. */
+    o.len = 0;
+    array(&o, 13);
+    for (int i = 0; i < 13; i++)
+        nil(&o);
+    bulk(&o, "2");
+    meta(&o, "512", "3", "42", NULL);
+    meta(&o, "512", "3", "43", NULL);
+    sha(&o, 1);
+    ints(&o, 2, 1);
+    ints(&o, 1, 1);
+    bad |= write_seed(dir, n++, 0, &o);
+
+    /* 5: a meta hash of an unknown format, a wrong variant, bad numbers. */
+    o.len = 0;
+    array(&o, 13);
+    bulk(&o, "2");
+    for (int i = 0; i < 12; i++)
+        nil(&o);
+    bad |= write_seed(dir, n++, 0, &o);
+    o.len = 0;
+    meta(&o, "18446744073709551616", "0", "0", NULL);
+    bad |= write_seed(dir, n++, 0, &o);
+
+    /* 7: replies of the wrong type or size everywhere. */
+    o.len = 0;
+    meta(&o, "64", "1", "1", NULL);
+    bulk(&o, "not a sha");
+    sha(&o, 1);
+    integer(&o, 5);
+    sha(&o, 2);
+    ints(&o, 7, 2);
+    status(&o, "QUEUED");
+    array(&o, -1);
+    bad |= write_seed(dir, n++, 0, &o);
+
+    /* 8: the module backend, opened; 9: created; 10: missing. */
+    o.len = 0;
+    module_session(&o, 0);
+    bad |= write_seed(dir, n++, 1, &o);
+    o.len = 0;
+    module_session(&o, 1);
+    bad |= write_seed(dir, n++, 3, &o);
+    o.len = 0;
+    error(&o, "ERR not found");
+    bad |= write_seed(dir, n++, 1, &o);
+
+    /* 11: an AUTH-style refusal and a protocol error at once. */
+    o.len = 0;
+    error(&o, "NOAUTH Authentication required.");
+    put(&o, "!bad\r\n", 6);
+    bad |= write_seed(dir, n++, 0, &o);
+
+    /* 12: an array header of 1.3e9 elements (hiredis would allocate 10 GiB
+     * for it before any element arrives; the client caps it). */
+    o.len = 0;
+    meta(&o, "1024", "3", "42", NULL);
+    sha(&o, 1);
+    put(&o, "*1333333333\r\n", 13);
+    bad |= write_seed(dir, n++, 0, &o);
+
+    return bad ? 1 : 0;
+}
