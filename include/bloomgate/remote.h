@@ -78,8 +78,9 @@
  * reply is read (the masters work in parallel: about one round trip per
  * batch): each shard's part is atomic, the batch as a whole is not (S
  * atomic parts). Add, contains,
- * test-and-add, the batches, stats (summed), drop and expire work on a
- * sharded filter; publish, fetch and rebuild get BG_EINVAL (not yet).
+ * test-and-add, the batches, stats (summed), drop, expire and rebuild
+ * (shard by shard: REBUILD below) work on a sharded filter; publish and
+ * fetch get BG_EINVAL (a local filter cannot be split into shards).
  *
  * ERRORS
  * Every call returns a status (error.h). BG_ECONN: the connection failed,
@@ -286,7 +287,7 @@ BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name, const
  * for add, plus BG_ENOMEM. Allocates *out; free it with bg_filter_free. */
 BG_REMOTE_API int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out);
 
-/* REBUILD (bitmap backend; the module backend gets BG_EINVAL)
+/* REBUILD (bitmap backend, sharded too; the module backend gets BG_EINVAL)
  *
  * Refills a filter from its source of truth (to shed stale keys, or to
  * resize it) while it stays in service:
@@ -310,6 +311,16 @@ BG_REMOTE_API int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out);
  *
  * begin: `opts` NULL keeps bits, hashes, seed and capacity; else they are
  * sized as for bg_remote_filter_create (backend 0 or BG_REMOTE_BITMAP).
+ *
+ * A sharded filter is rebuilt shard by shard: begin begins a rebuild on
+ * every shard, rebuild_add_many sends each key to its shard's, and commit
+ * swaps the shards one after another. A reader may meanwhile see some
+ * shards new and others old, which never hides a key (both generations of
+ * a shard hold all of its keys). Its seed chooses each key's shard, so the
+ * rebuild keeps it and the number of shards (opts with another seed, or
+ * other shards: BG_EINVAL); capacity and bits are split over the shards
+ * as at creation. A commit that fails part-way leaves the filter correct,
+ * some shards swapped: commit again to swap the rest, or abort them.
  * BG_OK, BG_EEXIST (a rebuild is pending already: this handle's, or another
  * client's), the sizing errors, BG_ETOOBIG, and the statuses of add. */
 BG_REMOTE_API int bg_remote_filter_rebuild_begin(bg_remote_filter *f,
@@ -346,8 +357,8 @@ BG_REMOTE_API int bg_remote_filter_rebuild_abort(bg_remote_filter *f);
  * lease must be longer than the longest pause between two rebuild_add_many
  * calls (reading a page of the source, say), not than the whole rebuild.
  * Sets the lease of the rebuilds this handle begins from now on.
- * BG_OK, or BG_EINVAL (not a single bitmap filter, 0, or above
- * BG_REMOTE_MAX_REBUILD_LEASE_MS). */
+ * A sharded filter gives it to every shard's rebuild. BG_OK, or BG_EINVAL
+ * (not a bitmap filter, 0, or above BG_REMOTE_MAX_REBUILD_LEASE_MS). */
 #define BG_REMOTE_REBUILD_LEASE_MS 60000u
 #define BG_REMOTE_MAX_REBUILD_LEASE_MS (UINT64_C(7) * 24 * 3600 * 1000)
 BG_REMOTE_API int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms);

@@ -265,10 +265,12 @@ static int rebuild_locked(bg_guard *g)
             return rc;
         g->remote_abort = 0;
     }
+    /* A resize keeps the filter's seed: a sharded filter routes keys to its
+     * shards by it, so its rebuild may not change it (remote.h). */
     bg_remote_filter_options ro = {.backend = BG_REMOTE_BITMAP,
                                    .error_rate = g->o.filter.error_rate > 0 ? g->o.filter.error_rate
                                                                         : 0.01,
-                                   .seed = g->o.filter.seed};
+                                   .seed = bg_remote_filter_seed(t->rf)};
     const bg_remote_filter_options *shape = NULL; /* keep it */
     if (g->o.filter.capacity == 0 && g->o.filter.bits == 0) {
         if ((rc = bg__guard_capacity(g, &ro.capacity)) != BG_OK)

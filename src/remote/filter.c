@@ -73,15 +73,18 @@ static char *sub_name(const char *name, uint32_t j)
     return s;
 }
 
-/* Takes the shape from the shards (all must agree, else BG_ECORRUPT). */
+/* Takes the shape from the shards. Their seed must agree (it routes keys to
+ * shards), else BG_ECORRUPT; their hashes may not while a rebuild that
+ * changes them is being committed shard by shard (SHARDED REBUILD), and the
+ * filter then reports shard 0's. */
 static int sharded_shape(bg_remote_filter *f)
 {
     f->m = 0;
     f->capacity = 0;
     for (uint32_t j = 0; j < f->shards; j++) {
         const bg_remote_filter *s = f->sub[j];
-        if (s->k != f->sub[0]->k || s->seed != f->sub[0]->seed)
-            return bg__remote_fail(f->r, BG_ECORRUPT, "%s: shards of different shapes",
+        if (s->seed != f->sub[0]->seed)
+            return bg__remote_fail(f->r, BG_ECORRUPT, "%s: shards with different seeds",
                                    f->shards_key);
         f->m += s->m;
         f->capacity += s->capacity;
@@ -211,23 +214,41 @@ static int sharded_open(bg_remote_filter **out, bg_remote *r, const char *name)
     return BG_OK;
 }
 
-/* Splits the batch by shard (a counting sort), one script call per shard,
- * all sent before any reply is read (bg__bitmap_run_parts). */
-static int64_t sharded_run(bg_remote_filter *f, int add, const void *const *keys,
-                           const size_t *lens, size_t count, uint8_t *results)
+/* A batch split by shard (a counting sort): shard j's keys are
+ * keys/lens[end[j - 1] .. end[j]) (end[-1] = 0), their answers go to the
+ * same range of res, and order[at] is the caller's index of entry at. */
+typedef struct shard_plan {
+    size_t *end;
+    size_t *order;
+    const void **keys;
+    size_t *lens;
+    uint8_t *res;
+} shard_plan;
+
+static void plan_free(shard_plan *p)
+{
+    bg__free(p->end);
+    bg__free(p->order);
+    bg__free(p->keys);
+    bg__free(p->lens);
+    bg__free(p->res);
+}
+
+static int plan_make(const bg_remote_filter *f, const void *const *keys, const size_t *lens,
+                     size_t count, shard_plan *p)
 {
     uint32_t S = f->shards;
     uint32_t *which = bg__malloc(count * sizeof *which);
     size_t *start = bg__calloc((size_t)S + 1, sizeof *start);
-    size_t *order = bg__malloc(count * sizeof *order);
-    const void **k2 = bg__malloc(count * sizeof *k2);
-    size_t *l2 = bg__malloc(count * sizeof *l2);
-    uint8_t *r2 = bg__malloc(count);
-    bg__part *parts = bg__malloc((size_t)S * sizeof *parts);
-    int64_t rc = 0;
-    if (!which || !start || !order || !k2 || !l2 || !r2 || !parts) {
-        rc = BG_ENOMEM;
-        goto out;
+    p->order = bg__malloc(count * sizeof *p->order);
+    p->keys = bg__malloc(count * sizeof *p->keys);
+    p->lens = bg__malloc(count * sizeof *p->lens);
+    p->res = bg__malloc(count ? count : 1);
+    p->end = start;
+    if (!which || !start || !p->order || !p->keys || !p->lens || !p->res) {
+        bg__free(which);
+        plan_free(p);
+        return BG_ENOMEM;
     }
     for (size_t i = 0; i < count; i++) {
         bg_hash h;
@@ -239,29 +260,48 @@ static int64_t sharded_run(bg_remote_filter *f, int add, const void *const *keys
         start[j + 1] += start[j];
     for (size_t i = 0; i < count; i++) {
         size_t at = start[which[i]]++;
-        order[at] = i;
-        k2[at] = keys[i];
-        l2[at] = lens[i];
+        p->order[at] = i;
+        p->keys[at] = keys[i];
+        p->lens[at] = lens[i];
     }
-    /* start[j] is now the end of shard j's run, the start of shard j + 1's. */
+    /* start[j] is now the end of shard j's run. */
+    bg__free(which);
+    return BG_OK;
+}
+
+static void plan_results(const shard_plan *p, size_t count, uint8_t *results)
+{
+    for (size_t at = 0; results && at < count; at++)
+        results[p->order[at]] = p->res[at];
+}
+
+/* One script call per shard with keys, all sent before any reply is read
+ * (bg__bitmap_run_parts). */
+static int64_t sharded_run(bg_remote_filter *f, int add, const void *const *keys,
+                           const size_t *lens, size_t count, uint8_t *results)
+{
+    shard_plan p;
+    int64_t rc = plan_make(f, keys, lens, count, &p);
+    if (rc != BG_OK)
+        return rc;
+    bg__part *parts = bg__malloc((size_t)f->shards * sizeof *parts);
+    if (!parts) {
+        plan_free(&p);
+        return BG_ENOMEM;
+    }
     size_t nparts = 0, from = 0;
-    for (uint32_t j = 0; j < S; j++) {
-        size_t n = start[j] - from;
+    for (uint32_t j = 0; j < f->shards; j++) {
+        size_t n = p.end[j] - from;
         if (n)
-            parts[nparts++] = (bg__part){f->sub[j], k2 + from, l2 + from, n, r2 + from};
-        from = start[j];
+            parts[nparts++] =
+                (bg__part){f->sub[j], p.keys + from, p.lens + from, n, p.res + from};
+        from = p.end[j];
     }
     rc = nparts ? bg__bitmap_run_parts(add, parts, nparts) : 0;
-    for (size_t at = 0; rc >= 0 && results && at < count; at++)
-        results[order[at]] = r2[at];
-out:
-    bg__free(which);
-    bg__free(start);
-    bg__free(order);
-    bg__free(k2);
-    bg__free(l2);
-    bg__free(r2);
+    if (rc >= 0)
+        plan_results(&p, count, results);
     bg__free(parts);
+    plan_free(&p);
     return rc;
 }
 
@@ -319,6 +359,117 @@ static int sharded_expire(bg_remote_filter *f, uint64_t ttl_ms)
     redisReply *rep;
     if ((rc = bg__remote_command(f->r, 3, pa, pl, &rep, 0)) == BG_OK)
         freeReplyObject(rep);
+    return rc;
+}
+
+/* SHARDED REBUILD
+ * Each shard is an ordinary bitmap filter with its own generations, so a
+ * sharded filter is rebuilt shard by shard: begin begins a rebuild on every
+ * shard (each with its own lease), rebuild_add_many routes each key to its
+ * shard's rebuild as an add routes it to its shard, and commit commits the
+ * shards one after another. The swap is atomic per shard, not across
+ * shards: during the commit a reader may find some shards new and others
+ * old. That is harmless: both generations of a shard hold every key of
+ * that shard (adds write both while its rebuild is pending), so no key is
+ * ever missing. What must not change is the routing: a key's shard comes
+ * from the seed, so a rebuild keeps the seed and the number of shards
+ * (another seed: BG_EINVAL); bits, hashes and capacity may change, split
+ * over the shards as at creation. rebuild_add_many calls every shard, with
+ * no keys if the batch has none for it, so that each shard's lease is
+ * renewed while any is. A commit that fails part-way leaves some shards
+ * committed and others pending, and the filter correct either way: commit
+ * again to go on with the shards still pending, or abort them. */
+static int sharded_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o)
+{
+    bg_remote_filter_options so;
+    if (o) {
+        if (o->seed != f->seed || (o->shards && o->shards != f->shards))
+            return bg__remote_fail(f->r, BG_EINVAL,
+                                   "%s: a rebuild keeps a sharded filter's seed and shards",
+                                   f->shards_key);
+        so = *o;
+        so.shards = 0;
+        so.capacity = o->capacity / f->shards + (o->capacity % f->shards != 0);
+        so.bits = o->bits / f->shards + (o->bits % f->shards != 0);
+    }
+    for (uint32_t j = 0; j < f->shards; j++)
+        if (f->sub[j]->rb.gen)
+            return bg__remote_fail(f->r, BG_EEXIST, "this handle's rebuild is pending");
+    int rc = BG_OK;
+    uint32_t begun = 0;
+    for (; begun < f->shards; begun++) {
+        f->sub[begun]->rb_lease_ms = f->rb_lease_ms;
+        if ((rc = bg__bitmap_rebuild_begin(f->sub[begun], o ? &so : NULL)) != BG_OK)
+            break;
+    }
+    if (rc == BG_OK)
+        return BG_OK;
+    /* Best effort: cancel the shards begun here, keeping the error's message. */
+    char keep[BG__REMOTE_ERRSTR];
+    memcpy(keep, f->r->errstr, sizeof keep);
+    for (uint32_t j = 0; j < begun; j++)
+        (void)bg__bitmap_rebuild_abort(f->sub[j]);
+    memcpy(f->r->errstr, keep, sizeof keep);
+    return rc;
+}
+
+static int64_t sharded_rebuild_add(bg_remote_filter *f, const void *const *keys,
+                                   const size_t *lens, size_t count, uint8_t *results)
+{
+    for (uint32_t j = 0; j < f->shards; j++)
+        if (!f->sub[j]->rb.gen)
+            return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
+    shard_plan p;
+    int64_t rc = plan_make(f, keys, lens, count, &p);
+    if (rc != BG_OK)
+        return rc;
+    int64_t hits = 0;
+    size_t from = 0;
+    for (uint32_t j = 0; j < f->shards; j++) {
+        int64_t h = bg__bitmap_rebuild_add(f->sub[j], p.keys + from, p.lens + from,
+                                           p.end[j] - from, p.res + from);
+        if (h < 0) {
+            hits = h;
+            break;
+        }
+        hits += h;
+        from = p.end[j];
+    }
+    if (hits >= 0)
+        plan_results(&p, count, results);
+    plan_free(&p);
+    return hits;
+}
+
+static int sharded_rebuild_commit(bg_remote_filter *f)
+{
+    int any = 0, rc = BG_OK;
+    for (uint32_t j = 0; rc == BG_OK && j < f->shards; j++) {
+        if (!f->sub[j]->rb.gen)
+            continue; /* committed by an earlier try */
+        any = 1;
+        rc = bg__bitmap_rebuild_commit(f->sub[j]);
+    }
+    if (!any)
+        return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
+    int sr = sharded_shape(f);
+    return rc != BG_OK ? rc : sr;
+}
+
+/* This handle's rebuilds, or whichever are pending: BG_OK if any shard had
+ * one, BG_ENOTFOUND if none, else the first other error. */
+static int sharded_rebuild_abort(bg_remote_filter *f)
+{
+    int rc = BG_ENOTFOUND;
+    for (uint32_t j = 0; j < f->shards; j++) {
+        int ar = bg__bitmap_rebuild_abort(f->sub[j]);
+        if (ar == BG_OK && rc == BG_ENOTFOUND)
+            rc = BG_OK;
+        else if (ar != BG_OK && ar != BG_ENOTFOUND && (rc == BG_OK || rc == BG_ENOTFOUND))
+            rc = ar;
+    }
+    if (rc == BG_ENOTFOUND)
+        bg__remote_fail(f->r, BG_ENOTFOUND, "no such rebuild is pending");
     return rc;
 }
 
@@ -494,15 +645,15 @@ int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
 
 int bg_remote_filter_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *opts)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
+    if (!f || f->backend != BG_REMOTE_BITMAP)
         return BG_EINVAL;
-    return bg__bitmap_rebuild_begin(f, opts);
+    return f->shards > 1 ? sharded_rebuild_begin(f, opts) : bg__bitmap_rebuild_begin(f, opts);
 }
 
 int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const *keys,
                                           const size_t *lens, size_t count, uint8_t *results)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1 || (count && (!keys || !lens)))
+    if (!f || f->backend != BG_REMOTE_BITMAP || (count && (!keys || !lens)))
         return BG_EINVAL;
     for (size_t i = 0; i < count; i++)
         if (!keys[i] && lens[i])
@@ -512,21 +663,22 @@ int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const
     if (count == 0)
         return 0;
     bg__remote_allow_array(f->r, count);
-    int64_t rc = bg__bitmap_rebuild_add(f, keys, lens, count, results);
+    int64_t rc = f->shards > 1 ? sharded_rebuild_add(f, keys, lens, count, results)
+                               : bg__bitmap_rebuild_add(f, keys, lens, count, results);
     bg__remote_allow_array(f->r, 0);
     return rc;
 }
 
 int bg_remote_filter_rebuild_commit(bg_remote_filter *f)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
+    if (!f || f->backend != BG_REMOTE_BITMAP)
         return BG_EINVAL;
-    return bg__bitmap_rebuild_commit(f);
+    return f->shards > 1 ? sharded_rebuild_commit(f) : bg__bitmap_rebuild_commit(f);
 }
 
 int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1 || lease_ms == 0 ||
+    if (!f || f->backend != BG_REMOTE_BITMAP || lease_ms == 0 ||
         lease_ms > BG_REMOTE_MAX_REBUILD_LEASE_MS)
         return BG_EINVAL;
     f->rb_lease_ms = lease_ms;
@@ -535,9 +687,9 @@ int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms)
 
 int bg_remote_filter_rebuild_abort(bg_remote_filter *f)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
+    if (!f || f->backend != BG_REMOTE_BITMAP)
         return BG_EINVAL;
-    return bg__bitmap_rebuild_abort(f);
+    return f->shards > 1 ? sharded_rebuild_abort(f) : bg__bitmap_rebuild_abort(f);
 }
 
 void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode)

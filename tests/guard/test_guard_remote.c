@@ -7,7 +7,8 @@
  * second guard's handles go stale and reopen); a reader thread sees no
  * false negative during rebuilds; a killed server makes gets fail with
  * BG_ECONN (never absent), and once it is back on the same port, gets work
- * again. Module backend (when $BLOOMGATE_MODULE names bloomgate.so): create,
+ * again. A sharded filter made by another client is filled and resized by
+ * rebuilds. Module backend (when $BLOOMGATE_MODULE names bloomgate.so): create,
  * fill, get; rebuild is BG_EINVAL. */
 #include "test_util.h"
 #include "redis_server.h"
@@ -197,6 +198,65 @@ static void bitmap_rebuild(void **state)
     ms_free(&src);
 }
 
+/* ---- bitmap: a sharded filter ---------------------------------------------------- */
+
+/* A guard over a sharded filter made by someone else (another seed than the
+ * guard's): it fills it by a rebuild, resizes it by another after deletes,
+ * and a reader guard sees no false negative meanwhile. */
+static void sharded_rebuild(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap, sharded: rebuilds");
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_remote_options ro = ropts(&srv);
+    bg_remote *r = NULL;
+    TU_EQ_I(bg_remote_connect(&r, &ro), BG_OK);
+    bg_remote_filter *f = NULL;
+    bg_remote_filter_options fo = {.backend = BG_REMOTE_BITMAP, .capacity = 4000,
+                                   .error_rate = 0.01, .seed = 3, .shards = 4};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "gsh", &fo), BG_OK);
+    bg_guard *a = remote_guard(&ro, "gsh", BG_REMOTE_BITMAP, 0); /* opens it: empty */
+    bg_guard *b = remote_guard(&ro, "gsh", BG_REMOTE_BITMAP, 0);
+    TU_EQ_I(bg_guard_rebuild(a), BG_OK);
+    all_present(b, "p", 0, NKEYS);
+    char k[64];
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_TRUE(ms_map_del(&src.map, k, kl));
+    }
+    atomic_store(&stop, 0);
+    atomic_store(&bad, 0);
+    pthread_t t;
+    TU_EQ_I(pthread_create(&t, NULL, reader, b), 0);
+    for (int i = 0; i < 3; i++)
+        TU_EQ_I(bg_guard_rebuild(a), BG_OK);
+    atomic_store(&stop, 1);
+    pthread_join(t, NULL);
+    TU_EQ_I(atomic_load(&bad), 0);
+    long gone = 0;
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        gone += bg_guard_may_contain(b, k, kl) == 0;
+    }
+    TU_TRUE(gone >= 95);
+    all_present(b, "p", 100, NKEYS);
+    bg_remote_filter_stats st;
+    bg_remote_filter *g2 = NULL;
+    TU_EQ_I(bg_remote_filter_open(&g2, r, "gsh", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_stats_get(g2, &st), BG_OK);
+    TU_EQ_U(st.layers, 4);  /* still 4 shards */
+    TU_EQ_U(st.seed, 3);    /* and the same seed */
+    TU_EQ_U(st.hashes, 10); /* resized for p = 0.001 (k was 7 for 0.01) */
+    TU_EQ_I(bg_remote_filter_drop(g2), BG_OK);
+    bg_remote_filter_close(g2);
+    bg_remote_filter_close(f);
+    bg_remote_free(r);
+    bg_guard_free(a);
+    bg_guard_free(b);
+    ms_free(&src);
+}
+
 /* ---- bitmap: outage ------------------------------------------------------------- */
 
 static void bitmap_outage(void **state)
@@ -297,6 +357,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(bitmap_create_and_share),
         cmocka_unit_test(bitmap_rebuild),
+        cmocka_unit_test(sharded_rebuild),
         cmocka_unit_test(bitmap_outage),
         cmocka_unit_test(module_backend),
     };

@@ -1,6 +1,7 @@
 /* A sharded bitmap filter over a 3-master Redis Cluster that the test
  * starts itself (ports 23000-23999, redis-cli --cluster create): no false
- * negatives across processes, the FP rate, and one slot holding a shard
+ * negatives across processes, the FP rate, a resizing rebuild, and one slot
+ * holding a shard
  * resharded from one master to another while a forked client adds and
  * checks keys (it must see no error and no false negative). */
 #include "test_util.h"
@@ -128,7 +129,28 @@ static void sharded_cross_process(void **state)
     TU_EQ_I(bg_remote_filter_stats_get(g, &s), BG_OK);
     TU_EQ_U(s.layers, 8);
     TU_EQ_U(s.bits, bg_remote_filter_bits(g));
-    TU_EQ_I(bg_remote_filter_rebuild_begin(g, NULL), BG_EINVAL);
+
+    /* Rebuilt over the cluster, resized: each shard's rebuild on its own
+     * master, every key still there, through a handle that saw the swap and
+     * one reopened after it (the old shape is refused). */
+    uint64_t bits0 = bg_remote_filter_bits(g);
+    bg_remote_filter_options bigger = {.capacity = 2 * N_KEYS, .error_rate = P / 10, .seed = 11};
+    TU_EQ_I(bg_remote_filter_rebuild_begin(g, &bigger), BG_OK);
+    for (uint64_t i = 0; i < N_KEYS; i += 1000) {
+        tu_batch_fill(&b, 0, 1, i, 1000);
+        TU_TRUE(bg_remote_filter_rebuild_add_many(g, b.keys, b.lens, b.count, NULL) >= 0);
+    }
+    TU_EQ_I(bg_remote_filter_rebuild_commit(g), BG_OK);
+    TU_TRUE(bg_remote_filter_bits(g) > 2 * bits0);
+    tu_batch_fill(&b, 0, 1, 0, 1000);
+    TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, res), BG_ESTALE);
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_open(&f, r, "sh", BG_REMOTE_BITMAP), BG_OK);
+    for (uint64_t i = 0; i < N_KEYS; i += 1000) {
+        tu_batch_fill(&b, 0, 1, i, 1000);
+        TU_EQ_I(bg_remote_filter_contains_many(g, b.keys, b.lens, b.count, res), 1000);
+        TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, res), 1000);
+    }
 
     TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
     bg_remote_filter *h = NULL;

@@ -10,6 +10,7 @@
 
 #include <bloomgate/remote.h>
 
+#include <poll.h>
 #include <time.h>
 
 static ts_server srv; /* the shared plain server */
@@ -836,14 +837,23 @@ static void bitmap_rebuild_lease(void **state)
     expect_all(w, 10, 200);
     tu_batch_free(&b);
 
-    /* Only for a single bitmap filter. */
-    bg_remote_filter *m = NULL;
+    /* A sharded filter passes its lease to every shard's rebuild. */
+    bg_remote_filter *m = NULL, *m2 = NULL;
     bg_remote_filter_options so = {.backend = BG_REMOTE_BITMAP, .capacity = 1000,
                                    .error_rate = 0.01, .shards = 2};
-    TU_EQ_I(bg_remote_filter_create(&m, r, "rl-sharded", &so), BG_OK);
-    TU_EQ_I(bg_remote_filter_set_rebuild_lease(m, 100), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_create(&m, r, "rls", &so), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&m2, rb, "rls", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(m, 100), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(m, NULL), BG_OK);
+    TU_EQ_I(ts_int(c, "HEXISTS {rls:s0}:meta next"), 1);
+    TU_EQ_I(ts_int(c, "HEXISTS {rls:s1}:meta next"), 1);
+    sleep_ms(300);
+    add_set(m2, 11, 0, 100, 0); /* reaches both shards: both run out */
+    TU_EQ_I(ts_int(c, "HEXISTS {rls:s0}:meta next"), 0);
+    TU_EQ_I(ts_int(c, "HEXISTS {rls:s1}:meta next"), 0);
     TU_EQ_I(bg_remote_filter_drop(m), BG_OK);
     bg_remote_filter_close(m);
+    bg_remote_filter_close(m2);
 
     TU_EQ_I(bg_remote_filter_drop(a), BG_OK);
     redisFree(c);
@@ -851,6 +861,146 @@ static void bitmap_rebuild_lease(void **state)
     bg_remote_filter_close(w);
     bg_remote_free(r);
     bg_remote_free(rb);
+}
+
+/* Adds keys [first, first + n) of `set` through *f (name `name` on r),
+ * reopening the handle once if a rebuild reshaped the filter. */
+static void add_reopen(bg_remote_filter **f, bg_remote *r, const char *name, uint64_t set,
+                       size_t first, size_t n)
+{
+    tu_batch b;
+    tu_batch_init(&b, n);
+    tu_batch_fill(&b, 1, set, first, n);
+    int64_t rc = bg_remote_filter_add_many(*f, b.keys, b.lens, n, NULL);
+    if (rc == BG_ESTALE) {
+        bg_remote_filter_close(*f);
+        *f = NULL;
+        TU_EQ_I(bg_remote_filter_open(f, r, name, BG_REMOTE_BITMAP), BG_OK);
+        rc = bg_remote_filter_add_many(*f, b.keys, b.lens, n, NULL);
+    }
+    if (rc < 0)
+        fail_msg("add to %s: %s", name, bg_err_name((int)rc));
+    tu_batch_free(&b);
+}
+
+/* A reader process: checks set 6's first n keys again and again until a
+ * byte arrives on stop_fd; exits 1 on a false negative, 2 on an error other
+ * than a reshape (which it follows by reopening), 3 if it never ran. */
+static void sharded_reader(int port, const char *name, size_t n, int stop_fd)
+{
+    bg_remote *cr = NULL;
+    bg_remote_options co = {.port = port};
+    bg_remote_filter *cf = NULL;
+    if (bg_remote_connect(&cr, &co) != BG_OK ||
+        bg_remote_filter_open(&cf, cr, name, BG_REMOTE_BITMAP) != BG_OK)
+        _exit(2);
+    tu_batch b;
+    tu_batch_init(&b, n);
+    tu_batch_fill(&b, 1, 6, 0, n);
+    long rounds = 0;
+    for (;;) {
+        struct pollfd p = {.fd = stop_fd, .events = POLLIN};
+        if (poll(&p, 1, 0) > 0)
+            break;
+        int64_t got = bg_remote_filter_contains_many(cf, b.keys, b.lens, n, NULL);
+        if (got == BG_ESTALE) {
+            bg_remote_filter_close(cf);
+            if (bg_remote_filter_open(&cf, cr, name, BG_REMOTE_BITMAP) != BG_OK)
+                _exit(2);
+            continue;
+        }
+        if (got < 0)
+            _exit(2);
+        if (got != (int64_t)n)
+            _exit(1);
+        rounds++;
+    }
+    _exit(rounds > 0 ? 0 : 3);
+}
+
+/* A sharded filter rebuilt five times (new shape, same shape) while another
+ * handle adds and another process reads: no key is ever missing, though the
+ * shards swap one after another; the seed cannot change; abort cancels
+ * every shard's rebuild. */
+static void sharded_rebuild(void **state)
+{
+    (void)state;
+    tu_ctx("sharded rebuild");
+    enum { SRC = 1000, PER_ROUND = 200, ROUNDS = 5 };
+    bg_remote *r = conn(&srv, 0), *rw = conn(&srv, 0);
+    bg_remote_filter *a, *w;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 4000,
+                                  .error_rate = 0.01, .seed = 5, .shards = 4};
+    TU_EQ_I(bg_remote_filter_create(&a, r, "srb", &o), BG_OK);
+    add_set(a, 6, 0, SRC, 0);
+    TU_EQ_I(bg_remote_filter_open(&w, rw, "srb", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 30000), BG_OK);
+    bg_remote_filter_options other_seed = {.capacity = 8000, .error_rate = 0.001, .seed = 6};
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &other_seed), BG_EINVAL);
+    uint64_t bits0 = bg_remote_filter_bits(w);
+
+    int stop[2];
+    TU_EQ_I(pipe(stop), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0)
+        sharded_reader(srv.port, "srb", SRC, stop[0]);
+
+    bg_remote_filter_options bigger = {.capacity = 8000, .error_rate = 0.001, .seed = 5};
+    for (size_t round = 0; round < ROUNDS; round++) {
+        TU_EQ_I(bg_remote_filter_rebuild_begin(w, round % 2 ? NULL : &bigger), BG_OK);
+        if (round == 0) {
+            TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_EEXIST);
+            TU_EQ_I(bg_remote_filter_rebuild_begin(a, NULL), BG_EEXIST);
+        }
+        /* The source: set 6 and the set 8 keys of earlier rounds, read after
+         * begin; meanwhile this round's set 8 keys are added through a. */
+        for (size_t i = 0; i < SRC; i += 100) {
+            add_set(w, 6, i, 100, 1);
+            add_reopen(&a, r, "srb", 8, round * PER_ROUND + i / 5, PER_ROUND / 10);
+        }
+        if (round)
+            add_set(w, 8, 0, round * PER_ROUND, 1);
+        TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+        TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_EINVAL);
+        expect_all(w, 6, SRC);
+        expect_all(w, 8, (round + 1) * PER_ROUND);
+    }
+    TU_EQ_I(write(stop[1], "s", 1), 1);
+    int status;
+    TU_EQ_I(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("reader: exit status %d (1: a false negative)",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    close(stop[0]);
+    close(stop[1]);
+    TU_TRUE(bg_remote_filter_bits(w) > bits0); /* sized for 8000 at p = 0.001 */
+    redisContext *c = ts_raw(&srv);
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 8); /* 4 shards: meta and one bit array each */
+
+    /* Abort from a handle that began none: every shard's rebuild goes. */
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 12);
+    bg_remote_filter_close(a);
+    TU_EQ_I(bg_remote_filter_open(&a, r, "srb", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_ENOTFOUND);
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 8);
+    tu_batch b;
+    tu_batch_init(&b, 10);
+    tu_batch_fill(&b, 1, 6, 0, 10);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_EINVAL);
+    tu_batch_free(&b);
+    expect_all(a, 6, SRC);
+
+    TU_EQ_I(bg_remote_filter_drop(a), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "*srb*"), 0);
+    redisFree(c);
+    bg_remote_filter_close(a);
+    bg_remote_filter_close(w);
+    bg_remote_free(r);
+    bg_remote_free(rw);
 }
 
 /* 2^32 bits at most; meta hashes this library cannot use are refused. */
@@ -1127,6 +1277,7 @@ int main(void)
         cmocka_unit_test(bitmap_swap_readers),
         cmocka_unit_test(bitmap_rebuild),
         cmocka_unit_test(bitmap_rebuild_lease),
+        cmocka_unit_test(sharded_rebuild),
         cmocka_unit_test(bitmap_limits),
         cmocka_unit_test(connect_errors),
         cmocka_unit_test(server_dies_mid_batch),
