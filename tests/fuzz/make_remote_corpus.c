@@ -131,28 +131,10 @@ static void bitmap_rest(out *o, int fetch_bytes)
     integer(o, 2);
 }
 
-static void module_session(out *o, int create)
+/* BF.INFO's answer (RedisBloom's fields) for a filter of `items` items. */
+static void bf_info(out *o, long long items)
 {
-    if (create) {
-        status(o, "OK"); /* BF.RESERVE */
-    } else {
-        array(o, 10); /* BF.INFO */
-        bulk(o, "Capacity");
-        integer(o, 100);
-        bulk(o, "Size");
-        integer(o, 240);
-        bulk(o, "Number of filters");
-        integer(o, 1);
-        bulk(o, "Number of items inserted");
-        integer(o, 0);
-        bulk(o, "Expansion rate");
-        integer(o, 2);
-    }
-    ints(o, 3, 1); /* BF.MADD */
-    ints(o, 3, 1); /* BF.MEXISTS */
-    ints(o, 1, 1); /* test-and-add: BF.MADD of one key */
-    ints(o, 1, 1); /* contains: BF.MEXISTS of one key */
-    array(o, 10);  /* BF.INFO */
+    array(o, 10);
     bulk(o, "Capacity");
     integer(o, 100);
     bulk(o, "Size");
@@ -160,9 +142,22 @@ static void module_session(out *o, int create)
     bulk(o, "Number of filters");
     integer(o, 1);
     bulk(o, "Number of items inserted");
-    integer(o, 4);
+    integer(o, items);
     bulk(o, "Expansion rate");
     integer(o, 2);
+}
+
+static void module_session(out *o, int create)
+{
+    if (create)
+        status(o, "OK"); /* BF.RESERVE */
+    else
+        bf_info(o, 0);
+    ints(o, 3, 1); /* BF.MADD */
+    ints(o, 3, 1); /* BF.MEXISTS */
+    ints(o, 1, 1); /* test-and-add: BF.MADD of one key */
+    ints(o, 1, 1); /* contains: BF.MEXISTS of one key */
+    bf_info(o, 4);
     integer(o, 1); /* PEXPIRE */
     integer(o, 1); /* DEL */
 }

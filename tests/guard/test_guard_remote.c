@@ -129,6 +129,36 @@ static void *reader(void *p)
     return NULL;
 }
 
+/* Deletes keys p0..p99 from the source, then runs `rounds` rebuilds of a
+ * while a reader thread gets the other keys through b: it must find every
+ * one, and afterwards b must miss (nearly) all the deleted ones. */
+static void rebuilds_drop_deleted(bg_guard *a, bg_guard *b, int rounds)
+{
+    char k[64];
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_TRUE(ms_map_del(&src.map, k, kl));
+    }
+    atomic_store(&stop, 0);
+    atomic_store(&bad, 0);
+    atomic_store(&reads, 0);
+    pthread_t t;
+    TU_EQ_I(pthread_create(&t, NULL, reader, b), 0);
+    for (int r = 0; r < rounds; r++)
+        TU_EQ_I(bg_guard_rebuild(a), BG_OK);
+    atomic_store(&stop, 1);
+    pthread_join(t, NULL);
+    TU_EQ_I(atomic_load(&bad), 0);
+    TU_TRUE(atomic_load(&reads) > 0);
+    long gone = 0;
+    for (long i = 0; i < 100; i++) {
+        size_t kl = ms_key(k, "p", i);
+        gone += bg_guard_may_contain(b, k, kl) == 0;
+    }
+    TU_TRUE(gone >= 95);
+    all_present(b, "p", 100, NKEYS);
+}
+
 static void *rebuild_thread(void *p)
 {
     int rc = bg_guard_rebuild(p);
@@ -150,28 +180,7 @@ static void bitmap_rebuild(void **state)
      * the filter and the other guard's handles go stale (and reopen). */
     bg_guard *a = remote_guard(&ro, "rb", BG_REMOTE_BITMAP, 0);
     bg_guard *b = remote_guard(&ro, "rb", BG_REMOTE_BITMAP, 0);
-    char k[64];
-    for (long i = 0; i < 100; i++) {
-        size_t kl = ms_key(k, "p", i);
-        TU_TRUE(ms_map_del(&src.map, k, kl));
-    }
-    atomic_store(&stop, 0);
-    atomic_store(&bad, 0);
-    pthread_t t;
-    TU_EQ_I(pthread_create(&t, NULL, reader, b), 0);
-    for (int r = 0; r < 5; r++)
-        TU_EQ_I(bg_guard_rebuild(a), BG_OK);
-    atomic_store(&stop, 1);
-    pthread_join(t, NULL);
-    TU_EQ_I(atomic_load(&bad), 0);
-    TU_TRUE(atomic_load(&reads) > 0);
-    long gone = 0;
-    for (long i = 0; i < 100; i++) {
-        size_t kl = ms_key(k, "p", i);
-        gone += bg_guard_may_contain(b, k, kl) == 0;
-    }
-    TU_TRUE(gone >= 95);
-    all_present(b, "p", 100, NKEYS);
+    rebuilds_drop_deleted(a, b, 5);
     TU_EQ_U(gc(a).rebuilds, 5);
 
     /* One rebuild at a time, across instances too: a slow scan. */
@@ -220,27 +229,7 @@ static void sharded_rebuild(void **state)
     bg_guard *b = remote_guard(&ro, "gsh", BG_REMOTE_BITMAP, 0);
     TU_EQ_I(bg_guard_rebuild(a), BG_OK);
     all_present(b, "p", 0, NKEYS);
-    char k[64];
-    for (long i = 0; i < 100; i++) {
-        size_t kl = ms_key(k, "p", i);
-        TU_TRUE(ms_map_del(&src.map, k, kl));
-    }
-    atomic_store(&stop, 0);
-    atomic_store(&bad, 0);
-    pthread_t t;
-    TU_EQ_I(pthread_create(&t, NULL, reader, b), 0);
-    for (int i = 0; i < 3; i++)
-        TU_EQ_I(bg_guard_rebuild(a), BG_OK);
-    atomic_store(&stop, 1);
-    pthread_join(t, NULL);
-    TU_EQ_I(atomic_load(&bad), 0);
-    long gone = 0;
-    for (long i = 0; i < 100; i++) {
-        size_t kl = ms_key(k, "p", i);
-        gone += bg_guard_may_contain(b, k, kl) == 0;
-    }
-    TU_TRUE(gone >= 95);
-    all_present(b, "p", 100, NKEYS);
+    rebuilds_drop_deleted(a, b, 3);
     bg_remote_filter_stats st;
     bg_remote_filter *g2 = NULL;
     TU_EQ_I(bg_remote_filter_open(&g2, r, "gsh", BG_REMOTE_BITMAP), BG_OK);
