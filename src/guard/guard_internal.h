@@ -11,6 +11,8 @@
 
 #include <bloomgate/guard.h>
 
+#include "thread_records.h"
+
 /* Hash seed of the guard's own tables (negative cache, single flight): any
  * fixed value; these tables never leave the process. */
 #define BG__GUARD_SEED UINT64_C(0x6775617264)
@@ -120,9 +122,8 @@ void bg__flight_finish(bg__flights *t, bg__flight *f, int rc, const bg_guard_buf
  * freed before the guard: a thread's exit returns its record to the pool
  * (in_use = 0), and the next new thread adopts it, connection included (remote_filter.c). */
 typedef struct bg__guard_thread {
+    bg__thread_rec rec;             /* first: thread_records.h */
     _Atomic(bg_filter *) hazard[2]; /* [0] current, [1] pending */
-    atomic_int in_use;
-    struct bg__guard_thread *next;  /* immutable once published */
     bg_remote *conn;                /* remote: NULL until first use */
     bg_remote_filter *rf;           /* remote: NULL until opened */
 } bg__guard_thread;
@@ -144,9 +145,7 @@ struct bg_guard {
                          (its abort failed); under rebuild_mu */
 
     /* Per-thread records (swap.c). */
-    pthread_key_t tkey;
-    int tkey_ok;
-    _Atomic(bg__guard_thread *) threads; /* push-only list */
+    bg__thread_recs threads;
 
     bg__neg_cache neg;
     bg__flights flights;

@@ -46,9 +46,8 @@
 #define RC_STACK_KEY 256
 
 typedef struct rc_thread {
+    bg__thread_rec rec;       /* first: thread_records.h */
     bg_remote *conn;          /* NULL until first use */
-    atomic_int in_use;        /* a live thread owns it */
-    struct rc_thread *next;   /* immutable once published */
 } rc_thread;
 
 struct bg_guard_redis_cache {
@@ -57,30 +56,19 @@ struct bg_guard_redis_cache {
     char *prefix;
     size_t prefix_len;
     uint64_t default_ttl_ms;
-    pthread_key_t key;
-    int key_ok;
-    _Atomic(rc_thread *) threads;
+    bg__thread_recs threads;  /* a connection per thread, kept for the next */
 };
 
-static void rc_thread_exit(void *arg)
+static void rc_thread_free(bg__thread_rec *r)
 {
-    rc_thread *t = arg;
-    atomic_store_explicit(&t->in_use, 0, memory_order_release);
+    bg_remote_free(((rc_thread *)r)->conn);
 }
 
 void bg_guard_redis_cache_free(bg_guard_redis_cache *c)
 {
     if (!c)
         return;
-    if (c->key_ok)
-        pthread_key_delete(c->key);
-    rc_thread *t = atomic_load_explicit(&c->threads, memory_order_acquire);
-    while (t) {
-        rc_thread *next = t->next;
-        bg_remote_free(t->conn);
-        bg__free(t);
-        t = next;
-    }
+    bg__thread_recs_free(&c->threads, rc_thread_free);
     bg__free(c->host);
     bg__free(c->unix_socket);
     bg__free(c->username);
@@ -94,40 +82,11 @@ void bg_guard_redis_cache_free(bg_guard_redis_cache *c)
 static int rc_conn(bg_guard_redis_cache *c, bg_remote **out)
 {
     *out = NULL;
-    rc_thread *t = pthread_getspecific(c->key);
-    if (!t) {
-        for (rc_thread *x = atomic_load_explicit(&c->threads, memory_order_acquire); x;
-             x = x->next) {
-            int zero = 0;
-            if (atomic_compare_exchange_strong_explicit(&x->in_use, &zero, 1,
-                                                        memory_order_acquire,
-                                                        memory_order_relaxed)) {
-                t = x;
-                break;
-            }
-        }
-        int fresh = !t;
-        if (fresh) {
-            t = bg__calloc(1, sizeof *t);
-            if (!t)
-                return BG_ENOMEM;
-            atomic_init(&t->in_use, 1);
-        }
-        if (pthread_setspecific(c->key, t) != 0) {
-            if (fresh)
-                bg__free(t);
-            else
-                atomic_store_explicit(&t->in_use, 0, memory_order_release);
-            return BG_ENOMEM;
-        }
-        if (fresh) {
-            t->next = atomic_load_explicit(&c->threads, memory_order_relaxed);
-            while (!atomic_compare_exchange_weak_explicit(&c->threads, &t->next, t,
-                                                          memory_order_release,
-                                                          memory_order_relaxed))
-                ;
-        }
-    }
+    bg__thread_rec *r;
+    int grc = bg__thread_rec_get(&c->threads, sizeof(rc_thread), NULL, NULL, &r);
+    if (grc != BG_OK)
+        return grc;
+    rc_thread *t = (rc_thread *)r;
     if (!t->conn) {
         /* On BG_ECONN bg_remote_connect still hands back the handle (to be
          * reconnected by the next command); keep it. */
@@ -295,7 +254,7 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     bg_guard_redis_cache *c = bg__calloc(1, sizeof *c);
     if (!c)
         return BG_ENOMEM;
-    atomic_init(&c->threads, NULL);
+    atomic_init(&c->threads.head, NULL); /* freed before bg__thread_recs_init on OOM */
     int oom = 0;
     c->ro = *ro;
     c->host = bg__guard_strdup(ro->host, &oom);
@@ -313,11 +272,10 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     c->ro.password = c->password;
     c->prefix_len = strlen(c->prefix);
     c->default_ttl_ms = default_ttl_ms ? default_ttl_ms : RC_DEFAULT_TTL_MS;
-    if (pthread_key_create(&c->key, rc_thread_exit) != 0) {
+    if (bg__thread_recs_init(&c->threads) != BG_OK) {
         bg_guard_redis_cache_free(c);
         return BG_ENOMEM;
     }
-    c->key_ok = 1;
     bg_guard_cache cb = {.ctx = c, .get = rc_get, .set = rc_set, .set_absent = rc_set_absent,
                          .del = rc_del};
     *cache = cb;

@@ -56,14 +56,11 @@
  * of bg_guard_counters_get's stats read.
  *
  * PER-THREAD RECORDS
- * A thread's record is found through pthread_getspecific(g->tkey); the
- * first call of a thread adopts a record a finished thread gave back
- * (in_use CAS 1) or allocates one and pushes it on the push-only list
- * g->threads (next pointers never change afterwards, so the reclaimer walks
- * it without a lock). The key's destructor, run when the thread exits,
- * clears the slots and sets in_use = 0: the record (and its remote
- * connection, remote_filter.c) then serves the next new thread. bg_guard_free
- * deletes the key and frees every record. */
+ * A thread's slots live in its record (thread_records.h): adopted from a
+ * finished thread or pushed on the push-only list g->threads, which the
+ * reclaimer walks without a lock. When a thread exits its slots are cleared
+ * and the record (and its remote connection, remote_filter.c) serves the
+ * next new thread. bg_guard_free frees every record. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
@@ -76,77 +73,42 @@
 
 /* ---- per-thread records ------------------------------------------------ */
 
-static void thread_exit(void *p)
+static void thread_init(bg__thread_rec *r)
 {
-    bg__guard_thread *t = p;
+    bg__guard_thread *t = (bg__guard_thread *)r;
+    atomic_init(&t->hazard[0], NULL);
+    atomic_init(&t->hazard[1], NULL);
+}
+
+/* Its thread ends: no filter is in use by it any more. */
+static void thread_exit(bg__thread_rec *r)
+{
+    bg__guard_thread *t = (bg__guard_thread *)r;
     atomic_store(&t->hazard[0], NULL);
     atomic_store(&t->hazard[1], NULL);
-    atomic_store_explicit(&t->in_use, 0, memory_order_release);
+}
+
+static void thread_free(bg__thread_rec *r)
+{
+    bg__remote_thread_close((bg__guard_thread *)r);
 }
 
 int bg__guard_threads_init(bg_guard *g)
 {
-    atomic_init(&g->threads, NULL);
-    if (pthread_key_create(&g->tkey, thread_exit) != 0)
-        return BG_ENOMEM;
-    g->tkey_ok = 1;
-    return BG_OK;
+    return bg__thread_recs_init(&g->threads);
 }
 
 void bg__guard_threads_free(bg_guard *g)
 {
-    if (g->tkey_ok) {
-        pthread_key_delete(g->tkey); /* no destructor runs after this */
-        g->tkey_ok = 0;
-    }
-    bg__guard_thread *t = atomic_load(&g->threads);
-    while (t) {
-        bg__guard_thread *next = t->next;
-        bg__remote_thread_close(t);
-        bg__free(t);
-        t = next;
-    }
-    atomic_store(&g->threads, NULL);
+    bg__thread_recs_free(&g->threads, thread_free);
 }
 
 int bg__guard_thread_get(bg_guard *g, bg__guard_thread **out)
 {
-    bg__guard_thread *t = pthread_getspecific(g->tkey);
-    if (t) {
-        *out = t;
-        return BG_OK;
-    }
-    for (t = atomic_load(&g->threads); t; t = t->next) {
-        int idle = 0;
-        if (atomic_load_explicit(&t->in_use, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong_explicit(&t->in_use, &idle, 1, memory_order_acquire,
-                                                    memory_order_relaxed))
-            break;
-    }
-    int fresh = t == NULL;
-    if (fresh) {
-        t = bg__calloc(1, sizeof *t);
-        if (!t)
-            return BG_ENOMEM;
-        atomic_init(&t->hazard[0], NULL);
-        atomic_init(&t->hazard[1], NULL);
-        atomic_init(&t->in_use, 1);
-    }
-    if (pthread_setspecific(g->tkey, t) != 0) {
-        if (fresh)
-            bg__free(t);
-        else
-            atomic_store_explicit(&t->in_use, 0, memory_order_release);
-        return BG_ENOMEM;
-    }
-    if (fresh) {
-        bg__guard_thread *head = atomic_load(&g->threads);
-        do
-            t->next = head;
-        while (!atomic_compare_exchange_weak(&g->threads, &head, t));
-    }
-    *out = t;
-    return BG_OK;
+    bg__thread_rec *r;
+    int rc = bg__thread_rec_get(&g->threads, sizeof **out, thread_init, thread_exit, &r);
+    *out = (bg__guard_thread *)r;
+    return rc;
 }
 
 /* ---- hazard pointers --------------------------------------------------- */
@@ -186,8 +148,9 @@ static void retire(bg_guard *g, bg_filter *f)
 {
     if (!f)
         return;
-    for (bg__guard_thread *t = atomic_load(&g->threads); t; t = t->next)
+    for (bg__thread_rec *r = atomic_load(&g->threads.head); r; r = r->next)
         for (int i = 0; i < 2; i++) {
+            bg__guard_thread *t = (bg__guard_thread *)r;
             unsigned spins = 0;
             while (atomic_load(&t->hazard[i]) == f)
                 backoff(&spins);
