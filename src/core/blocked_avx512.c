@@ -49,7 +49,7 @@
 #if BG__AVX512
 #include <immintrin.h>
 
-#define BG__TARGET __attribute__((target("avx512f,avx512dq")))
+#define BG__TARGET __attribute__((target("avx512f,avx512dq,avx512bw")))
 #define BG__INLINE __attribute__((always_inline)) inline
 
 /* salt_rot[s][w] = salt[(w - s) mod 8]: the salt of the probe that lands in
@@ -174,12 +174,14 @@ static void avx512_prefetch(const bg_filter *f, bg_hash h)
 BG__DEFINE_HASH_GROUP_OPS(avx512, BG__TARGET)
 
 /* EIGHT HASHES AT ONCE
- * bg__hash (XXH3-128, seeded) of eight keys of 17 to 32 bytes in the lanes
- * of a vector: the same function and the same values, step for step as
- * XXH3_len_17to128_128b with one XXH128_mix32B (xxhash 0.8.1). Keys of any
- * other length, which take XXH3's other paths, are hashed one by one.
- * XXH3 needs four 64x64->128 multiplies' folds for such a key; AVX-512 has
- * no 128-bit product, so each is four 32x32->64 vpmuludq (the portable
+ * bg__hash (XXH3-128, seeded) of eight keys in the lanes of a vector: the
+ * same function and the same values, step for step as xxhash 0.8.1's
+ * XXH3_len_4to8_128b, XXH3_len_9to16_128b and XXH3_len_17to128_128b (one
+ * XXH128_mix32B round for 17 to 32 bytes, two for 33 to 64). A group is
+ * hashed by the path of the length class most of its keys are in; its keys
+ * of other lengths, and every key of 0 to 3 or over 64 bytes, are hashed
+ * one by one. XXH3 needs 64x64->128 products; AVX-512 has no 128-bit
+ * product, so each is four 32x32->64 vpmuludq (the portable
  * XXH_mult64to128 method). */
 
 /* The 8-byte words at the addresses in `addr` (lanes of `live`; others 0).
@@ -193,17 +195,32 @@ BG__TARGET static BG__INLINE __m512i gather8(__m512i addr, __mmask8 live)
 #pragma GCC diagnostic pop
 }
 
+/* The 4-byte words at the addresses in `addr`, zero-extended: a key of 4
+ * bytes must not be read as 8 (it may end at the end of a page). */
+BG__TARGET static BG__INLINE __m512i gather4(__m512i addr, __mmask8 live)
+{
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+    return _mm512_cvtepu32_epi64(
+        _mm512_mask_i64gather_epi32(_mm256_setzero_si256(), live, addr, NULL, 1));
+#pragma GCC diagnostic pop
+}
+
 /* What hash8 needs of the seed, computed once per call. */
 typedef struct hash8_consts {
-    __m512i sec[4]; /* secret words 0..3 + seed, - seed, + seed, - seed */
+    __m512i sec[8]; /* secret words 0..7, + seed (even) and - seed (odd): XXH3_mix16B */
     __m512i len_p1_lo, len_p1_hi; /* len * PRIME64_1 for len mod 16 = 0..15 (len 17..32) */
+    __m512i flip4;                /* 4..8 bytes: the bitflip, with its folded seed */
+    __m512i flip9_lo, flip9_hi;   /* 9..16 bytes */
     __m512i seed;
     /* The other constants: as memory operands when registers run out, a
      * load instead of a broadcast on the shuffle port per use. */
-    __m512i c17, c15, c8, c16, p1, p2, p4, lo32, aval;
+    __m512i c4, c8, c16, c24, c32, p1, p2, p4, p32_2m1, mx2, lo32, aval, bswap;
 } hash8_consts;
 
-BG__TARGET static BG__INLINE __m512i mul128_fold64(const hash8_consts *c, __m512i a, __m512i b)
+/* a * b as 128 bits: returns the low 64, *hi the high 64. */
+BG__TARGET static BG__INLINE __m512i mul64to128(const hash8_consts *c, __m512i a, __m512i b,
+                                                __m512i *hi)
 {
     const __m512i lo32 = c->lo32;
     __m512i ah = _mm512_srli_epi64(a, 32), bh = _mm512_srli_epi64(b, 32);
@@ -211,12 +228,22 @@ BG__TARGET static BG__INLINE __m512i mul128_fold64(const hash8_consts *c, __m512
     __m512i lh = _mm512_mul_epu32(a, bh), hh = _mm512_mul_epu32(ah, bh);
     __m512i cross = _mm512_add_epi64(
         _mm512_add_epi64(_mm512_srli_epi64(ll, 32), _mm512_and_si512(hl, lo32)), lh);
-    __m512i upper = _mm512_add_epi64(
+    *hi = _mm512_add_epi64(
         _mm512_add_epi64(_mm512_srli_epi64(hl, 32), _mm512_srli_epi64(cross, 32)), hh);
-    __m512i lower = _mm512_or_si512(_mm512_slli_epi64(cross, 32), _mm512_and_si512(ll, lo32));
-    return _mm512_xor_si512(lower, upper);
+    return _mm512_or_si512(_mm512_slli_epi64(cross, 32), _mm512_and_si512(ll, lo32));
 }
 
+/* XXH3_mix16B: the fold of (in0 ^ secret word w) * (in1 ^ secret word w+1). */
+BG__TARGET static BG__INLINE __m512i mix16(const hash8_consts *c, __m512i in0, __m512i in1,
+                                           int w)
+{
+    __m512i hi,
+        lo = mul64to128(c, _mm512_xor_si512(in0, c->sec[w]), _mm512_xor_si512(in1, c->sec[w + 1]),
+                        &hi);
+    return _mm512_xor_si512(lo, hi);
+}
+
+/* XXH3_avalanche */
 BG__TARGET static BG__INLINE __m512i avalanche8(const hash8_consts *c, __m512i h)
 {
     h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 37));
@@ -229,7 +256,7 @@ BG__TARGET static BG__INLINE __m512i avalanche8(const hash8_consts *c, __m512i h
 BG__TARGET __attribute__((noinline)) static void hash8_init(hash8_consts *c, uint64_t seed)
 {
     const xxh_u8 *sec = XXH3_kSecret;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 8; i++) {
         uint64_t w = XXH_readLE64(sec + 8 * i);
         c->sec[i] = _mm512_set1_epi64((long long)(i % 2 ? w - seed : w + seed));
     }
@@ -238,16 +265,31 @@ BG__TARGET __attribute__((noinline)) static void hash8_init(hash8_consts *c, uin
         t[l % 16] = l * XXH_PRIME64_1;
     c->len_p1_lo = _mm512_loadu_si512((const void *)t);
     c->len_p1_hi = _mm512_loadu_si512((const void *)(t + 8));
+    uint64_t seed4 = seed ^ ((uint64_t)XXH_swap32((uint32_t)seed) << 32);
+    c->flip4 = _mm512_set1_epi64(
+        (long long)((XXH_readLE64(sec + 16) ^ XXH_readLE64(sec + 24)) + seed4));
+    c->flip9_lo = _mm512_set1_epi64(
+        (long long)((XXH_readLE64(sec + 32) ^ XXH_readLE64(sec + 40)) - seed));
+    c->flip9_hi = _mm512_set1_epi64(
+        (long long)((XXH_readLE64(sec + 48) ^ XXH_readLE64(sec + 56)) + seed));
     c->seed = _mm512_set1_epi64((long long)seed);
-    c->c17 = _mm512_set1_epi64(17);
-    c->c15 = _mm512_set1_epi64(32 - 17);
+    c->c4 = _mm512_set1_epi64(4);
     c->c8 = _mm512_set1_epi64(8);
     c->c16 = _mm512_set1_epi64(16);
+    c->c24 = _mm512_set1_epi64(24);
+    c->c32 = _mm512_set1_epi64(32);
     c->p1 = _mm512_set1_epi64((long long)XXH_PRIME64_1);
     c->p2 = _mm512_set1_epi64((long long)XXH_PRIME64_2);
     c->p4 = _mm512_set1_epi64((long long)XXH_PRIME64_4);
+    c->p32_2m1 = _mm512_set1_epi64((long long)(XXH_PRIME32_2 - 1));
+    c->mx2 = _mm512_set1_epi64((long long)UINT64_C(0x9FB21C651E98DF25));
     c->lo32 = _mm512_set1_epi64(0xffffffff);
     c->aval = _mm512_set1_epi64(0x165667919E3779F9LL);
+    /* vpshufb indexes within 16-byte lanes: reverse each 8-byte half */
+    c->bswap = _mm512_set_epi64(0x08090a0b0c0d0e0fLL, 0x0001020304050607LL,
+                                0x08090a0b0c0d0e0fLL, 0x0001020304050607LL,
+                                0x08090a0b0c0d0e0fLL, 0x0001020304050607LL,
+                                0x08090a0b0c0d0e0fLL, 0x0001020304050607LL);
 }
 
 /* The keys hash8 leaves to XXH3's other paths; out of line, so that the
@@ -264,17 +306,99 @@ __attribute__((noinline)) static void hash_rest(const void *const *keys, const s
     }
 }
 
-/* Hashes keys[0..8) where `live` has their bit into h1[], h2[]. Measured
- * on 18-byte keys from cache: 2.4 ns per key against 4.9 for bg__hash one
- * key at a time, interleaved runs on this machine under load (bench: 3.9 ns
- * for bg_hash_key when quiet). The vector work costs as much for one lane
- * as for eight, so a group with fewer than HASH8_MIN_LANES keys of 17..32
- * bytes is hashed one key at a time. Groups of 18- and 40-byte keys, ns per
- * key, vector+rest against one at a time: 8 short 2.4 vs 3.5, 7: 2.9 vs
- * 3.9, 6: 3.7 vs 4.1, 5: 6.5 vs 4.9, 4: 7.1 vs 5.2. A group hashed one key
- * at a time here costs ~1 ns per key more than a plain loop (0 short: 6.1
- * vs 5.1), which the batch loop below more than recovers (8-byte keys at
- * n = 1e6: 5.9 ns per batched query against 7.0 before). */
+/* XXH3_len_4to8_128b: one 64-bit word from the first and last 4 bytes,
+ * keyed, one 64x64->128 product by a length-dependent prime, mixed. */
+BG__TARGET static BG__INLINE void hash8_4to8(const hash8_consts *c, __m512i ptr, __m512i len,
+                                             __mmask8 vec, __m512i *h1, __m512i *h2)
+{
+    __m512i lo = gather4(ptr, vec);
+    __m512i hi = gather4(_mm512_sub_epi64(_mm512_add_epi64(ptr, len), c->c4), vec);
+    __m512i keyed = _mm512_xor_si512(_mm512_or_si512(lo, _mm512_slli_epi64(hi, 32)), c->flip4);
+    __m512i mhi, mlo = mul64to128(c, keyed, _mm512_add_epi64(c->p1, _mm512_slli_epi64(len, 2)),
+                                  &mhi);
+    mhi = _mm512_add_epi64(mhi, _mm512_slli_epi64(mlo, 1));
+    mlo = _mm512_xor_si512(mlo, _mm512_srli_epi64(mhi, 3));
+    mlo = _mm512_xor_si512(mlo, _mm512_srli_epi64(mlo, 35));
+    mlo = _mm512_mullo_epi64(mlo, c->mx2);
+    *h1 = _mm512_xor_si512(mlo, _mm512_srli_epi64(mlo, 28));
+    *h2 = avalanche8(c, mhi);
+}
+
+/* XXH3_len_9to16_128b: the first and last 8 bytes, a 64x64->128 product,
+ * the length in its middle, a 128x64 product, both halves avalanched. */
+BG__TARGET static BG__INLINE void hash8_9to16(const hash8_consts *c, __m512i ptr, __m512i len,
+                                              __mmask8 vec, __m512i *h1, __m512i *h2)
+{
+    __m512i lo = gather8(ptr, vec);
+    __m512i hi = gather8(_mm512_sub_epi64(_mm512_add_epi64(ptr, len), c->c8), vec);
+    __m512i mhi, mlo = mul64to128(c, _mm512_xor_si512(_mm512_xor_si512(lo, hi), c->flip9_lo),
+                                  c->p1, &mhi);
+    mlo = _mm512_add_epi64(mlo, _mm512_slli_epi64(_mm512_sub_epi64(len, _mm512_set1_epi64(1)), 54));
+    hi = _mm512_xor_si512(hi, c->flip9_hi);
+    /* the 64-bit form: input_hi + (u32)input_hi * (PRIME32_2 - 1) */
+    mhi = _mm512_add_epi64(mhi, _mm512_add_epi64(hi, _mm512_mul_epu32(hi, c->p32_2m1)));
+    mlo = _mm512_xor_si512(mlo, _mm512_shuffle_epi8(mhi, c->bswap));
+    __m512i hhi, hlo = mul64to128(c, mlo, c->p2, &hhi);
+    hhi = _mm512_add_epi64(hhi, _mm512_mullo_epi64(mhi, c->p2));
+    *h1 = avalanche8(c, hlo);
+    *h2 = avalanche8(c, hhi);
+}
+
+/* XXH3_len_17to128_128b for 17..32 bytes (one XXH128_mix32B round) or,
+ * with `two_rounds`, 33..64 (the round at +16 and -32 first). */
+BG__TARGET static BG__INLINE void hash8_17to64(const hash8_consts *c, __m512i ptr, __m512i len,
+                                               __mmask8 vec, const bool two_rounds, __m512i *h1,
+                                               __m512i *h2)
+{
+    __m512i end = _mm512_add_epi64(ptr, len);
+    __m512i lo, hi;
+    if (two_rounds) {
+        lo = _mm512_mullo_epi64(len, c->p1);
+        __m512i a0 = gather8(_mm512_add_epi64(ptr, c->c16), vec);
+        __m512i a1 = gather8(_mm512_add_epi64(ptr, c->c24), vec);
+        __m512i b0 = gather8(_mm512_sub_epi64(end, c->c32), vec);
+        __m512i b1 = gather8(_mm512_sub_epi64(end, c->c24), vec);
+        lo = _mm512_xor_si512(_mm512_add_epi64(lo, mix16(c, a0, a1, 4)), _mm512_add_epi64(b0, b1));
+        hi = _mm512_xor_si512(mix16(c, b0, b1, 6), _mm512_add_epi64(a0, a1));
+    } else {
+        /* len * PRIME64_1 by table (vpermt2q takes the low 4 bits of len) */
+        lo = _mm512_permutex2var_epi64(c->len_p1_lo, len, c->len_p1_hi);
+        hi = _mm512_setzero_si512();
+    }
+    __m512i a0 = gather8(ptr, vec);
+    __m512i a1 = gather8(_mm512_add_epi64(ptr, c->c8), vec);
+    __m512i b0 = gather8(_mm512_sub_epi64(end, c->c16), vec);
+    __m512i b1 = gather8(_mm512_sub_epi64(end, c->c8), vec);
+    lo = _mm512_xor_si512(_mm512_add_epi64(lo, mix16(c, a0, a1, 0)), _mm512_add_epi64(b0, b1));
+    hi = _mm512_xor_si512(_mm512_add_epi64(hi, mix16(c, b0, b1, 2)), _mm512_add_epi64(a0, a1));
+    __m512i outl = _mm512_add_epi64(lo, hi);
+    __m512i outh = _mm512_add_epi64(
+        _mm512_add_epi64(_mm512_mullo_epi64(lo, c->p1), _mm512_mullo_epi64(hi, c->p4)),
+        _mm512_mullo_epi64(_mm512_sub_epi64(len, c->seed), c->p2));
+    *h1 = avalanche8(c, outl);
+    *h2 = _mm512_sub_epi64(_mm512_setzero_si512(), avalanche8(c, outh));
+}
+
+/* The lanes of `live` whose length is in [lo, hi]. */
+BG__TARGET static BG__INLINE __mmask8 lens_in(__mmask8 live, __m512i len, uint64_t lo, uint64_t hi)
+{
+    return _mm512_mask_cmple_epu64_mask(live, _mm512_sub_epi64(len, _mm512_set1_epi64((long long)lo)),
+                                        _mm512_set1_epi64((long long)(hi - lo)));
+}
+
+/* Hashes keys[0..8) where `live` has their bit into h1[], h2[] (all eight
+ * slots may be written). Measured on 18-byte keys from cache: 2.4 ns per
+ * key against 4.9 for bg__hash one key at a time, interleaved runs on this
+ * machine under load (bench: 3.9 ns for bg_hash_key when quiet). The vector
+ * work costs as much for one lane as for eight, so a group with fewer than
+ * HASH8_MIN_LANES keys of one class is hashed one key at a time. Groups of
+ * 18- and 40-byte keys, ns per key, vector+rest against one at a time: 8
+ * short 2.4 vs 3.5, 7: 2.9 vs 3.9, 6: 3.7 vs 4.1, 5: 6.5 vs 4.9, 4: 7.1 vs
+ * 5.2. A group hashed one key at a time here costs ~1 ns per key more than
+ * a plain loop (0 short: 6.1 vs 5.1), which the batch loop below more than
+ * recovers (8-byte keys at n = 1e6: 5.9 ns per batched query against 7.0
+ * before). The classes are tried most common first (ids as text: "user:"
+ * and 8 to 12 digits); at most one can hold 6 of 8 lanes. */
 #define HASH8_MIN_LANES 6
 BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const *keys,
                                         const size_t *lens, __mmask8 live, uint64_t seed,
@@ -282,30 +406,24 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
 {
     __m512i ptr = _mm512_maskz_loadu_epi64(live, (const void *)keys);
     __m512i len = _mm512_maskz_loadu_epi64(live, (const void *)lens);
-    __mmask8 vec = _mm512_mask_cmple_epu64_mask(live, _mm512_sub_epi64(len, c->c17), c->c15);
-    if (__builtin_expect(__builtin_popcount(vec) < HASH8_MIN_LANES, 0)) {
+    __m512i x1, x2;
+    __mmask8 vec;
+#define BG__MOST(m) (__builtin_popcount(m) >= HASH8_MIN_LANES)
+    if (BG__MOST(vec = lens_in(live, len, 17, 32)))
+        hash8_17to64(c, ptr, len, vec, false, &x1, &x2);
+    else if (BG__MOST(vec = lens_in(live, len, 9, 16)))
+        hash8_9to16(c, ptr, len, vec, &x1, &x2);
+    else if (BG__MOST(vec = lens_in(live, len, 4, 8)))
+        hash8_4to8(c, ptr, len, vec, &x1, &x2);
+    else if (BG__MOST(vec = lens_in(live, len, 33, 64)))
+        hash8_17to64(c, ptr, len, vec, true, &x1, &x2);
+    else {
         hash_rest(keys, lens, live, seed, h1, h2);
         return;
     }
-    __m512i end = _mm512_add_epi64(ptr, len);
-    __m512i a0 = gather8(ptr, vec);
-    __m512i a1 = gather8(_mm512_add_epi64(ptr, c->c8), vec);
-    __m512i b0 = gather8(_mm512_sub_epi64(end, c->c16), vec);
-    __m512i b1 = gather8(_mm512_sub_epi64(end, c->c8), vec);
-    /* XXH128_mix32B(acc, input, input + len - 16, secret, seed) */
-    __m512i fa = mul128_fold64(c, _mm512_xor_si512(a0, c->sec[0]), _mm512_xor_si512(a1, c->sec[1]));
-    __m512i fb = mul128_fold64(c, _mm512_xor_si512(b0, c->sec[2]), _mm512_xor_si512(b1, c->sec[3]));
-    /* len * PRIME64_1 by table (vpermt2q takes the low 4 bits of len) */
-    __m512i lo = _mm512_add_epi64(_mm512_permutex2var_epi64(c->len_p1_lo, len, c->len_p1_hi), fa);
-    lo = _mm512_xor_si512(lo, _mm512_add_epi64(b0, b1));
-    __m512i hi = _mm512_xor_si512(fb, _mm512_add_epi64(a0, a1));
-    __m512i outl = _mm512_add_epi64(lo, hi);
-    __m512i outh = _mm512_add_epi64(
-        _mm512_add_epi64(_mm512_mullo_epi64(lo, c->p1),
-                         _mm512_mullo_epi64(hi, c->p4)),
-        _mm512_mullo_epi64(_mm512_sub_epi64(len, c->seed), c->p2));
-    _mm512_storeu_si512((void *)h1, avalanche8(c, outl));
-    _mm512_storeu_si512((void *)h2, _mm512_sub_epi64(_mm512_setzero_si512(), avalanche8(c, outh)));
+#undef BG__MOST
+    _mm512_storeu_si512((void *)h1, x1);
+    _mm512_storeu_si512((void *)h2, x2);
     if (__builtin_expect(live & ~vec, 0))
         hash_rest(keys, lens, (unsigned)(live & ~vec), seed, h1, h2);
 }
@@ -414,7 +532,8 @@ static const bg__filter_ops avx512_ops = {
 const bg__filter_ops *bg__blocked_avx512_ops(void)
 {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512bw"))
         return &avx512_ops;
     return NULL;
 }

@@ -10,11 +10,14 @@
  * configuration. BG_TEST_FP_KEYS (a number of keys, default 1000000) lowers
  * the FP-rate test's n and query count for quick local runs; the bounds
  * are then widened by the binomial standard deviation. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "test_util.h"
 
 #include <bloomgate/file.h>
 
 #include <stdbool.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* Internal (src/core/filter_internal.h): false before bg_filter_new picks
  * the portable blocked implementation even where AVX-512 is available, so
@@ -475,19 +478,23 @@ static void batch_results_match_single_calls(void **state)
 }
 
 /* The batch calls may hash keys their own way (the blocked variant's
- * AVX-512 code hashes eight keys of 17 to 32 bytes per vector, the other
- * lengths one by one): whatever the mix of lengths, seeds and batch sizes,
- * add_many must set exactly the bits single adds set (the encoded filters
- * are byte for byte the same) and contains_many must answer as contains.
- * Most keys here are 17..32 bytes, so that the vector path runs with full,
- * partial and mixed groups; NULL keys of length 0 are in it too. */
+ * AVX-512 code hashes eight keys of 4..8, 9..16, 17..32 or 33..64 bytes per
+ * vector, other lengths one by one): whatever the mix of lengths, seeds and
+ * batch sizes, add_many must set exactly the bits single adds set (the
+ * encoded filters are byte for byte the same) and contains_many must answer
+ * as contains. Each round draws 7 in 8 keys from one length class, so that
+ * every vector path runs with full, partial and mixed groups, and the rest
+ * from 0..80 bytes; NULL keys of length 0 are in it too. */
 static void batch_hashing_matches_single(void **state)
 {
     (void)state;
     enum { KEYS = 20000, MAXB = 300 };
     static const size_t sizes[] = {1, 5, 6, 7, 8, 9, 15, 16, 63, 64, 65, 129, 300};
     static const uint64_t seeds[] = {0, 1, SEED, UINT64_MAX};
-    static uint8_t store[MAXB][48];
+    /* the length classes: each vector path's, and two hashed one by one */
+    static const size_t class_lo[] = {17, 9, 4, 33, 0, 65};
+    static const size_t class_hi[] = {32, 16, 8, 64, 3, 80};
+    static uint8_t store[MAXB][80];
     static const void *keys[MAXB];
     static size_t lens[MAXB];
     static uint8_t res[MAXB];
@@ -501,10 +508,13 @@ static void batch_hashing_matches_single(void **state)
             uint64_t st = 0x5eed ^ seeds[sd], key_no = 0, yes = 0, no = 0;
             for (size_t round = 0; key_no < KEYS; round++) {
                 size_t cnt = sizes[round % LEN(sizes)];
+                size_t cl = (round / LEN(sizes)) % LEN(class_lo);
+                size_t span = class_hi[cl] - class_lo[cl] + 1;
                 for (size_t i = 0; i < cnt; i++) {
                     uint64_t r = tu_next(&st);
-                    /* 7 in 8 keys 17..32 bytes, else 0..47; 1 in 64 a NULL key */
-                    size_t len = (r & 7) ? 17 + (size_t)((r >> 3) % 16) : (size_t)((r >> 3) % 48);
+                    /* 7 in 8 keys from class cl, else 0..80 bytes; 1 in 64 a NULL key */
+                    size_t len = (r & 7) ? class_lo[cl] + (size_t)((r >> 3) % span)
+                                         : (size_t)((r >> 3) % 81);
                     for (size_t j = 0; j < len; j++)
                         store[i][j] = (uint8_t)(tu_next(&st) >> 56);
                     keys[i] = ((r >> 10) & 63) == 0 ? NULL : store[i];
@@ -553,6 +563,62 @@ static void batch_hashing_matches_single(void **state)
             bg_filter_free(single);
         }
     }
+}
+
+/* Batch hashing reads only the keys' own bytes: eight keys of each length
+ * 0..80, each ending on the last byte of a page followed by an inaccessible
+ * one, then each starting on the first byte of a page preceded by one. A
+ * vector path that read 8 bytes of a 4-byte key, or before a key, would
+ * fault here (AddressSanitizer does not check vector gathers). The answers
+ * must still be the single calls'. */
+static void batch_hashing_stays_inside_keys(void **state)
+{
+    (void)state;
+    enum { LANES = 8, MAXLEN = 80 };
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    /* per lane: [no access][data][no access] */
+    uint8_t *map = mmap(NULL, 3 * page * LANES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(map != MAP_FAILED);
+    uint8_t *data[LANES];
+    for (size_t i = 0; i < LANES; i++) {
+        data[i] = map + (3 * i + 1) * page;
+        assert_int_equal(mprotect(data[i], page, PROT_READ | PROT_WRITE), 0);
+    }
+    uint64_t st = 0xed9e;
+    for (size_t c = 0; c < NCONFIGS; c++) {
+        if (configs[c].variant != BG_VARIANT_BLOCKED)
+            continue;
+        tu_ctx("%s", configs[c].name);
+        bg_filter_options o = {.capacity = 4000, .error_rate = 0.01};
+        bg_filter *batch = make(&configs[c], o), *single = make(&configs[c], o);
+        for (int at_start = 0; at_start < 2; at_start++) {
+            for (size_t len = 0; len <= MAXLEN; len++) {
+                const void *keys[LANES];
+                size_t lens[LANES];
+                uint8_t res[LANES];
+                for (size_t i = 0; i < LANES; i++) {
+                    uint8_t *k = at_start ? data[i] : data[i] + page - len;
+                    for (size_t j = 0; j < len; j++)
+                        k[j] = (uint8_t)(tu_next(&st) >> 56);
+                    keys[i] = k;
+                    lens[i] = len;
+                }
+                int64_t rc = bg_filter_add_many(batch, keys, lens, LANES, res);
+                int64_t want = 0;
+                for (size_t i = 0; i < LANES; i++) {
+                    int r = bg_filter_test_and_add(single, keys[i], lens[i]);
+                    TU_EQ_I(res[i], r);
+                    want += r;
+                }
+                TU_EQ_I(rc, want);
+                TU_EQ_I(bg_filter_contains_many(single, keys, lens, LANES, res), LANES);
+            }
+        }
+        TU_EQ_U(bg_filter_items(batch), bg_filter_items(single));
+        bg_filter_free(batch);
+        bg_filter_free(single);
+    }
+    munmap(map, 3 * page * LANES);
 }
 
 /* contains_many / contains_hashes agree with contains, key by key, on a
@@ -1359,6 +1425,7 @@ int main(void)
         cmocka_unit_test(test_and_add_semantics),
         cmocka_unit_test(batch_results_match_single_calls),
         cmocka_unit_test(batch_hashing_matches_single),
+        cmocka_unit_test(batch_hashing_stays_inside_keys),
         cmocka_unit_test(contains_many_matches_contains),
         cmocka_unit_test(bad_keys),
         cmocka_unit_test(null_filter),
