@@ -33,10 +33,16 @@ uint64_t bench_splitmix(uint64_t *state);
  * 2.6 ns from cache) to every figure. */
 #define BENCH_WINDOW 1024
 
+/* Fixed-length key sets (bench_keys_make_fixed): BENCH_MIN_KEY_LEN to
+ * BENCH_MAX_KEY_LEN bytes. */
+#define BENCH_MIN_KEY_LEN 8
+#define BENCH_MAX_KEY_LEN 128
+
 typedef struct bench_keys {
     uint64_t first;              /* index of key 0 of the set */
     size_t count;                /* keys in the set */
-    char arena[BENCH_WINDOW * 28];
+    size_t fixed_len;            /* 0: "product:<id>" keys */
+    char arena[BENCH_WINDOW * BENCH_MAX_KEY_LEN];
     const void *ptr[BENCH_WINDOW]; /* the window: keys at .. at + n - 1 */
     size_t len[BENCH_WINDOW];
 } bench_keys;
@@ -45,6 +51,13 @@ typedef struct bench_keys {
 
 /* A set of `count` keys from index `first`. Nothing is allocated. */
 void bench_keys_make(bench_keys *ks, uint64_t first, size_t count);
+
+/* The same, but key i is `len` bytes (BENCH_MIN_KEY_LEN..BENCH_MAX_KEY_LEN)
+ * of binary: scramble(first + i) little-endian in the first 8 bytes, which
+ * keeps the keys distinct and the absent ones absent, then bytes derived
+ * from it. For the cost of hashing by key length: an 8-byte integer id, a
+ * 16-byte binary UUID, a 36-byte UUID as text. */
+void bench_keys_make_fixed(bench_keys *ks, uint64_t first, size_t count, size_t len);
 
 /* Makes keys at .. at + n - 1 of the set (n <= BENCH_WINDOW) into ks->ptr
  * and ks->len [0, n). */

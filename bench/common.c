@@ -58,10 +58,39 @@ void bench_keys_make(bench_keys *ks, uint64_t first, size_t count)
 {
     ks->first = first;
     ks->count = count;
+    ks->fixed_len = 0;
+}
+
+void bench_keys_make_fixed(bench_keys *ks, uint64_t first, size_t count, size_t len)
+{
+    bench_keys_make(ks, first, count);
+    ks->fixed_len = len;
+}
+
+static void fixed_window(bench_keys *ks, size_t at, size_t n)
+{
+    size_t len = ks->fixed_len;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *k = (unsigned char *)ks->arena + i * len;
+        uint64_t id = scramble34(ks->first + at + i), fill = id;
+        for (size_t j = 0; j < 8; j++)
+            k[j] = (unsigned char)(id >> (8 * j));
+        for (size_t j = 8; j < len; j++) {
+            if (j % 8 == 0)
+                fill = bench_splitmix(&fill);
+            k[j] = (unsigned char)(fill >> (8 * (j % 8)));
+        }
+        ks->ptr[i] = k;
+        ks->len[i] = len;
+    }
 }
 
 void bench_keys_window(bench_keys *ks, size_t at, size_t n)
 {
+    if (ks->fixed_len) {
+        fixed_window(ks, at, n);
+        return;
+    }
     char *out = ks->arena;
     for (size_t i = 0; i < n; i++) {
         uint64_t id = scramble34(ks->first + at + i);

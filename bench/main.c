@@ -73,6 +73,8 @@ typedef struct options {
     size_t present_queries; /* cap: min(n, this) present keys are queried */
     size_t absent_queries;
     bool probe;
+    size_t key_lens[MAX_LIST]; /* KEY LENGTHS; none: key_len_count 0 */
+    size_t key_len_count;
     const char *csv;
     const char *json;
 } options;
@@ -114,6 +116,22 @@ static size_t probe_count;
 static bench_probe probe_gib, probe_gib_huge;
 static bool have_probe_gib;
 static double hash_alone_ns = NAN; /* bg_hash_key over the absent keys */
+
+/* KEY LENGTHS
+ * The main table's keys are "product:<id>", 17 to 19 bytes, which XXH3
+ * hashes by one code path. Other lengths take others (0-16, 17-128 bytes in
+ * 32-byte rounds, longer), and so do the batch calls' eight-key vector
+ * hashes (blocked variant, AVX-512). So the n = 1e6 blocked filter, single
+ * writer, is also measured on fixed-length binary keys (bench.h): inserts
+ * and absent queries, single and batched, and hashing alone. */
+typedef struct key_len_row {
+    size_t len;
+    double p;
+    double hash, ins_single, ins_batch, absent_single, absent_batch;
+} key_len_row;
+static key_len_row key_len_rows[MAX_LIST * MAX_LIST];
+static size_t key_len_row_count;
+#define KEY_LEN_N 1000000
 
 /* ---------------------------------------------------------------- timing */
 
@@ -492,6 +510,64 @@ static void run_bloomgate(uint64_t n, double p, int variant, bench_keys *present
     }
 }
 
+static void run_key_lengths(const options *o, uint8_t *results)
+{
+    static bench_keys present, absent;
+    for (size_t li = 0; li < o->key_len_count; li++) {
+        size_t len = o->key_lens[li];
+        bench_keys_make_fixed(&present, 0, KEY_LEN_N, len);
+        bench_keys_make_fixed(&absent, BENCH_ABSENT_BASE, KEY_LEN_N, len);
+        for (size_t pi = 0; pi < o->p_count; pi++) {
+            double p = o->p[pi];
+            progress("key lengths: %zu bytes, p=%g", len, p);
+            bg_filter_options fo = {.variant = BG_VARIANT_BLOCKED, .capacity = KEY_LEN_N,
+                                    .error_rate = p, .seed = 0x62656e6368,
+                                    .concurrency = BG_SINGLE_WRITER};
+            bg_filter *f;
+            int rc = bg_filter_new(&f, &fo);
+            if (rc != BG_OK) {
+                fprintf(stderr, "bloomgate-bench: bg_filter_new(blocked, n=%d, p=%g): %s\n",
+                        KEY_LEN_N, p, bg_strerror(rc));
+                exit(1);
+            }
+            key_len_row *r = &key_len_rows[key_len_row_count++];
+            *r = (key_len_row){.len = len, .p = p};
+            pass_ctx c = {.f = f, .keys = &absent, .count = KEY_LEN_N, .batch = o->batch,
+                          .results = results};
+            r->hash = measure(hash_only, NULL, &c, o->min_time);
+            c.keys = &present;
+            r->ins_single = measure(bg_insert_single, bg_reset, &c, o->min_time);
+            r->ins_batch = measure(bg_insert_batch, bg_reset, &c, o->min_time);
+            /* the filter holds the present keys: every one must be found */
+            (void)bg_query_batch(&c);
+            if (c.hits != KEY_LEN_N) {
+                fprintf(stderr, "bloomgate-bench: FALSE NEGATIVES: %zu-byte keys: %llu of %d "
+                                "found\n", len, (unsigned long long)c.hits, KEY_LEN_N);
+                exit(1);
+            }
+            c.keys = &absent;
+            r->absent_single = measure(bg_query_single, NULL, &c, o->min_time);
+            r->absent_batch = measure(bg_query_batch, NULL, &c, o->min_time);
+            bg_filter_free(f);
+        }
+    }
+}
+
+static void print_key_lengths(FILE *out)
+{
+    if (key_len_row_count == 0)
+        return;
+    fprintf(out, "\nKEY LENGTHS: blocked, n = 1e6, single writer, fixed-length binary keys, "
+                 "ns per key (queries: absent keys)\n");
+    fprintf(out, "%7s %8s %8s %10s %10s %10s %10s\n", "bytes", "p", "hash", "ins single",
+            "ins batch", "qry single", "qry batch");
+    for (size_t i = 0; i < key_len_row_count; i++) {
+        const key_len_row *r = &key_len_rows[i];
+        fprintf(out, "%7zu %8g %8.2f %10.2f %10.2f %10.2f %10.2f\n", r->len, r->p, r->hash,
+                r->ins_single, r->ins_batch, r->absent_single, r->absent_batch);
+    }
+}
+
 static void run_libbloom(uint64_t n, double p, bench_keys *present, bench_keys *absent,
                          const options *o)
 {
@@ -790,6 +866,17 @@ static void print_targets(FILE *out, const options *o)
     }
     if (!any)
         verdict(out, &t, -1, "T2 n=1e6 blocked <= 6 ns: not measured in this run");
+    for (size_t i = 0; i < key_len_row_count; i++) {
+        const key_len_row *r = &key_len_rows[i];
+        verdict(out, &t,
+                r->ins_single <= 6 && r->ins_batch <= 6 && r->absent_single <= 6 &&
+                    r->absent_batch <= 6,
+                "T2 n=1e6 p=%g blocked single writer, %zu-byte keys: insert single %.2f, "
+                "batched %.2f; absent query single %.2f, batched %.2f ns (target <= 6; hashing "
+                "alone: %.2f ns)",
+                r->p, r->len, r->ins_single, r->ins_batch, r->absent_single, r->absent_batch,
+                r->hash);
+    }
 
     /* T3: measured FP within 10% of p, every bloomgate variant and size;
      * libbloom reported for comparison only. 2 sigma is the binomial
@@ -937,6 +1024,17 @@ static void write_json(const char *path)
         json_probe(out, "filter_sized_thp", &probes[i].small_huge, "");
         fprintf(out, "}%s\n", i + 1 < probe_count ? "," : "");
     }
+    fprintf(out, "  ],\n  \"key_lengths\": [\n");
+    for (size_t i = 0; i < key_len_row_count; i++) {
+        const key_len_row *r = &key_len_rows[i];
+        fprintf(out, "    {\"bytes\": %zu, \"p\": %g, ", r->len, r->p);
+        json_num(out, "hash_ns", r->hash, ", ");
+        json_num(out, "insert_single_ns", r->ins_single, ", ");
+        json_num(out, "insert_batch_ns", r->ins_batch, ", ");
+        json_num(out, "absent_single_ns", r->absent_single, ", ");
+        json_num(out, "absent_batch_ns", r->absent_batch, "");
+        fprintf(out, "}%s\n", i + 1 < key_len_row_count ? "," : "");
+    }
     fprintf(out, "  ]");
     if (have_probe_gib) {
         fprintf(out, ",\n  ");
@@ -965,6 +1063,8 @@ static void usage(FILE *out)
             "  --present N       present keys queried, at most (default 4e6)\n"
             "  --absent N        absent keys queried (default 4e6)\n"
             "  --no-probe        skip the memory probe\n"
+            "  --key-lengths L   fixed key lengths (8..128 bytes) also measured at n = 1e6,\n"
+            "                    blocked, single writer (default 8,16,36,64; none: skip)\n"
             "  --csv FILE        also write the rows as CSV ('-': stdout)\n"
             "  --json FILE       also write everything as JSON ('-': stdout)\n");
 }
@@ -1025,6 +1125,24 @@ static int parse_list(const char *arg, const char *opt, options *o)
     return 0;
 }
 
+static int parse_key_lengths(const char *arg, options *o)
+{
+    o->key_len_count = 0;
+    if (strcmp(arg, "none") == 0)
+        return 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        uint64_t u;
+        if (o->key_len_count == MAX_LIST || parse_count(tok, &u) != 0 ||
+            u < BENCH_MIN_KEY_LEN || u > BENCH_MAX_KEY_LEN)
+            return -1;
+        o->key_lens[o->key_len_count++] = (size_t)u;
+    }
+    return o->key_len_count ? 0 : -1;
+}
+
 static int parse_args(int argc, char **argv, options *o)
 {
     for (int i = 1; i < argc; i++) {
@@ -1080,6 +1198,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->min_time = strtod(val, &end);
             if (*end || !(o->min_time >= 0))
                 return -1;
+        } else if (strcmp(name, "key-lengths") == 0) {
+            if (parse_key_lengths(val, o) != 0)
+                return -1;
         } else if (strcmp(name, "csv") == 0) {
             o->csv = val;
         } else if (strcmp(name, "json") == 0) {
@@ -1108,6 +1229,8 @@ int main(int argc, char **argv)
         .present_queries = 4000000,
         .absent_queries = 4000000,
         .probe = true,
+        .key_lens = {8, 16, 36, 64},
+        .key_len_count = 4,
     };
     if (parse_args(argc, argv, &o) != 0) {
         usage(stderr);
@@ -1188,6 +1311,11 @@ int main(int argc, char **argv)
             print_block(stdout, n, p, &o);
             fflush(stdout);
         }
+    }
+    if (o.key_len_count) {
+        fprintf(stderr, "key lengths (%.0f s so far)\n", bench_now() - t_start);
+        run_key_lengths(&o, results);
+        print_key_lengths(stdout);
     }
     print_targets(stdout, &o);
     printf("total time %.0f s\n", bench_now() - t_start);
