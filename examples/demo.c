@@ -1,7 +1,8 @@
-/* `make demo` (for now): the library's self-demo. Sizes a filter for a
- * million ids at 1%, adds a million "existing" ids, then asks for a million
- * ids that do not exist, and shows how many the filter turns away: each one
- * turned away is a cache and database lookup saved. */
+/* The library's self-demo (build/examples/bloomgate-demo; ctest example.demo
+ * checks what it prints). Sizes a filter for a million ids at 1%, adds a
+ * million "existing" ids, then asks for a million ids that do not exist,
+ * and shows how many the filter turns away: each one turned away is a cache
+ * and database lookup saved. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdbool.h>
