@@ -484,16 +484,18 @@ static void batch_results_match_single_calls(void **state)
  * encoded filters are byte for byte the same) and contains_many must answer
  * as contains. Each round draws 7 in 8 keys from one length class, so that
  * every vector path runs with full, partial and mixed groups, and the rest
- * from 0..80 bytes; NULL keys of length 0 are in it too. */
+ * from 0..80 bytes; some rounds draw every key from 0..80 (groups with no
+ * majority class); NULL keys of length 0 are in it too. */
 static void batch_hashing_matches_single(void **state)
 {
     (void)state;
-    enum { KEYS = 20000, MAXB = 300 };
+    enum { KEYS = 30000, MAXB = 300 };
     static const size_t sizes[] = {1, 5, 6, 7, 8, 9, 15, 16, 63, 64, 65, 129, 300};
     static const uint64_t seeds[] = {0, 1, SEED, UINT64_MAX};
-    /* the length classes: each vector path's, and two hashed one by one */
-    static const size_t class_lo[] = {17, 9, 4, 33, 0, 65};
-    static const size_t class_hi[] = {32, 16, 8, 64, 3, 80};
+    /* the length classes: each vector path's, two hashed one by one, and
+     * all lengths mixed (groups with no majority class) */
+    static const size_t class_lo[] = {17, 9, 4, 33, 0, 65, 0};
+    static const size_t class_hi[] = {32, 16, 8, 64, 3, 80, 80};
     static uint8_t store[MAXB][80];
     static const void *keys[MAXB];
     static size_t lens[MAXB];
