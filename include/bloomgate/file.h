@@ -36,7 +36,8 @@
  * the temporary file behind; it is never mistaken for the target and may be
  * deleted. A target that is a symbolic link is replaced by a regular file
  * (the link's destination is left as it was), as with `sed -i`: save to the
- * link's destination to update that instead. */
+ * link's destination to update that instead. The saved file is a new file:
+ * other hard links to the old one keep the old content. */
 #ifndef BLOOMGATE_FILE_H
 #define BLOOMGATE_FILE_H
 
@@ -105,7 +106,10 @@ typedef struct bg_file_info {
 
 /* Saves `f` to `path`, replacing any file there crash-safely (CRASH SAFETY
  * above). A new file gets mode 0666 minus the umask; a replaced one keeps its
- * mode. Safe while other threads add to `f` (filter.h THREADS): the file is
+ * mode, and its owner and group where the caller may set them (root).
+ * A target that exists and is neither a regular file nor a symbolic link is
+ * refused: BG_EIO with errno EISDIR (a directory) or ESPIPE (a pipe, socket
+ * or device), nothing written. Safe while other threads add to `f` (filter.h THREADS): the file is
  * some state between the one before the call and the one after (a scalable
  * filter: with the layers it had when the call began), and its
  * checksum matches the bytes written. Returns BG_OK, BG_EINVAL or BG_EIO

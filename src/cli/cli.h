@@ -14,6 +14,7 @@
 #ifndef BG_CLI_H
 #define BG_CLI_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -265,6 +266,12 @@ double cli_now(void);
  * the save finishes (or fails) and then the signal takes effect. Returns
  * as bg_filter_save; *err gets errno right after it. */
 int cli_save(const bg_filter *f, const char *path, int *err);
+
+/* Hold SIGINT, SIGTERM, SIGHUP and SIGQUIT back (the old mask into *old)
+ * and let them through again: around a save, so that an interrupt lands
+ * after the file is complete and no temporary file is left. */
+void cli_hold_signals(sigset_t *old);
+void cli_release_signals(const sigset_t *old);
 
 /* ---- sizing options (calc, create) ------------------------------------ */
 

@@ -51,9 +51,25 @@ static void add_error(const bg_filter *f, const char *path, int rc, uint64_t key
         cli_error("%s: recreate it with a larger -n, or without --nonscaling", path);
         break;
     case BG_ELAYERS:
-        cli_error("%s: cannot add%s: the filter cannot grow: it has %u layers, the most it was "
-                  "created with (--max-layers %u)",
-                  path, at, sc.layers, sc.max_layers);
+        if (sc.layers >= sc.max_layers) {
+            cli_error("%s: cannot add%s: the filter cannot grow: it has %u layers, the most it "
+                      "was created with (--max-layers %u)",
+                      path, at, sc.layers, sc.max_layers);
+        } else if (sc.layer_variant == BG_VARIANT_BLOCKED) {
+            /* each layer's rate is tightened: the next would be below what
+             * a blocked layer can deliver (filter.h, SCALABLE) */
+            cli_error("%s: cannot add%s: the filter cannot grow: after %u layers, the next "
+                      "layer's error rate would be below %g, the least a blocked layer can "
+                      "deliver",
+                      path, at, sc.layers, BG_BLOCKED_MIN_P);
+            cli_error("%s: recreate it with --layer-variant standard, or a larger -n or "
+                      "--expansion so that it needs fewer layers",
+                      path);
+        } else {
+            cli_error("%s: cannot add%s: the filter cannot grow: after %u layers, the next "
+                      "layer's error rate would be 0 (--tightening too small)",
+                      path, at, sc.layers);
+        }
         break;
     case BG_ETOOBIG:
         cli_fmt_bytes(cap, sizeof cap, sc.max_bytes);

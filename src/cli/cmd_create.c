@@ -13,14 +13,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The directory part of `path` ("." if none) and a temporary name beside
- * it. Returns 0, or -1 if out of memory. */
+/* A temporary name beside `path`: ".<name>.<pid>.create.tmp", the name cut
+ * short so that the whole fits in NAME_MAX bytes (the pid and suffix take at
+ * most 33). Returns 0, or -1 if out of memory. */
 static int temp_name(const char *path, char **tmp)
 {
     const char *slash = strrchr(path, '/');
@@ -30,7 +32,8 @@ static int temp_name(const char *path, char **tmp)
     *tmp = malloc(size);
     if (!*tmp)
         return -1;
-    snprintf(*tmp, size, "%.*s.%s.%ld.create.tmp", (int)dir_len, path, base, (long)getpid());
+    snprintf(*tmp, size, "%.*s.%.*s.%ld.create.tmp", (int)dir_len, path, NAME_MAX - 33, base,
+             (long)getpid());
     return 0;
 }
 
@@ -80,15 +83,25 @@ int cli_save_new(const bg_filter *f, const char *path, bool force)
         cli_error("out of memory");
         return -1;
     }
-    int rc = cli_save(f, tmp, &err);
+    /* Signals held from the save to the move, so an interrupt cannot leave
+     * the whole filter behind under the temporary name. */
+    sigset_t old;
+    cli_hold_signals(&old);
+    errno = 0;
+    int rc = bg_filter_save(f, tmp);
+    err = errno;
     if (rc != BG_OK) {
+        cli_release_signals(&old);
         cli_file_error(path, "cannot save", rc, err);
         free(tmp);
         return -1;
     }
-    if (move_no_replace(tmp, path) != 0) {
-        err = errno;
+    int moved = move_no_replace(tmp, path);
+    err = errno;
+    if (moved != 0)
         unlink(tmp);
+    cli_release_signals(&old);
+    if (moved != 0) {
         free(tmp);
         if (err == EEXIST)
             cli_error("%s: already exists (use --force to replace it)", path);

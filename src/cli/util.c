@@ -25,10 +25,12 @@ void cli_error(const char *fmt, ...)
 void cli_file_error(const char *path, const char *what, int status, int err)
 {
     if (status == BG_EIO) {
+        /* the library's errno for a pipe, socket or device (file.h) */
+        const char *why = err == ESPIPE ? "not a regular file" : strerror(err);
         if (what)
-            cli_error("%s: %s: %s", path, what, strerror(err));
+            cli_error("%s: %s: %s", path, what, why);
         else
-            cli_error("%s: %s", path, strerror(err));
+            cli_error("%s: %s", path, why);
     } else {
         cli_error("%s: %s", path, bg_strerror(status));
     }
@@ -485,18 +487,29 @@ const char *cli_fmt_double(char buf[32], double v)
 
 /* ---- saving ----------------------------------------------------------- */
 
-int cli_save(const bg_filter *f, const char *path, int *err)
+void cli_hold_signals(sigset_t *old)
 {
-    sigset_t hold, old;
+    sigset_t hold;
     sigemptyset(&hold);
     sigaddset(&hold, SIGINT);
     sigaddset(&hold, SIGTERM);
     sigaddset(&hold, SIGHUP);
     sigaddset(&hold, SIGQUIT);
-    sigprocmask(SIG_BLOCK, &hold, &old);
+    sigprocmask(SIG_BLOCK, &hold, old);
+}
+
+void cli_release_signals(const sigset_t *old)
+{
+    sigprocmask(SIG_SETMASK, old, NULL);
+}
+
+int cli_save(const bg_filter *f, const char *path, int *err)
+{
+    sigset_t old;
+    cli_hold_signals(&old);
     errno = 0;
     int rc = bg_filter_save(f, path);
     *err = errno;
-    sigprocmask(SIG_SETMASK, &old, NULL);
+    cli_release_signals(&old);
     return rc;
 }

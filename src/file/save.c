@@ -18,9 +18,10 @@
  * On any error the temporary file is removed and the target is untouched.
  * A crash (SIGKILL, power) between 1 and 4 leaves the temporary file; it has
  * a different name, so it is never taken for the target. */
-#define _GNU_SOURCE /* O_CLOEXEC, O_DIRECTORY, fchmod */
+#define _GNU_SOURCE /* O_CLOEXEC, O_DIRECTORY, fchmod, fchown, lstat */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,6 +60,11 @@ static uint64_t tmp_token(unsigned attempt)
     return XXH3_64bits(parts, sizeof parts);
 }
 
+/* The temporary name adds 22 bytes to the target's ("." before it,
+ * ".<16 hex>.tmp" after), so a target name longer than NAME_MAX - 22 bytes
+ * is cut short in it: any target that may exist can be saved. */
+#define TMP_BASE_MAX (NAME_MAX - 22)
+
 /* Creates the temporary file for `path` into tmp (room for tmp_cap bytes)
  * and returns its fd, or -1 with errno set. */
 static int create_tmp(const char *path, char *tmp, size_t tmp_cap)
@@ -67,8 +73,8 @@ static int create_tmp(const char *path, char *tmp, size_t tmp_cap)
     int dir_len = slash ? (int)(slash - path + 1) : 0;
     const char *base = slash ? slash + 1 : path;
     for (unsigned attempt = 0; attempt < 100; attempt++) {
-        int n = snprintf(tmp, tmp_cap, "%.*s.%s.%016llx.tmp", dir_len, path, base,
-                         (unsigned long long)tmp_token(attempt));
+        int n = snprintf(tmp, tmp_cap, "%.*s.%.*s.%016llx.tmp", dir_len, path, TMP_BASE_MAX,
+                         base, (unsigned long long)tmp_token(attempt));
         if (n < 0 || (size_t)n >= tmp_cap) {
             errno = ENAMETOOLONG;
             return -1;
@@ -176,10 +182,42 @@ static int write_image(const bg_filter *f, int fd, uint8_t *buf)
     return finish_image(fd, head, &st);
 }
 
+/* A target that exists must be a regular file or a symbolic link (which is
+ * replaced, file.h): rename would otherwise replace a device, a FIFO or a
+ * socket with a regular file. BG_OK, or BG_EIO with errno EISDIR or ESPIPE,
+ * the codes bg_filter_load gives for such paths. */
+static int check_target(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+        return BG_OK;
+    errno = S_ISDIR(st.st_mode) ? EISDIR : ESPIPE;
+    return BG_EIO;
+}
+
+/* A replaced file keeps its owner, group and mode (a new one gets the
+ * caller's, and 0666 & ~umask from open). The owner first: chown clears
+ * set-user-ID bits. A caller that may not give the file away (EPERM: not
+ * root) saves it as its own, as editors do. */
+static int keep_attributes(const char *path, int fd)
+{
+    struct stat old, now;
+    if (stat(path, &old) != 0 || !S_ISREG(old.st_mode))
+        return BG_OK;
+    if (fstat(fd, &now) != 0)
+        return BG_EIO;
+    if ((old.st_uid != now.st_uid || old.st_gid != now.st_gid) &&
+        fchown(fd, old.st_uid, old.st_gid) != 0 && errno != EPERM)
+        return BG_EIO;
+    return fchmod(fd, old.st_mode & 07777) == 0 ? BG_OK : BG_EIO;
+}
+
 int bg_filter_save(const bg_filter *f, const char *path)
 {
     if (f == NULL || path == NULL || path[0] == '\0')
         return BG_EINVAL;
+    if (check_target(path) != BG_OK)
+        return BG_EIO;
     uint8_t *buf = bg__malloc(CHUNK);
     if (buf == NULL)
         return BG_ENOMEM;
@@ -191,12 +229,7 @@ int bg_filter_save(const bg_filter *f, const char *path)
         errno = saved;
         return BG_EIO;
     }
-    int rc = BG_OK;
-    /* A replaced file keeps its permissions; a new one has 0666 & ~umask
-     * from open. */
-    struct stat st;
-    if (stat(path, &st) == 0 && S_ISREG(st.st_mode) && fchmod(fd, st.st_mode & 07777) != 0)
-        rc = BG_EIO;
+    int rc = keep_attributes(path, fd);
     if (rc == BG_OK)
         rc = write_image(f, fd, buf);
     int saved = errno;

@@ -671,6 +671,62 @@ case_crash() {
     no_temp_files
 }
 
+case_targets() {
+    # 1. SIGTERM at any moment of a create (no --force) of a 100 MB filter:
+    #    the signal is held from the save to the move into place, so the
+    #    file is either complete or absent, and no temporary file is left.
+    local d
+    for d in 0.02 0.05 0.1 0.2 0.4; do
+        rm -f big.bgf
+        "$BG" create big.bgf -m 8e8 -k 3 --variant standard -q &
+        local pid=$!
+        sleep "$d"
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+        no_temp_files
+        if [ -e big.bgf ]; then run 0 "$BG" info big.bgf; fi
+    done
+    rm -f big.bgf
+    # 2. a target that is not a regular file is refused, even with --force,
+    #    and left as it was
+    run 0 "$BG" create a.bgf -n 1000 -p 0.01 -q
+    mkfifo fifo
+    run 2 "$BG" create fifo -n 1000 -p 0.01 --force
+    has err "fifo: cannot save: not a regular file"
+    [ -p fifo ] || fail "create --force replaced a FIFO"
+    run 2 "$BG" merge -f fifo a.bgf a.bgf
+    [ -p fifo ] || fail "merge -f replaced a FIFO"
+    run 2 "$BG" check fifo key
+    has err "fifo: cannot open: not a regular file"
+    if mknod dev c 1 3 2>/dev/null; then # /dev/null's numbers; needs root
+        run 2 "$BG" merge -f dev a.bgf a.bgf
+        [ -c dev ] || fail "merge -f replaced a device node"
+    fi
+    mkdir dir.bgf
+    run 2 "$BG" create dir.bgf -n 1000 -p 0.01 --force
+    has err "dir.bgf: cannot save: Is a directory"
+    [ -d dir.bgf ] || fail "create --force replaced a directory"
+    # 3. a replaced file keeps its owner, group and mode (owner: as root)
+    chmod 640 a.bgf
+    if [ "$(id -u)" -eq 0 ]; then chown 65534:65534 a.bgf; fi
+    local before
+    before=$(stat -c '%u:%g %a' a.bgf)
+    run 0 "$BG" add -q a.bgf k1
+    eq "$(stat -c '%u:%g %a' a.bgf)" "$before" "owner, group and mode after add"
+    run 0 "$BG" merge -f -q a.bgf a.bgf a.bgf
+    eq "$(stat -c '%u:%g %a' a.bgf)" "$before" "owner, group and mode after merge"
+    run 0 "$BG" check -q a.bgf k1
+    # 4. a name as long as the file system allows (255 bytes) can be
+    #    created and updated: the temporary names are cut short
+    local long
+    long=$(printf 'n%.0s' $(seq 1 251)).bgf
+    run 0 "$BG" create "$long" -n 1000 -p 0.01 -q
+    run 0 "$BG" add -q "$long" k1
+    run 0 "$BG" create "$long" -n 1000 -p 0.01 -q --force
+    run 1 "$BG" check -q "$long" k1
+    no_temp_files
+}
+
 case_progress() {
     run 0 "$BG" create f.bgf -n 100000 -p 0.01 -q
     cp f.bgf g.bgf
@@ -951,6 +1007,16 @@ case_scalable() {
     has err "): the filter cannot grow: it has 2 layers, the most it was created with (--max-layers 2)"
     has err "l.bgf: not changed"
     same l.bgf before.bgf
+    # blocked layers stop at the rate they cannot deliver (layer 33 here),
+    # below --max-layers: the message names that limit, not --max-layers
+    run 0 "$BG" create bl.bgf -n 10 -p 0.01 --variant scalable --layer-variant blocked \
+        --expansion 1 -q
+    cp bl.bgf before.bgf
+    seq 1 1000 | run 2 "$BG" add bl.bgf
+    has err "the filter cannot grow: after 33 layers, the next layer's error rate would be below 1e-12, the least a blocked layer can deliver"
+    has err "recreate it with --layer-variant standard"
+    hasnt err "--max-layers"
+    same bl.bgf before.bgf
     # the byte cap: the same
     run 0 "$BG" create m.bgf -n 1000 -p 0.01 --variant scalable --max-bytes 8000 --json -q
     eq "$(jget out max_bytes)" 8000 "max bytes"

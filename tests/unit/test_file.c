@@ -8,6 +8,8 @@
 #include "test_tmpdir.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -496,6 +498,43 @@ static void io_errors(void **state)
     TU_EQ_I(mkdir(tu_tmp_file(&d, "sub"), 0700), 0);
     TU_EQ_I(bg_filter_save(f, tu_tmp_file(&d, "sub")), BG_EIO);
     TU_EQ_I(tu_dir_entries(&d), 1); /* "sub", and no temporary file */
+
+    tu_ctx("save over a FIFO: refused (ESPIPE), the FIFO stays");
+    const char *fifo = tu_tmp_file(&d, "fifo");
+    TU_EQ_I(mkfifo(fifo, 0600), 0);
+    errno = 0;
+    TU_EQ_I(bg_filter_save(f, fifo), BG_EIO);
+    TU_EQ_I(errno, ESPIPE);
+    struct stat fst;
+    TU_EQ_I(lstat(fifo, &fst), 0);
+    assert_true(S_ISFIFO(fst.st_mode));
+    TU_EQ_I(tu_dir_entries(&d), 2); /* "sub", "fifo", no temporary file */
+    TU_EQ_I(unlink(fifo), 0);
+
+    tu_ctx("a name of NAME_MAX bytes: the temporary name is cut short");
+    char name[NAME_MAX + 1];
+    memset(name, 'n', NAME_MAX);
+    name[NAME_MAX] = '\0';
+    TU_EQ_I(bg_filter_save(f, tu_tmp_file(&d, name)), BG_OK);
+    TU_EQ_I(bg_filter_save(f, tu_tmp_file(&d, name)), BG_OK);
+    TU_EQ_I(bg_filter_load(&g, tu_tmp_file(&d, name), 0), BG_OK);
+    assert_same_filter(f, g);
+    bg_filter_free(g);
+    TU_EQ_I(unlink(tu_tmp_file(&d, name)), 0);
+
+    if (geteuid() == 0) {
+        tu_ctx("a replaced file keeps its owner and group (as root)");
+        const char *owned = tu_tmp_file(&d, "owned.bgf");
+        TU_EQ_I(bg_filter_save(f, owned), BG_OK);
+        TU_EQ_I(chown(owned, 65534, 65534), 0);
+        TU_EQ_I(chmod(owned, 0640), 0);
+        TU_EQ_I(bg_filter_save(f, owned), BG_OK);
+        TU_EQ_I(stat(owned, &fst), 0);
+        TU_EQ_U(fst.st_uid, 65534);
+        TU_EQ_U(fst.st_gid, 65534);
+        TU_EQ_U(fst.st_mode & 07777, 0640);
+        TU_EQ_I(unlink(owned), 0);
+    }
 
     tu_ctx("modes");
     mode_t old = umask(022);
