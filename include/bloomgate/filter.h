@@ -87,7 +87,10 @@
  * adding one key j times adds j to its counters, so 15 adds of one key
  * saturate them. A key whose probes meet one counter twice counts twice
  * there, in adds and removes alike. bg_filter_test_and_add reports a key
- * new when one of its counters was 0. In bg_filter_stats, bits_set is the
+ * new when one of its counters was 0. The item count is of the multiset the
+ * counters hold: every add counts (a repeated key too) and every remove
+ * uncounts, so adding a key twice and removing it once leaves it counted
+ * once, and present. In bg_filter_stats, bits_set is the
  * number of non-zero counters and saturated the number at BG_COUNTER_MAX.
  * bg_filter_union adds counters (saturating), bg_filter_intersect takes
  * their minimum; bg_filter_union(f, f) changes nothing. Threads: THREADS.
@@ -296,7 +299,8 @@ typedef struct bg_filter_stats {
     uint64_t capacity;        /* n the filter was sized for (0 if sized by m, k) */
     double error_rate;        /* the model's p at capacity (0 if capacity is 0) */
     uint64_t bytes;           /* memory of the bit array */
-    uint64_t items;           /* adds that set at least one new bit (test-and-add 1s) */
+    uint64_t items;           /* adds that set at least one new bit (test-and-add 1s);
+                                 counting: every add less every remove (COUNTING) */
     uint64_t bits_set;        /* popcount of the array */
     double fill_ratio;        /* bits_set / m */
     double estimated_items;   /* cardinality from fill (Swamidass & Baldi; blocked:

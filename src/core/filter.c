@@ -208,6 +208,15 @@ static void count_new(bg_filter *f, uint64_t added)
                                                   memory_order_relaxed));
 }
 
+/* What the item count counts (filter.h, bg_filter_stats.items): a counting
+ * filter holds a multiset (every add increments, every remove decrements
+ * the key's counters), so it counts every add and uncounts every remove;
+ * the other variants count the adds that found their key new. */
+static bool counts_every_add(const bg_filter *f)
+{
+    return f->ops->remove != NULL;
+}
+
 int bg_filter_hash(const bg_filter *f, const void *key, size_t len, bg_hash *out)
 {
     if (f == NULL)
@@ -224,7 +233,7 @@ int bg_filter_test_and_add_hash(bg_filter *f, bg_hash h)
     if (f->scalable)
         return bg__scalable_test_and_add(f, h);
     int added = f->ops->add(f, h);
-    count_new(f, (uint64_t)added);
+    count_new(f, counts_every_add(f) ? 1 : (uint64_t)added);
     return added;
 }
 
@@ -321,7 +330,7 @@ int64_t bg_filter_add_hashes(bg_filter *f, const bg_hash *hashes, size_t count, 
     if (f->scalable)
         return bg__scalable_run_hashes(f, hashes, count, results, true);
     int64_t added = run_hashes(f, hashes, count, results, true);
-    count_new(f, (uint64_t)added);
+    count_new(f, counts_every_add(f) ? (uint64_t)count : (uint64_t)added);
     return added;
 }
 
@@ -350,7 +359,7 @@ int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *
     if (f->scalable)
         return bg__scalable_run_keys(f, keys, lens, count, results, true);
     int64_t added = f->ops->run_keys(f, keys, lens, count, results, true);
-    count_new(f, (uint64_t)added);
+    count_new(f, counts_every_add(f) ? (uint64_t)count : (uint64_t)added);
     return added;
 }
 
@@ -381,8 +390,8 @@ int bg_filter_clear(bg_filter *f)
     return BG_OK;
 }
 
-/* items -= 1 for a removed key, never below 0 (a counting filter's count
- * is of adds that were new, so removes of repeated keys can outnumber it). */
+/* items -= 1 for a removed key, never below 0 (a remove that undoes no add,
+ * the caller's error, could otherwise take the count below 0). */
 static void count_removed(bg_filter *f)
 {
     uint64_t v = bg__load(&f->items);
