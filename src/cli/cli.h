@@ -72,10 +72,12 @@ int cli_help(const cli_command *cmd);
 int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* Turns what getopt_long returned for a bad option ('?': unknown option;
- * ':': missing value, as every option string starts with ':') into a usage
- * error naming the option. Returns CLI_EXIT_ERROR. */
-int cli_bad_option(const cli_command *cmd, int c, char **argv);
+/* Turns what getopt_long returned for a bad option ('?': unknown option or
+ * ambiguous abbreviation of one of `longs`; ':': missing value, as every
+ * option string starts with ':') into a usage error naming the option.
+ * Returns CLI_EXIT_ERROR. */
+struct option;
+int cli_bad_option(const cli_command *cmd, int c, char **argv, const struct option *longs);
 
 /* The options of the commands that take only these: -f/--force (when
  * allow_force), -q/--quiet, --json, -h/--help. Parses argv from optind 0

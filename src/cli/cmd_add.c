@@ -197,7 +197,7 @@ static int run(int argc, char **argv)
         case 'h':
             return cli_help(&cli_cmd_add);
         default:
-            return cli_bad_option(&cli_cmd_add, c, argv);
+            return cli_bad_option(&cli_cmd_add, c, argv, longs);
         }
     }
     if (optind >= argc)

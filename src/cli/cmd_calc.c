@@ -60,6 +60,9 @@ void cli_sizing_explain(bg_variant v, const bg_sizing *given, int rc, char *buf,
     else if (rc == BG_ETOOBIG)
         snprintf(buf, size, "the filter would need more than %llu bytes (the cap)",
                  (unsigned long long)BG_DEFAULT_MAX_BYTES);
+    else if (rc == BG_EOVERFLOW && given->n != 0)
+        snprintf(buf, size, "n = %llu keys would need more than 2^64 bits",
+                 (unsigned long long)given->n);
     else
         snprintf(buf, size, "%s", bg_strerror(rc));
 }
@@ -139,7 +142,7 @@ static int run(int argc, char **argv)
         case 'h':
             return cli_help(&cli_cmd_calc);
         default:
-            return cli_bad_option(&cli_cmd_calc, c, argv);
+            return cli_bad_option(&cli_cmd_calc, c, argv, longs);
         }
     }
     if (optind < argc)

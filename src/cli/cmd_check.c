@@ -138,7 +138,7 @@ static int run(int argc, char **argv)
             status = cli_help(&cli_cmd_check);
             goto done;
         default:
-            status = cli_bad_option(&cli_cmd_check, opt, argv);
+            status = cli_bad_option(&cli_cmd_check, opt, argv, longs);
             goto done;
         }
     }

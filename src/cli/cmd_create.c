@@ -261,7 +261,7 @@ static int run(int argc, char **argv)
         case 'h':
             return cli_help(&cli_cmd_create);
         default:
-            return cli_bad_option(&cli_cmd_create, c, argv);
+            return cli_bad_option(&cli_cmd_create, c, argv, longs);
         }
     }
     if (optind >= argc)

@@ -283,7 +283,7 @@ static int run(int argc, char **argv)
         case 'h':
             return cli_help(&cli_cmd_info);
         default:
-            return cli_bad_option(&cli_cmd_info, c, argv);
+            return cli_bad_option(&cli_cmd_info, c, argv, longs);
         }
     }
     if (optind >= argc)

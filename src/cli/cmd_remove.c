@@ -75,7 +75,7 @@ static int run(int argc, char **argv)
         case 'h':
             return cli_help(&cli_cmd_remove);
         default:
-            return cli_bad_option(&cli_cmd_remove, c, argv);
+            return cli_bad_option(&cli_cmd_remove, c, argv, longs);
         }
     }
     if (optind >= argc)

@@ -54,13 +54,43 @@ int cli_usage_error(const cli_command *cmd, const char *fmt, ...)
     return CLI_EXIT_ERROR;
 }
 
-int cli_bad_option(const cli_command *cmd, int c, char **argv)
+/* The options of `longs` that "--PREFIX" (up to any '=') abbreviates, when
+ * there are two or more and none is PREFIX exactly, into buf as
+ * "--a, --b"; false otherwise. getopt_long reports an ambiguous
+ * abbreviation as it does an unknown option. */
+static bool ambiguous(const char *word, const struct option *longs, char *buf, size_t cap)
+{
+    if (longs == NULL || strncmp(word, "--", 2) != 0)
+        return false;
+    const char *name = word + 2;
+    size_t len = strcspn(name, "=");
+    size_t used = 0;
+    int matches = 0;
+    buf[0] = '\0';
+    for (const struct option *o = longs; o->name; o++) {
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (strlen(o->name) == len)
+            return false;
+        int n = snprintf(buf + used, cap - used, "%s--%s", matches ? ", " : "", o->name);
+        if (n > 0 && (size_t)n < cap - used)
+            used += (size_t)n;
+        matches++;
+    }
+    return matches >= 2;
+}
+
+int cli_bad_option(const cli_command *cmd, int c, char **argv, const struct option *longs)
 {
     /* optind has moved past the offending word (for a missing value, past
      * the option itself), so argv[optind - 1] is the word to name. */
     const char *word = optind > 0 ? argv[optind - 1] : "?";
     if (c == ':')
         return cli_usage_error(cmd, "option '%s' needs a value", word);
+    char which[256];
+    if (c == '?' && ambiguous(word, longs, which, sizeof which))
+        return cli_usage_error(cmd, "option '%.*s' is ambiguous: %s", (int)strcspn(word, "="),
+                               word, which);
     const char *eq = strchr(word, '=');
     if (optopt != 0 && strncmp(word, "--", 2) == 0 && eq)
         return cli_usage_error(cmd, "option '%.*s' takes no value", (int)(eq - word), word);
@@ -99,7 +129,7 @@ int cli_parse_simple_flags(const cli_command *cmd, bool allow_force, int argc, c
         case 'h':
             return cli_help(cmd);
         default:
-            return cli_bad_option(cmd, c, argv);
+            return cli_bad_option(cmd, c, argv, allow_force ? longs : longs + 1);
         }
     }
     return -1;
@@ -218,6 +248,11 @@ int cli_parse_rate(const char *flag, const char *text, double *out)
         return -1;
     }
     double d = strtod(text, NULL);
+    size_t mantissa = strcspn(text, "eE");
+    if (d == 0.0 && strcspn(text, "123456789") < mantissa) {
+        cli_error("%s: '%s' is too small to represent (it rounds to 0)", flag, text);
+        return -1;
+    }
     if (!(d > 0.0 && d < 1.0)) {
         cli_error("%s: '%s' is not between 0 and 1 (both excluded)", flag, text);
         return -1;

@@ -119,6 +119,13 @@ case_help() {
     has err "unknown command 'frobnicate'"
     run 2 "$BG" calc -n
     has err "option '-n' needs a value"
+    # an ambiguous abbreviation is named as such, with what it could mean;
+    # an unambiguous one works
+    run 2 "$BG" create x.bgf --max 5
+    has err "option '--max' is ambiguous: --max-layers, --max-bytes"
+    run 2 "$BG" check --n=1 x.bgf
+    has err "option '--n' is ambiguous: --null, --no-verify"
+    run 0 "$BG" create x.bgf -n 10 -p 0.1 --variant scalable --max-l 5 -q
     run 2 "$BG" create
     has err "no FILE given"
     run 2 "$BG" check
@@ -210,6 +217,14 @@ case_numbers() {
     # 18446744073709551615 parses: it is a valid count, only too big to size
     run 2 "$BG" calc -n 18446744073709551615 -p 0.01
     hasnt err "--capacity"
+    has err "n = 18446744073709551615 keys would need more than 2^64 bits"
+    run 2 "$BG" create f.bgf -n 1e19 -p 0.01
+    has err "cannot create a blocked filter: n = 10000000000000000000 keys would need more than 2^64 bits"
+    # a rate too small for a double is not "between 0 and 1" in name only
+    run 2 "$BG" calc -n 100 -p 1e-400
+    has err "--error-rate: '1e-400' is too small to represent (it rounds to 0)"
+    run 2 "$BG" calc -n 100 -p 0e5
+    has err "--error-rate: '0e5' is not between 0 and 1"
     for bad in 0 1 1.5 -0.1 abc nan inf 0.5x 1e5 ""; do
         run 2 "$BG" calc -n 100 -p "$bad"
         has err "--error-rate: '$bad'"
