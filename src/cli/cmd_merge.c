@@ -103,10 +103,13 @@ static int combine(const cli_command *cmd, bool intersect, int argc, char **argv
     cli_progress_begin(&prog, label, "files", quiet);
 
     bg_filter *acc;
+    errno = 0;
     int rc = bg_filter_load(&acc, inputs[0], BG_FILE_SINGLE_WRITER);
     if (rc != BG_OK) {
+        int err = errno;
         cli_progress_end(&prog);
-        cli_file_error(inputs[0], "cannot load", rc, errno);
+        cli_file_error(inputs[0], "cannot open", rc, err);
+        cli_error("%s: nothing written", out);
         return CLI_EXIT_ERROR;
     }
     if (refuse_scalable(cmd->name, acc, inputs[0])) {
@@ -117,10 +120,12 @@ static int combine(const cli_command *cmd, bool intersect, int argc, char **argv
     cli_progress_update(&prog, 1, 1, n);
     for (size_t i = 1; i < n; i++) {
         bg_filter *g;
+        errno = 0;
         rc = bg_filter_map(&g, inputs[i], 0);
         if (rc != BG_OK) {
+            int err = errno;
             cli_progress_end(&prog);
-            cli_file_error(inputs[i], "cannot open", rc, errno);
+            cli_file_error(inputs[i], "cannot open", rc, err);
             cli_error("%s: nothing written", out);
             bg_filter_free(acc);
             return CLI_EXIT_ERROR;

@@ -627,6 +627,13 @@ case_merge() {
         # into an input: that input is unchanged
         run 2 "$BG" $cmd a.bgf a.bgf b.bgf seed.bgf
         same a.bgf a.orig
+        # a missing input, first or later: the same two lines
+        run 2 "$BG" $cmd x.bgf nope.bgf a.bgf
+        has err "nope.bgf: cannot open: No such file or directory"
+        has err "x.bgf: nothing written"
+        run 2 "$BG" $cmd x.bgf a.bgf nope.bgf
+        has err "nope.bgf: cannot open: No such file or directory"
+        has err "x.bgf: nothing written"
     done
     no_temp_files
 }
