@@ -32,17 +32,22 @@
  *      the value is put in the cache, BG_GUARD_FOUND. Absent -> a confirmed
  *      false positive: counted, remembered in the negative cache for
  *      negative_ttl_ms +- jitter (and in the cache's absent entry, if it
- *      has one), BG_GUARD_ABSENT.
+ *      has one), BG_GUARD_ABSENT. An answer is not left in either cache if
+ *      a put or remove (of this guard) ran while it was being queried.
  * A cache that fails is skipped (counted in cache_errors): the answer comes
  * from the source. A source that fails is an error (its status is
  * returned), never "absent": a guard never turns an outage into 404s.
  *
  * WRITES
- * bg_guard_put(key) after the source gained the key: adds it to the filter
- * (to both filters while a rebuild runs), forgets any negative entry for it
- * here and deletes its cache entry, so the next get reads the source.
- * bg_guard_remove(key) after the source lost the key: deletes its cache
- * entry, and removes it from a local counting filter; any other filter
+ * bg_guard_put(key) after the source gained (or changed) the key: adds it
+ * to the filter (to both filters while a rebuild runs), forgets any
+ * negative entry for it here, detaches the source query in flight for it
+ * (if any) and deletes its cache entry, so the next get reads the source:
+ * a get that starts after bg_guard_put returned never gets an answer read
+ * before the call (gets already waiting on the detached query may; they
+ * were concurrent with it), and that query's answer is not cached.
+ * bg_guard_remove(key) after the source lost the key: the same, and removes
+ * it from a local counting filter; any other filter
  * keeps saying "maybe" (one source query per get, cached as negative) until
  * the next rebuild drops it. A counting filter being rebuilt keeps the key
  * in the new filter until the rebuild after (removing it there could undo

@@ -216,6 +216,53 @@ int bg_guard_may_contain(bg_guard *g, const void *key, size_t len)
     }
 }
 
+/* Deletes key's cache entry (a write, or a stale answer taken back). */
+static void cache_del(bg_guard *g, const void *key, size_t len)
+{
+    const bg_guard_cache *c = &g->o.cache;
+    if (c->del && c->del(c->ctx, key, len) < 0)
+        BG__COUNT(g, cache_errors);
+}
+
+/* STALE CACHE WRITES
+ * A source query can overlap a write of its key: the leader reads the row,
+ * the row changes, bg_guard_put deletes the cache entry, and only then does
+ * the leader store what it read. Cache-aside's classic race: the old value
+ * would be served until cache_ttl_ms expires, although the put returned.
+ *
+ * HOW IT IS CLOSED (in this process)
+ * Every put and remove bumps the forget counter of the key's negative-cache
+ * stripe (bg__neg_forget) *before* deleting the cache entry. The leader
+ * reads that counter before asking the source (seq) and, around its store:
+ *   1. counter != seq: a write came in since the query began; the answer
+ *      may be older than it: do not store it.
+ *   2. store (c->set or c->set_absent).
+ *   3. counter != seq now: a write came in between 1 and 2, so its delete
+ *      may have run before our store: delete the entry ourselves.
+ * Any write whose bump falls after step 1 either bumped before step 3 (we
+ * delete after our store) or after it (its own delete comes after our
+ * store, which had returned): one of the two deletes lands after the store.
+ * The counter is per stripe, not per key: a write of another key of the
+ * stripe costs at most a skipped store or an extra delete (a later query).
+ *
+ * LIMITATIONS
+ * Instances in other processes have their own counters: one whose query
+ * overlaps another's put can still store the old value after the put's
+ * delete, for cache_ttl_ms at most (docs/GUARD.md, Limitations). */
+static void cache_fill(bg_guard *g, const void *key, size_t len, uint64_t hash, uint64_t seq,
+                       const bg_guard_buf *value /* NULL: a negative entry */)
+{
+    const bg_guard_cache *c = &g->o.cache;
+    if (bg__neg_seq(&g->neg, hash) != seq)
+        return;
+    int rc = value ? c->set(c->ctx, key, len, value->data, value->len, g->o.cache_ttl_ms)
+                   : c->set_absent(c->ctx, key, len, bg__neg_ttl(&g->neg));
+    if (rc < 0)
+        BG__COUNT(g, cache_errors); /* the store may still have landed: check anyway */
+    if (bg__neg_seq(&g->neg, hash) != seq)
+        cache_del(g, key, len);
+}
+
 /* Step 4 for the leader (or a thread that could not register a flight):
  * queries the source and records the answer everywhere. */
 static int query_source(bg_guard *g, const void *key, size_t len, uint64_t hash,
@@ -228,8 +275,8 @@ static int query_source(bg_guard *g, const void *key, size_t len, uint64_t hash,
     int rc = g->o.source.get(g->o.source.ctx, key, len, value);
     if (rc == BG_GUARD_FOUND) {
         BG__COUNT(g, source_found);
-        if (c->set && c->set(c->ctx, key, len, value->data, value->len, g->o.cache_ttl_ms) < 0)
-            BG__COUNT(g, cache_errors);
+        if (c->set)
+            cache_fill(g, key, len, hash, seq, value);
     } else if (rc == BG_GUARD_ABSENT) {
         /* Without a filter an absent key is not a false positive, and the
          * baseline caches no negatives (the demo compares against it). */
@@ -237,10 +284,9 @@ static int query_source(bg_guard *g, const void *key, size_t len, uint64_t hash,
             BG__COUNT(g, false_positives);
             /* Stored only if no put forgot a key of its stripe meanwhile
              * (negative_cache.c, PUTS AND IN-FLIGHT QUERIES); the external
-             * cache's entry under the same condition. */
-            if (bg__neg_insert(&g->neg, key, len, hash, seq) && c->set_absent &&
-                c->set_absent(c->ctx, key, len, bg__neg_ttl(&g->neg)) < 0)
-                BG__COUNT(g, cache_errors);
+             * cache's entry under the same condition (STALE CACHE WRITES). */
+            if (bg__neg_insert(&g->neg, key, len, hash, seq) && c->set_absent)
+                cache_fill(g, key, len, hash, seq, NULL);
         }
     } else {
         BG__COUNT(g, source_errors);
@@ -313,6 +359,20 @@ int bg_guard_get(bg_guard *g, const void *key, size_t len, bg_guard_buf *value)
 
 /* ---- writes ---------------------------------------------------------------- */
 
+/* What a put and a remove both do once the source changed: forget the
+ * negative entry (bumping the stripe's counter first: STALE CACHE WRITES),
+ * detach the query in flight, so that later gets do not join it and get
+ * the row as it was (single_flight.c, DETACHING), then delete the cache
+ * entry. */
+static void invalidate(bg_guard *g, const void *key, size_t len)
+{
+    bg_hash h;
+    bg_hash_key(key, len, BG__GUARD_SEED, &h);
+    bg__neg_forget(&g->neg, key, len, h.h1);
+    bg__flight_detach(&g->flights, key, len, h.h1);
+    cache_del(g, key, len);
+}
+
 int bg_guard_put(bg_guard *g, const void *key, size_t len)
 {
     if (!g || (!key && len))
@@ -325,13 +385,8 @@ int bg_guard_put(bg_guard *g, const void *key, size_t len)
         rc = bg__local_add(g, key, len);
     else if (g->o.filter_kind == BG_GUARD_FILTER_REMOTE)
         rc = bg__remote_add(g, key, len);
-    /* Forget the negatives even if the filter failed: they are wrong now. */
-    bg_hash h;
-    bg_hash_key(key, len, BG__GUARD_SEED, &h);
-    bg__neg_forget(&g->neg, key, len, h.h1);
-    const bg_guard_cache *c = &g->o.cache;
-    if (c->del && c->del(c->ctx, key, len) < 0)
-        BG__COUNT(g, cache_errors);
+    /* Even if the filter failed: the cached answers are wrong now. */
+    invalidate(g, key, len);
     return rc;
 }
 
@@ -342,9 +397,7 @@ int bg_guard_remove(bg_guard *g, const void *key, size_t len)
     if (!key)
         key = "";
     BG__COUNT(g, removes);
-    const bg_guard_cache *c = &g->o.cache;
-    if (c->del && c->del(c->ctx, key, len) < 0)
-        BG__COUNT(g, cache_errors);
+    invalidate(g, key, len);
     if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
         return bg__local_remove(g, key, len);
     return BG_OK;

@@ -72,7 +72,9 @@ void bg__neg_destroy(bg__neg_cache *c);
 /* 1 if key has a live negative entry (an expired one is dropped: 0). */
 int bg__neg_lookup(bg__neg_cache *c, const void *key, size_t len, uint64_t hash);
 /* The key's stripe's forget count, read before a source query: insert then
- * refuses if a put forgot any key of the stripe meanwhile. */
+ * refuses if a put forgot any key of the stripe meanwhile, and the guard
+ * does not leave the query's answer in the external cache (guard.c,
+ * STALE CACHE WRITES). */
 uint64_t bg__neg_seq(bg__neg_cache *c, uint64_t hash);
 /* Remembers key as absent for ttl +- jitter, unless the stripe's forget
  * count moved from seq. Best effort: out of memory just skips it. Returns
@@ -112,8 +114,12 @@ void bg__flights_destroy(bg__flights *t);
  *   without collapsing (and calls bg__flight_finish with NULL, a no-op). */
 int bg__flight_join(bg__flights *t, const void *key, size_t len, uint64_t hash,
                     bg__flight **leader, int *rc, bg_guard_buf *value);
-/* Hands the leader's answer to the waiters and retires the flight. */
+/* Hands the leader's answer to the waiters and retires the flight (linked
+ * or detached). */
 void bg__flight_finish(bg__flights *t, bg__flight *f, int rc, const bg_guard_buf *value);
+/* Unlinks key's in-flight query, if any, so that later misses start a new
+ * one; its leader and waiters carry on (single_flight.c, DETACHING). */
+void bg__flight_detach(bg__flights *t, const void *key, size_t len, uint64_t hash);
 
 /* ---- per-thread state (swap.c) ---------------------------------------- */
 

@@ -34,7 +34,9 @@
  * negative for a whole TTL. So every forget bumps its stripe's counter,
  * the query reads the counter before asking the source (bg__neg_seq), and
  * the insert is dropped when the counter moved (any key of the stripe was
- * put meanwhile: rare, and dropping costs at most a query). */
+ * put meanwhile: rare, and dropping costs at most a query). guard.c uses
+ * the same counter to keep such answers out of the external cache (STALE
+ * CACHE WRITES there); removes bump it too. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdatomic.h>

@@ -16,6 +16,16 @@
  * misses start a new query, and broadcasts. The list is short (one entry per
  * key being queried right now), so a linear scan is fine.
  *
+ * DETACHING (bg__flight_detach, called by puts and removes)
+ * A query that began before a write may answer with the row as it was: a
+ * get that starts after the write returned must not join it. So a write
+ * unlinks the key's flight at once: later misses find no flight and start
+ * a fresh query (of the new row), while the threads already waiting on the
+ * detached flight stay on it and get its answer (they were concurrent with
+ * the write: either answer is right for them). bg__flight_finish then
+ * finds the flight unlinked and only hands out the answer. Several
+ * detached flights of one key may run at once; at most one is linked.
+ *
  * LIMITATIONS
  * Waiters wait as long as the source takes: the source's own timeouts bound
  * them. A flight that cannot be allocated is not an error: the thread just
@@ -35,6 +45,7 @@ struct bg__flight {
     size_t len;
     pthread_cond_t cv;
     unsigned refs; /* the leader plus the waiters */
+    int linked;    /* in its stripe's list: not finished, not detached */
     int done;
     int rc;
     bg_guard_buf value; /* the answer's value, when rc is BG_GUARD_FOUND */
@@ -78,15 +89,24 @@ static bg__flight_stripe *stripe_of(bg__flights *t, uint64_t hash)
     return &t->stripes[(uint32_t)(hash >> 32) & (t->nstripes - 1)];
 }
 
+/* The link pointing at key's linked flight (or at the list's NULL end).
+ * Caller holds st->mu. */
+static bg__flight **find(bg__flight_stripe *st, const void *key, size_t len, uint64_t hash)
+{
+    bg__flight **link = &st->head;
+    while (*link && !((*link)->hash == hash && (*link)->len == len &&
+                      (len == 0 || memcmp((*link)->key, key, len) == 0)))
+        link = &(*link)->next;
+    return link;
+}
+
 int bg__flight_join(bg__flights *t, const void *key, size_t len, uint64_t hash,
                     bg__flight **leader, int *rc, bg_guard_buf *value)
 {
     *leader = NULL;
     bg__flight_stripe *st = stripe_of(t, hash);
     pthread_mutex_lock(&st->mu);
-    bg__flight *f = st->head;
-    while (f && !(f->hash == hash && f->len == len && (len == 0 || memcmp(f->key, key, len) == 0)))
-        f = f->next;
+    bg__flight *f = *find(st, key, len, hash);
     if (f) {
         f->refs++;
         while (!f->done)
@@ -117,6 +137,7 @@ int bg__flight_join(bg__flights *t, const void *key, size_t len, uint64_t hash,
         f->len = len;
         f->hash = hash;
         f->refs = 1;
+        f->linked = 1;
         f->next = st->head;
         st->head = f;
     }
@@ -134,10 +155,13 @@ void bg__flight_finish(bg__flights *t, bg__flight *f, int rc, const bg_guard_buf
         rc = BG_ENOMEM; /* for the waiters; the leader has its own copy */
     bg__flight_stripe *st = stripe_of(t, f->hash);
     pthread_mutex_lock(&st->mu);
-    bg__flight **link = &st->head;
-    while (*link != f)
-        link = &(*link)->next;
-    *link = f->next;
+    if (f->linked) { /* else a write detached it (DETACHING above) */
+        bg__flight **link = &st->head;
+        while (*link != f)
+            link = &(*link)->next;
+        *link = f->next;
+        f->linked = 0;
+    }
     f->rc = rc;
     f->done = 1;
     pthread_cond_broadcast(&f->cv);
@@ -145,4 +169,18 @@ void bg__flight_finish(bg__flights *t, bg__flight *f, int rc, const bg_guard_buf
     pthread_mutex_unlock(&st->mu);
     if (last)
         flight_free(f);
+}
+
+void bg__flight_detach(bg__flights *t, const void *key, size_t len, uint64_t hash)
+{
+    bg__flight_stripe *st = stripe_of(t, hash);
+    pthread_mutex_lock(&st->mu);
+    bg__flight **link = find(st, key, len, hash);
+    bg__flight *f = *link;
+    if (f) {
+        *link = f->next;
+        f->next = NULL;
+        f->linked = 0;
+    }
+    pthread_mutex_unlock(&st->mu);
 }

@@ -295,6 +295,19 @@ static inline int mc_del(void *ctx, const void *key, size_t len)
     return BG_OK;
 }
 
+/* What the cache holds for key, behind the guard's back: -1 nothing, 0 a
+ * negative entry, 1 a value (copied into out, NUL-terminated, cut to cap). */
+static inline int mc_peek(mc_cache *c, const void *key, size_t len, char *out, size_t cap)
+{
+    pthread_mutex_lock(&c->map.mu);
+    ms_entry *e = *ms_find(&c->map, key, len);
+    int rc = !e ? -1 : e->absent ? 0 : 1;
+    if (rc == 1)
+        snprintf(out, cap, "%.*s", (int)e->vlen, (const char *)e->val);
+    pthread_mutex_unlock(&c->map.mu);
+    return rc;
+}
+
 static inline void mc_init(mc_cache *c)
 {
     memset(c, 0, sizeof *c);

@@ -8,7 +8,11 @@
  * no false negatives across rebuilds: reader threads get known keys while
  * a thread rebuilds and swaps the filter 100 times and a writer adds keys
  * to the source, puts them, and checks the filter has them then and after
- * later swaps. */
+ * later swaps.
+ * writes during a source query: a get stopped (by a gate, not a sleep)
+ * inside the source or the cache's set while the row changes and is put;
+ * a get started after the put reads the new row, and the stopped one
+ * leaves no old answer in the cache. */
 #include "test_util.h"
 #include "guard_fixtures.h"
 
@@ -232,11 +236,303 @@ static void rebuild_under_load(void **state)
     ms_free(&src);
 }
 
+/* ---- writes during a source query -------------------------------------------- */
+
+/* A gate: the first call through it after gate_arm stops there until
+ * gate_release; gate_wait returns once that call has stopped. */
+typedef struct gate {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int armed, stopped, open;
+} gate;
+
+static gate src_gate, set_gate;
+
+static void gate_init(gate *gt)
+{
+    pthread_mutex_init(&gt->mu, NULL);
+    pthread_cond_init(&gt->cv, NULL);
+    gt->armed = gt->stopped = gt->open = 0;
+}
+
+static void gate_destroy(gate *gt)
+{
+    pthread_cond_destroy(&gt->cv);
+    pthread_mutex_destroy(&gt->mu);
+}
+
+static void gate_arm(gate *gt)
+{
+    pthread_mutex_lock(&gt->mu);
+    gt->armed = 1;
+    gt->stopped = gt->open = 0;
+    pthread_mutex_unlock(&gt->mu);
+}
+
+static void gate_pass(gate *gt)
+{
+    pthread_mutex_lock(&gt->mu);
+    if (gt->armed) {
+        gt->armed = 0;
+        gt->stopped = 1;
+        pthread_cond_broadcast(&gt->cv);
+        while (!gt->open)
+            pthread_cond_wait(&gt->cv, &gt->mu);
+    }
+    pthread_mutex_unlock(&gt->mu);
+}
+
+/* A deadline `seconds` from now on CLOCK_REALTIME (pthread_cond_timedwait's). */
+static struct timespec deadline_in(double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)((seconds - (double)(long)seconds) * 1e9);
+    ts.tv_sec += (time_t)seconds + ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    return ts;
+}
+
+static void gate_wait(gate *gt)
+{
+    struct timespec dl = deadline_in(10);
+    int timed_out = 0;
+    pthread_mutex_lock(&gt->mu);
+    while (!gt->stopped && !timed_out)
+        timed_out = pthread_cond_timedwait(&gt->cv, &gt->mu, &dl) != 0;
+    pthread_mutex_unlock(&gt->mu);
+    if (timed_out)
+        fail_msg("no call reached the gate within 10 s");
+}
+
+static void gate_release(gate *gt)
+{
+    pthread_mutex_lock(&gt->mu);
+    gt->open = 1;
+    pthread_cond_broadcast(&gt->cv);
+    pthread_mutex_unlock(&gt->mu);
+}
+
+/* The source reads the row first, then stops at src_gate: a slow answer
+ * holding the row as it was when the query ran. */
+static int gated_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
+{
+    int rc = ms_get(ctx, key, len, value);
+    gate_pass(&src_gate);
+    return rc;
+}
+
+/* The cache's set stops at set_gate before storing. */
+static int gated_set(void *ctx, const void *key, size_t len, const void *value, size_t vlen,
+                     uint64_t ttl_ms)
+{
+    gate_pass(&set_gate);
+    return mc_set(ctx, key, len, value, vlen, ttl_ms);
+}
+
+/* A get on its own thread; getter_wait waits for its end, up to a bound. */
+typedef struct getter {
+    pthread_t t;
+    char key[64];
+    int rc;
+    char value[64];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+} getter;
+
+static void *getter_main(void *p)
+{
+    getter *a = p;
+    bg_guard_buf v = {0};
+    int rc = bg_guard_get(g, a->key, strlen(a->key), &v);
+    pthread_mutex_lock(&a->mu);
+    a->rc = rc;
+    snprintf(a->value, sizeof a->value, "%s", rc == BG_GUARD_FOUND ? (char *)v.data : "");
+    a->done = 1;
+    pthread_cond_broadcast(&a->cv);
+    pthread_mutex_unlock(&a->mu);
+    bg_guard_buf_free(&v);
+    return NULL;
+}
+
+static void getter_start(getter *a, const char *key)
+{
+    memset(a, 0, sizeof *a);
+    snprintf(a->key, sizeof a->key, "%s", key);
+    a->rc = -999;
+    pthread_mutex_init(&a->mu, NULL);
+    pthread_cond_init(&a->cv, NULL);
+    TU_EQ_I(pthread_create(&a->t, NULL, getter_main, a), 0);
+}
+
+/* 1 if the get ended within `seconds`. */
+static int getter_wait(getter *a, double seconds)
+{
+    struct timespec dl = deadline_in(seconds);
+    pthread_mutex_lock(&a->mu);
+    while (!a->done && pthread_cond_timedwait(&a->cv, &a->mu, &dl) == 0)
+        ;
+    int done = a->done;
+    pthread_mutex_unlock(&a->mu);
+    return done;
+}
+
+static void getter_join(getter *a)
+{
+    TU_EQ_I(pthread_join(a->t, NULL), 0);
+    pthread_cond_destroy(&a->cv);
+    pthread_mutex_destroy(&a->mu);
+}
+
+static void set_row(const char *key, const char *value)
+{
+    ms_map_set(&src.map, key, strlen(key), value, strlen(value), 0);
+}
+
+/* A guard over the gated source and cache; a filter that says "maybe" to
+ * most keys (capacity 1, p = 0.5, 1000 keys), so that false positives are
+ * at hand. */
+static void write_race_setup(void)
+{
+    ms_init(&src);
+    mc_init(&cache);
+    ms_add_range(&src, "p", 1000);
+    gate_init(&src_gate);
+    gate_init(&set_gate);
+    set_row("k", "old");
+    bg_guard_options o = {.source = ms_callbacks(&src), .cache = mc_callbacks(&cache),
+                          .filter = {.capacity = 1, .error_rate = 0.5}};
+    o.source.get = gated_get;
+    o.cache.set = gated_set;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_OK);
+}
+
+static void write_race_teardown(void)
+{
+    bg_guard_free(g);
+    g = NULL;
+    gate_destroy(&src_gate);
+    gate_destroy(&set_gate);
+    mc_free(&cache);
+    ms_free(&src);
+}
+
+/* The cache must not hold `stale` for key, and a get must read `want`. */
+static void check_after(const char *key, const char *stale, const char *want)
+{
+    char held[64] = "";
+    int what = mc_peek(&cache, key, strlen(key), held, sizeof held);
+    if (stale ? what == 1 && strcmp(held, stale) == 0 : what == 0)
+        fail_msg("the cache kept the answer from before the put: %s", stale ? held : "absent");
+    bg_guard_buf v = {0};
+    for (int i = 0; i < 2; i++) { /* from the source, then perhaps from the cache */
+        TU_EQ_I(bg_guard_get(g, key, strlen(key), &v), BG_GUARD_FOUND);
+        TU_TRUE(strcmp(v.data, want) == 0);
+    }
+    bg_guard_buf_free(&v);
+}
+
+static void put_during_query(void **state)
+{
+    (void)state;
+    tu_ctx("a get after a put does not join a query begun before it");
+    write_race_setup();
+    /* A reads "old", then stops inside the source. */
+    gate_arm(&src_gate);
+    getter a, b;
+    getter_start(&a, "k");
+    gate_wait(&src_gate);
+    /* The row changes and the writer puts it. */
+    set_row("k", "new");
+    TU_EQ_I(bg_guard_put(g, "k", 1), BG_OK);
+    /* B starts after the put returned: it must query the source itself.
+     * Had it joined A's flight it would wait for A (released only below). */
+    getter_start(&b, "k");
+    int b_alone = getter_wait(&b, 2.0);
+    gate_release(&src_gate);
+    getter_join(&a);
+    getter_join(&b);
+    TU_EQ_I(a.rc, BG_GUARD_FOUND); /* concurrent with the put: either row */
+    TU_EQ_I(b.rc, BG_GUARD_FOUND);
+    if (!b_alone || strcmp(b.value, "new") != 0)
+        fail_msg("get after the put: \"%s\"%s", b.value,
+                 b_alone ? "" : " (it waited for the query begun before the put)");
+    TU_EQ_I(atomic_load(&src.gets), 2);
+    long sets = atomic_load(&cache.sets);
+    check_after("k", "old", "new");
+    /* Only B stored its answer: A saw the put and skipped its store. */
+    TU_EQ_I(sets, 1);
+    write_race_teardown();
+}
+
+static void create_during_query(void **state)
+{
+    (void)state;
+    tu_ctx("a key created during a false positive's query is found after its put");
+    write_race_setup();
+    char k[64];
+    size_t kl;
+    maybe_key(g, "c", k, &kl);
+    gate_arm(&src_gate);
+    getter a, b;
+    getter_start(&a, k); /* the source answers absent, then A stops */
+    gate_wait(&src_gate);
+    set_row(k, "created");
+    TU_EQ_I(bg_guard_put(g, k, kl), BG_OK);
+    getter_start(&b, k);
+    int b_alone = getter_wait(&b, 2.0);
+    gate_release(&src_gate);
+    getter_join(&a);
+    getter_join(&b);
+    TU_EQ_I(a.rc, BG_GUARD_ABSENT); /* concurrent with the put */
+    if (!b_alone || b.rc != BG_GUARD_FOUND)
+        fail_msg("get after the put: %d%s", b.rc,
+                 b_alone ? "" : " (it waited for the query begun before the put)");
+    TU_TRUE(strcmp(b.value, "created") == 0);
+    TU_EQ_I(atomic_load(&cache.set_absents), 0);
+    check_after(k, NULL, "created");
+    TU_EQ_U(gc(g).false_positives, 1);
+    write_race_teardown();
+}
+
+static void put_between_check_and_store(void **state)
+{
+    (void)state;
+    tu_ctx("a put that slips in between a query's check and its store");
+    write_race_setup();
+    /* A reads "old", finds no put since its query began, and stops inside
+     * the cache's set, before storing. */
+    gate_arm(&set_gate);
+    getter a, b;
+    getter_start(&a, "k");
+    gate_wait(&set_gate);
+    set_row("k", "new");
+    TU_EQ_I(bg_guard_put(g, "k", 1), BG_OK); /* its delete finds nothing yet */
+    getter_start(&b, "k");
+    TU_TRUE(getter_wait(&b, 10.0));
+    TU_EQ_I(b.rc, BG_GUARD_FOUND);
+    TU_TRUE(strcmp(b.value, "new") == 0);
+    /* A stores "old" now, after the put's delete: it must take it back. */
+    long dels = atomic_load(&cache.dels);
+    gate_release(&set_gate);
+    getter_join(&a);
+    getter_join(&b);
+    long sets = atomic_load(&cache.sets), dels_after = atomic_load(&cache.dels);
+    check_after("k", "old", "new");
+    TU_EQ_I(sets, 2);
+    TU_EQ_I(dels_after, dels + 1);
+    write_race_teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(single_flight),
         cmocka_unit_test(rebuild_under_load),
+        cmocka_unit_test(put_during_query),
+        cmocka_unit_test(create_during_query),
+        cmocka_unit_test(put_between_check_and_store),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
