@@ -213,6 +213,9 @@ int metrics_render(char **out, size_t *len, bg_guard *g, store *s, const metrics
             c.cache_hits);
     counter(&b, "bloomgate_guard_cache_errors_total", "Cache calls that failed (skipped).",
             c.cache_errors);
+    counter(&b, "bloomgate_guard_cache_skipped_total",
+            "Lookups that did not read the cache: a cache delete failed less than a TTL ago.",
+            c.cache_skipped);
     counter(&b, "bloomgate_guard_source_queries_total", "Lookups that queried the database.",
             c.source_queries);
     counter(&b, "bloomgate_guard_source_found_total",

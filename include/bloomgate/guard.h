@@ -35,8 +35,9 @@
  *      has one), BG_GUARD_ABSENT. An answer is not left in either cache if
  *      a put or remove (of this guard) ran while it was being queried.
  * A cache that fails is skipped (counted in cache_errors): the answer comes
- * from the source. A source that fails is an error (its status is
- * returned), never "absent": a guard never turns an outage into 404s.
+ * from the source. After a failed cache delete (WRITES) step 3 is skipped
+ * for a while. A source that fails is an error (its status is returned),
+ * never "absent": a guard never turns an outage into 404s.
  *
  * WRITES
  * bg_guard_put(key) after the source gained (or changed) the key: adds it
@@ -46,6 +47,13 @@
  * a get that starts after bg_guard_put returned never gets an answer read
  * before the call (gets already waiting on the detached query may; they
  * were concurrent with it), and that query's answer is not cached.
+ * If the cache's delete fails, the old entry may still be there (or come
+ * back with the cache): the guard then reads no cache entry (hit or
+ * negative) until every entry it wrote before the failure has expired, the
+ * longer of cache_ttl_ms and the longest negative TTL (negative_ttl_ms *
+ * (1 + negative_jitter), when the cache has set_absent) after the failure;
+ * gets ask the source meanwhile (counted in cache_skipped) and still fill
+ * the cache. A failed delete is counted in cache_errors, not returned.
  * bg_guard_remove(key) after the source lost the key: the same, and removes
  * it from a local counting filter; any other filter
  * keeps saying "maybe" (one source query per get, cached as negative) until
@@ -228,6 +236,8 @@ typedef struct bg_guard_counters {
     uint64_t rebuild_errors;
     uint64_t filter_items;    /* keys in the current filter (as it counts them) */
     uint64_t filter_bytes;    /* its memory (local) or Redis size (remote) */
+    uint64_t cache_skipped;   /* gets that did not read the cache: a delete
+                                 failed less than a TTL ago (WRITES) */
 } bg_guard_counters;
 
 /* A snapshot of the counters (each read atomically; not a consistent cut). */

@@ -102,6 +102,21 @@ static int check_options(const bg_guard_options *o)
     return BG_OK;
 }
 
+/* How long any entry this guard writes to the cache may live: values
+ * cache_ttl_ms, negatives at most negative_ttl_ms * (1 + jitter)
+ * (bg__neg_ttl), rounded up. o has its defaults filled in. */
+static uint64_t distrust_ms(const bg_guard_options *o)
+{
+    uint64_t ms = o->cache_ttl_ms;
+    if (o->cache.set_absent) {
+        double neg = ceil((double)o->negative_ttl_ms * (1.0 + o->negative_jitter));
+        uint64_t n = neg >= 0x1p63 ? UINT64_MAX / 2 : (uint64_t)neg;
+        if (n > ms)
+            ms = n;
+    }
+    return ms;
+}
+
 int bg_guard_new(bg_guard **out, const bg_guard_options *opts)
 {
     if (!out)
@@ -131,6 +146,8 @@ int bg_guard_new(bg_guard **out, const bg_guard_options *opts)
         o->negative_capacity = 65536;
     if (o->remote_backend == 0)
         o->remote_backend = BG_REMOTE_BITMAP;
+    g->distrust_ms = distrust_ms(o);
+    atomic_init(&g->distrust_until, 0);
     atomic_init(&g->current, NULL);
     atomic_init(&g->pending, NULL);
 
@@ -216,12 +233,58 @@ int bg_guard_may_contain(bg_guard *g, const void *key, size_t len)
     }
 }
 
+/* FAILED DELETES
+ * A put's delete that fails (the cache was unreachable at that moment)
+ * leaves the old entry in the cache, or leaves us not knowing whether it is
+ * there: the cache may come back holding it (a Redis restarted from its
+ * dump, a network partition that heals). Counting the error and reading the
+ * cache on would serve the old row until the entry expires, and losing the
+ * cache must cost load, not correctness.
+ *
+ * So a failed delete makes the guard distrust the cache's answers, hits and
+ * negative entries alike, until every entry written before the failure has
+ * expired: distrust_ms after it, the longest TTL this guard writes with
+ * (cache_ttl_ms, or the longest negative TTL when it writes negatives).
+ * Meanwhile gets skip c->get (counted in cache_skipped) and ask the source;
+ * they still store what they read (c->set), which is current. Another
+ * failure pushes the deadline further. The deadline is one atomic word,
+ * read by every get that reaches the cache: one load when no delete failed,
+ * a clock read otherwise, cleared by the first get that finds it past.
+ *
+ * LIMITATIONS
+ * Entries written by other processes with a longer TTL can outlive the
+ * window, and those processes know nothing of our failure: they read the
+ * cache as usual (docs/GUARD.md, Limitations). */
+static void distrust_cache(bg_guard *g)
+{
+    uint64_t now = bg__guard_now_ms();
+    uint64_t until = g->distrust_ms > UINT64_MAX - now ? UINT64_MAX : now + g->distrust_ms;
+    uint_fast64_t cur = atomic_load(&g->distrust_until);
+    while (cur < until && !atomic_compare_exchange_weak(&g->distrust_until, &cur, until))
+        ;
+}
+
+/* 1 while a failed delete's window runs (FAILED DELETES). */
+static int cache_distrusted(bg_guard *g)
+{
+    uint_fast64_t until = atomic_load(&g->distrust_until);
+    if (until == 0)
+        return 0;
+    if (bg__guard_now_ms() < until)
+        return 1;
+    /* Past: clear it, unless a newer failure pushed it meanwhile. */
+    atomic_compare_exchange_strong(&g->distrust_until, &until, 0);
+    return 0;
+}
+
 /* Deletes key's cache entry (a write, or a stale answer taken back). */
 static void cache_del(bg_guard *g, const void *key, size_t len)
 {
     const bg_guard_cache *c = &g->o.cache;
-    if (c->del && c->del(c->ctx, key, len) < 0)
+    if (c->del && c->del(c->ctx, key, len) < 0) {
         BG__COUNT(g, cache_errors);
+        distrust_cache(g);
+    }
 }
 
 /* STALE CACHE WRITES
@@ -326,9 +389,12 @@ int bg_guard_get(bg_guard *g, const void *key, size_t len, bg_guard_buf *value)
         return BG_GUARD_ABSENT;
     }
 
-    /* 3. The cache; a failing one is skipped. */
+    /* 3. The cache; a failing one is skipped, and so is one that may hold
+     * entries a failed delete left behind (FAILED DELETES). */
     const bg_guard_cache *c = &g->o.cache;
-    if (c->get) {
+    if (c->get && cache_distrusted(g)) {
+        BG__COUNT(g, cache_skipped);
+    } else if (c->get) {
         int rc = c->get(c->ctx, key, len, value);
         if (rc == BG_GUARD_CACHE_HIT) {
             BG__COUNT(g, cache_hits);
@@ -447,6 +513,7 @@ int bg_guard_counters_get(bg_guard *g, bg_guard_counters *out)
     LOAD(removes);
     LOAD(rebuilds);
     LOAD(rebuild_errors);
+    LOAD(cache_skipped);
 #undef LOAD
     if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
         bg__local_stats(g, &out->filter_items, &out->filter_bytes);

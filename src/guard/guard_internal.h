@@ -29,7 +29,7 @@ uint64_t bg__guard_now_ms(void);
 typedef struct bg__guard_stats {
     atomic_uint_fast64_t requests, filtered, negative_hits, cache_hits, cache_errors,
         source_queries, source_found, false_positives, source_errors, collapsed, puts, removes,
-        rebuilds, rebuild_errors;
+        rebuilds, rebuild_errors, cache_skipped;
 } bg__guard_stats;
 
 #define BG__COUNT(g, field) atomic_fetch_add_explicit(&(g)->stats.field, 1, memory_order_relaxed)
@@ -156,6 +156,12 @@ struct bg_guard {
     bg__neg_cache neg;
     bg__flights flights;
     bg__guard_stats stats;
+
+    /* FAILED DELETES (guard.c): gets skip the cache until this time
+     * (bg__guard_now_ms; 0: no failed delete pending), which a failed
+     * delete pushes distrust_ms ahead. */
+    atomic_uint_fast64_t distrust_until;
+    uint64_t distrust_ms;
 };
 
 /* The calling thread's record, made on first use. BG_OK or BG_ENOMEM. */

@@ -6,7 +6,8 @@
  * inserted before the scan starts is always seen (what the guard's rebuild
  * relies on, as a database scan in one transaction gives).
  * mc_cache: the same map holding values or negative entries, with counters
- * and an injectable failure. TTLs are ignored (entries never expire).
+ * and injectable failures (of every call, or of deletes only). TTLs are
+ * ignored (entries never expire).
  * Both use libc malloc, not the library's allocator, so the allocation
  * tests count only the guard's own allocations. */
 #ifndef BG_GUARD_FIXTURES_H
@@ -238,7 +239,8 @@ static inline bg_guard_source ms_callbacks(ms_source *s)
 typedef struct mc_cache {
     ms_map map;
     atomic_long gets, sets, set_absents, dels;
-    atomic_int fail; /* non-zero: every call returns it */
+    atomic_int fail;     /* non-zero: every call returns it */
+    atomic_int fail_del; /* non-zero: del returns it, deleting nothing */
 } mc_cache;
 
 static inline int mc_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
@@ -289,6 +291,8 @@ static inline int mc_del(void *ctx, const void *key, size_t len)
     mc_cache *c = ctx;
     atomic_fetch_add(&c->dels, 1);
     int f = atomic_load(&c->fail);
+    if (!f)
+        f = atomic_load(&c->fail_del);
     if (f)
         return f;
     ms_map_del(&c->map, key, len);

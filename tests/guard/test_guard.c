@@ -263,6 +263,115 @@ static void cache_error_is_skipped(void **state)
     bg_guard_buf_free(&v);
 }
 
+/* Calls get until it reads the cache (its gets counter moves), for up to
+ * 5 s; the seconds since t0 when it did. */
+static double until_cache_read(const char *key, bg_guard_buf *v, double t0)
+{
+    size_t kl = strlen(key);
+    for (;;) {
+        long before = atomic_load(&fx.cache.gets);
+        double t = tu_now();
+        TU_TRUE(bg_guard_get(fx.g, key, kl, v) >= 0);
+        if (atomic_load(&fx.cache.gets) > before)
+            return t - t0;
+        if (t - t0 > 5)
+            fail_msg("the cache was not read again within 5 s");
+        ms_sleep_ms(2);
+    }
+}
+
+static void failed_delete_distrusts_cache(void **state)
+{
+    (void)state;
+    tu_ctx("after a failed delete, the cache is not read for a TTL");
+    bg_guard_options o = base_options(1);
+    o.filter = (bg_filter_options){.capacity = 1, .error_rate = 0.5}; /* false positives */
+    o.cache_ttl_ms = 100;
+    o.negative_ttl_ms = 50;
+    o.negative_jitter = -1;
+    make(&o);
+    bg_guard_buf v = {0};
+    /* A value and a negative entry in the cache. */
+    TU_EQ_I(bg_guard_get(fx.g, "p5", 2, &v), BG_GUARD_FOUND);
+    char k[64], held[64];
+    size_t kl;
+    maybe_key(fx.g, "fp", k, &kl);
+    TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_ABSENT);
+    TU_EQ_I(atomic_load(&fx.cache.set_absents), 1);
+
+    /* Both rows change, and the cache cannot delete (unreachable for a
+     * moment): the old entries stay. */
+    ms_map_set(&fx.src.map, "p5", 2, "p5 v2", 5, 0);
+    ms_map_set(&fx.src.map, k, kl, "created", 7, 0);
+    atomic_store(&fx.cache.fail_del, BG_ECONN);
+    double t0 = tu_now();
+    TU_EQ_I(bg_guard_put(fx.g, "p5", 2), BG_OK);
+    TU_EQ_I(bg_guard_put(fx.g, k, kl), BG_OK);
+    atomic_store(&fx.cache.fail_del, 0);
+    TU_EQ_I(mc_peek(&fx.cache, "p5", 2, held, sizeof held), 1);
+    TU_TRUE(strcmp(held, "value of p5") == 0);
+    TU_EQ_I(mc_peek(&fx.cache, k, kl, held, sizeof held), 0);
+    TU_EQ_U(gc(fx.g).cache_errors, 2);
+
+    /* The stale entries are not served: the source answers. */
+    long cache_gets = atomic_load(&fx.cache.gets);
+    TU_EQ_I(bg_guard_get(fx.g, "p5", 2, &v), BG_GUARD_FOUND);
+    TU_TRUE(strcmp(v.data, "p5 v2") == 0);
+    TU_EQ_I(bg_guard_get(fx.g, k, kl, &v), BG_GUARD_FOUND);
+    TU_TRUE(strcmp(v.data, "created") == 0);
+    TU_EQ_I(atomic_load(&fx.cache.gets), cache_gets);
+    bg_guard_counters c = gc(fx.g);
+    TU_EQ_U(c.cache_skipped, 2);
+    TU_EQ_U(c.cache_hits, 0);
+    TU_EQ_U(c.negative_hits, 0);
+    /* Writes go on: the cache now holds the new rows. */
+    TU_EQ_I(mc_peek(&fx.cache, "p5", 2, held, sizeof held), 1);
+    TU_TRUE(strcmp(held, "p5 v2") == 0);
+
+    /* Once cache_ttl_ms (the longer TTL) has passed since the failure, the
+     * cache is read again. */
+    double dt = until_cache_read("p5", &v, t0);
+    TU_TRUE(dt >= 0.095);
+    TU_TRUE(strcmp(v.data, "p5 v2") == 0);
+    TU_EQ_U(gc(fx.g).cache_hits, 1);
+    print_message("cache read again %.0f ms after the failed delete\n", dt * 1000);
+    bg_guard_buf_free(&v);
+}
+
+static void failed_delete_window_covers_negatives(void **state)
+{
+    (void)state;
+    tu_ctx("a remove's failed delete; negatives outliving values set the window");
+    bg_guard_options o = base_options(1);
+    o.cache_ttl_ms = 20;
+    o.negative_ttl_ms = 400;
+    o.negative_jitter = 0.5; /* negatives live up to 600 ms */
+    make(&o);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(fx.g, "p6", 2, &v), BG_GUARD_FOUND);
+    TU_TRUE(ms_map_del(&fx.src.map, "p6", 2));
+    atomic_store(&fx.cache.fail_del, BG_EIO);
+    double t0 = tu_now();
+    TU_EQ_I(bg_guard_remove(fx.g, "p6", 2), BG_OK);
+    atomic_store(&fx.cache.fail_del, 0);
+    /* The filter still says maybe; the stale value in the cache is not
+     * served. */
+    TU_EQ_I(bg_guard_get(fx.g, "p6", 2, &v), BG_GUARD_ABSENT);
+    TU_EQ_U(gc(fx.g).cache_skipped, 1);
+    TU_TRUE(until_cache_read("p7", &v, t0) >= 0.595);
+    /* Without set_absent only the values' TTL counts. */
+    bg_guard_free(fx.g);
+    o.cache.set_absent = NULL;
+    make(&o);
+    atomic_store(&fx.cache.fail_del, BG_EIO);
+    t0 = tu_now();
+    TU_EQ_I(bg_guard_put(fx.g, "p7", 2), BG_OK);
+    atomic_store(&fx.cache.fail_del, 0);
+    double dt = until_cache_read("p7", &v, t0);
+    TU_TRUE(dt >= 0.015 && dt < 0.5);
+    bg_guard_buf_free(&v);
+}
+
 static void none_filter_asks_the_source(void **state)
 {
     (void)state;
@@ -512,6 +621,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(cache_absent_entry, setup, teardown),
         cmocka_unit_test_setup_teardown(source_error_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown(cache_error_is_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_delete_distrusts_cache, setup, teardown),
+        cmocka_unit_test_setup_teardown(failed_delete_window_covers_negatives, setup, teardown),
         cmocka_unit_test_setup_teardown(none_filter_asks_the_source, setup, teardown),
         cmocka_unit_test_setup_teardown(options_and_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(rebuild_drops_deleted_keys, setup, teardown),

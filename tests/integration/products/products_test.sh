@@ -410,6 +410,7 @@ bloomgate_guard_filtered_total counter
 bloomgate_guard_negative_hits_total counter
 bloomgate_guard_cache_hits_total counter
 bloomgate_guard_cache_errors_total counter
+bloomgate_guard_cache_skipped_total counter
 bloomgate_guard_source_queries_total counter
 bloomgate_guard_source_found_total counter
 bloomgate_guard_false_positives_total counter
@@ -629,7 +630,11 @@ case_redis_outage() {
         fail "redis-server is missing (scripts/deps.sh installs it)"
     REDIS_PORT=$(free_port)
     redis_start
-    start --cache redis --redis-url "redis://127.0.0.1:$REDIS_PORT"
+    # Short TTLs: a delete that fails while Redis is down (the DELETE and
+    # the POST below) makes the guard skip cache reads for the longest TTL
+    # it writes with (docs/GUARD.md, Failed deletes).
+    start --cache redis --redis-url "redis://127.0.0.1:$REDIS_PORT" --cache-ttl-ms 2000 \
+        --negative-ttl-ms 1000
     has "$T/svc.log" "cache: redis 127.0.0.1:$REDIS_PORT"
     expect 200 GET /products/5
     expect 200 GET /products/5
@@ -644,9 +649,11 @@ case_redis_outage() {
     expect 404 GET /products/77777777
     expect 204 DELETE /products/8
     eq "$(post '{"id":4000,"name":"during","price_cents":1}')" 201 "POST while Redis is down"
+    expect 200 GET /products/5
     expect 200 GET /healthz
     metrics
     ge "$(m bloomgate_guard_cache_errors_total)" 3 "cache errors while Redis is down"
+    ge "$(m bloomgate_guard_cache_skipped_total)" 1 "cache reads skipped after a failed delete"
     local hits
     hits=$(m bloomgate_guard_cache_hits_total)
     # Redis is back (empty): cache hits again
