@@ -248,12 +248,25 @@ BG_GUARD_API int bg_guard_counters_get(bg_guard *g, bg_guard_counters *out);
  * prefix + key with a PX TTL, holding 'v' + the value, or the single byte
  * 'a' for a negative entry (so a value can never be mistaken for one). One
  * connection per calling thread, made on first use and remade after it
- * broke; a Redis that is down makes each call fail fast (its timeouts), and
- * the guard then skips the cache. */
+ * broke. A call that fails with BG_ECONN (Redis refused, broke the
+ * connection or did not answer within a timeout) opens a circuit breaker
+ * shared by all threads: every call then fails at once with BG_ECONN, with
+ * no network I/O, for a back-off of 200 ms that doubles after each failed
+ * retry, up to 5 s; after the back-off one call (only one) tries Redis
+ * again, and a success closes the breaker. So a hung Redis costs a request
+ * one timeout while the breaker opens and nothing after, and the guard
+ * skips the cache meanwhile. Redis that is back is used again within the
+ * back-off in force (5 s at most, plus one timeout).
+ * TIMEOUTS: a cache is worth asking only if it answers faster than the
+ * database, so connect_timeout_ms 0 in the options means 200 ms here and
+ * command_timeout_ms 0 means 100 ms (not the remote client's 2 s); other
+ * values are kept. A slower answer counts as a failure (the breaker opens)
+ * and, for a put's delete, stops cache reads for a TTL (WRITES). */
 typedef struct bg_guard_redis_cache bg_guard_redis_cache;
 
-/* Connects lazily to the Redis in *ro (copied) and fills *cache with the
- * callbacks (ctx is the adapter). prefix NULL: "bg:". ttl 0 in the
+/* Connects lazily to the Redis in *ro (copied; its timeouts 0: the
+ * adapter's, TIMEOUTS above) and fills *cache with the callbacks (ctx is
+ * the adapter). prefix NULL: "bg:". ttl 0 in the
  * callbacks: default_ttl_ms (0: 300000). BG_OK, BG_EINVAL or BG_ENOMEM
  * (nothing connects yet). Allocates; bg_guard_redis_cache_free releases it,
  * after the guard that uses it is freed. */

@@ -134,6 +134,13 @@ typedef struct bg__guard_thread {
     bg_remote_filter *rf;           /* remote: NULL until opened */
 } bg__guard_thread;
 
+/* ---- the Redis cache adapter (redis_cache.c) --------------------------- */
+
+/* Its circuit breaker, for tests: calls sent to Redis, calls refused
+ * without I/O, and the back-off in force (0: closed). */
+void bg__redis_cache_breaker(bg_guard_redis_cache *c, uint64_t *attempts, uint64_t *rejected,
+                             uint64_t *backoff_ms);
+
 /* ---- the guard -------------------------------------------------------- */
 
 struct bg_guard {

@@ -16,10 +16,49 @@
  * in a push-only list and are freed only by bg_guard_redis_cache_free; a
  * thread's exit marks its record free (connection kept) for the next new
  * thread to adopt, so a thread-per-request server does not connect per
- * request. A Redis that is down costs each call at most the connect
- * timeout (a refused connection: at once) and yields BG_ECONN, which the
- * guard counts and skips. bg_remote_options.cluster works too: GET, SET and
- * DEL have one key, routed by slot.
+ * request. A Redis that is down yields BG_ECONN, which the guard counts and
+ * skips; the circuit breaker below makes that cheap. bg_remote_options.cluster
+ * works too: GET, SET and DEL have one key, routed by slot.
+ *
+ * TIMEOUTS
+ * The guard asks the cache on every get that passes the filter, before the
+ * database. A healthy Redis answers in well under a millisecond on a LAN; a
+ * database lookup by key takes a few. A cache call that waits a second (the
+ * client's default is 2 s) costs more than the database it is meant to
+ * spare, on every request, so the adapter's defaults are short: connect
+ * RC_CONNECT_TIMEOUT_MS and command RC_COMMAND_TIMEOUT_MS (0 in the options
+ * picks them; other values are kept). Short enough that a hung Redis costs
+ * a request little more than a database query; long enough for Redis's own
+ * pauses (a fork for BGSAVE on a large data set, tens of ms) not to count as
+ * an outage. A false timeout costs a breaker opening: reads from the
+ * database for a back-off, and a put's failed delete (guard.c, FAILED
+ * DELETES).
+ *
+ * CIRCUIT BREAKER
+ * A Redis that hangs (SIGSTOP, a full network buffer, a partition that drops
+ * packets) does not refuse connections: every call waits its full timeout.
+ * Without a breaker each request would pay a GET's timeout and then a SET's,
+ * and every worker thread would sit in them. So, shared by all threads of
+ * one adapter:
+ *   closed     calls go to Redis. A call that fails with BG_ECONN (a
+ *              connection refused or broken, a timeout) opens the breaker
+ *              for RC_BACKOFF_MIN_MS.
+ *   open       calls fail at once with BG_ECONN (what the failed call
+ *              returned), with no network I/O, until the back-off ends.
+ *   half-open  the first call after the back-off (one: a compare-and-swap
+ *              elects it) goes to Redis, the others still fail at once. It
+ *              succeeds: closed. It fails: open again for twice the back-off,
+ *              at most RC_BACKOFF_MAX_MS.
+ * A call that got any reply (an error reply too: the server is alive) counts
+ * as a success; BG_ENOMEM and the like say nothing about Redis. Calls that
+ * were already waiting when the breaker opened fail on their own and do not
+ * double the back-off (only a failed probe does), so one hang of N threads
+ * costs one short back-off, not N doublings. The state is one atomic word
+ * read by every call (the back-off's end, 0 when closed), a probe flag, and
+ * a mutex around the transitions, which happen once per back-off at most.
+ * After Redis is back, the cache is used again within the back-off in
+ * force, at most RC_BACKOFF_MAX_MS plus one timeout.
+ *
  * LIMITATION: free the adapter only when no thread uses it and none is
  * exiting (its destructor would touch a freed record). */
 #ifndef _POSIX_C_SOURCE
@@ -42,6 +81,12 @@
 #define RC_DEFAULT_TTL_MS UINT64_C(300000)
 #define RC_DEFAULT_PREFIX "bg:"
 
+/* TIMEOUTS and CIRCUIT BREAKER above. */
+#define RC_CONNECT_TIMEOUT_MS 200u
+#define RC_COMMAND_TIMEOUT_MS 100u
+#define RC_BACKOFF_MIN_MS UINT64_C(200)
+#define RC_BACKOFF_MAX_MS UINT64_C(5000)
+
 /* Keys up to this long are built on the stack. */
 #define RC_STACK_KEY 256
 
@@ -57,6 +102,14 @@ struct bg_guard_redis_cache {
     size_t prefix_len;
     uint64_t default_ttl_ms;
     bg__thread_recs threads;  /* a connection per thread, kept for the next */
+
+    /* CIRCUIT BREAKER above. */
+    atomic_uint_fast64_t open_until; /* bg__guard_now_ms; 0: closed */
+    atomic_int probing;              /* a half-open call is running */
+    pthread_mutex_t breaker_mu;      /* transitions; guards backoff_ms */
+    int breaker_mu_ok;
+    uint64_t backoff_ms;             /* the back-off in force; 0: closed */
+    atomic_uint_fast64_t attempts, rejected; /* calls sent, calls refused */
 };
 
 static void rc_thread_free(bg__thread_rec *r)
@@ -69,6 +122,8 @@ void bg_guard_redis_cache_free(bg_guard_redis_cache *c)
     if (!c)
         return;
     bg__thread_recs_free(&c->threads, rc_thread_free);
+    if (c->breaker_mu_ok)
+        pthread_mutex_destroy(&c->breaker_mu);
     bg__free(c->host);
     bg__free(c->unix_socket);
     bg__free(c->username);
@@ -124,16 +179,85 @@ static void rc_key_free(char *k, const char stack[RC_STACK_KEY])
         bg__free(k);
 }
 
-/* One command on the calling thread's connection. */
+/* May this call go to Redis (CIRCUIT BREAKER above)? BG_OK, with *probe
+ * set when it is the half-open call, or BG_ECONN: fail at once. */
+static int breaker_admit(bg_guard_redis_cache *c, int *probe)
+{
+    *probe = 0;
+    uint_fast64_t until = atomic_load(&c->open_until);
+    if (until == 0)
+        return BG_OK;
+    uint64_t now = bg__guard_now_ms();
+    int idle = 0;
+    if (now >= until && atomic_compare_exchange_strong(&c->probing, &idle, 1)) {
+        /* A probe that ended between our load and the CAS stored its
+         * verdict before clearing the flag: read it again. */
+        until = atomic_load(&c->open_until);
+        if (until == 0 || now < until)
+            atomic_store(&c->probing, 0);
+        if (until == 0)
+            return BG_OK; /* closed meanwhile: a plain call */
+        if (now >= until) {
+            *probe = 1;
+            return BG_OK;
+        }
+    }
+    atomic_fetch_add_explicit(&c->rejected, 1, memory_order_relaxed);
+    return BG_ECONN;
+}
+
+/* Records the outcome rc of an admitted call. */
+static void breaker_report(bg_guard_redis_cache *c, int probe, int rc)
+{
+    int failed = rc == BG_ECONN;
+    int answered = rc == BG_OK || rc == BG_EREMOTE;
+    if (!probe && !failed)
+        return; /* closed stays closed; a call older than the opening proves little */
+    pthread_mutex_lock(&c->breaker_mu);
+    if (probe && answered) {
+        c->backoff_ms = 0;
+        atomic_store(&c->open_until, 0);
+    } else if (failed && (probe || atomic_load(&c->open_until) == 0)) {
+        if (!probe || c->backoff_ms == 0)
+            c->backoff_ms = RC_BACKOFF_MIN_MS;
+        else if (c->backoff_ms < RC_BACKOFF_MAX_MS / 2)
+            c->backoff_ms *= 2;
+        else
+            c->backoff_ms = RC_BACKOFF_MAX_MS;
+        atomic_store(&c->open_until, bg__guard_now_ms() + c->backoff_ms);
+    }
+    /* else: a probe that said nothing (out of memory): the next call probes */
+    if (probe)
+        atomic_store(&c->probing, 0);
+    pthread_mutex_unlock(&c->breaker_mu);
+}
+
+void bg__redis_cache_breaker(bg_guard_redis_cache *c, uint64_t *attempts, uint64_t *rejected,
+                             uint64_t *backoff_ms)
+{
+    *attempts = atomic_load(&c->attempts);
+    *rejected = atomic_load(&c->rejected);
+    pthread_mutex_lock(&c->breaker_mu);
+    *backoff_ms = c->backoff_ms;
+    pthread_mutex_unlock(&c->breaker_mu);
+}
+
+/* One command on the calling thread's connection, through the breaker. */
 static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, const size_t *lens,
                       redisReply **reply)
 {
     *reply = NULL;
-    bg_remote *r;
-    int rc = rc_conn(c, &r);
+    int probe;
+    int rc = breaker_admit(c, &probe);
     if (rc != BG_OK)
         return rc;
-    return bg__remote_command(r, argc, argv, lens, reply, 0);
+    atomic_fetch_add_explicit(&c->attempts, 1, memory_order_relaxed);
+    bg_remote *r;
+    rc = rc_conn(c, &r);
+    if (rc == BG_OK)
+        rc = bg__remote_command(r, argc, argv, lens, reply, 0);
+    breaker_report(c, probe, rc);
+    return rc;
 }
 
 /* `cmd` (GET or DEL) of prefix+key, one reply into *reply. */
@@ -255,6 +379,10 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     if (!c)
         return BG_ENOMEM;
     atomic_init(&c->threads.head, NULL); /* freed before bg__thread_recs_init on OOM */
+    atomic_init(&c->open_until, 0);
+    atomic_init(&c->probing, 0);
+    atomic_init(&c->attempts, 0);
+    atomic_init(&c->rejected, 0);
     int oom = 0;
     c->ro = *ro;
     c->host = bg__guard_strdup(ro->host, &oom);
@@ -270,12 +398,21 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     c->ro.unix_socket = c->unix_socket;
     c->ro.username = c->username;
     c->ro.password = c->password;
+    if (c->ro.connect_timeout_ms == 0)
+        c->ro.connect_timeout_ms = RC_CONNECT_TIMEOUT_MS;
+    if (c->ro.command_timeout_ms == 0)
+        c->ro.command_timeout_ms = RC_COMMAND_TIMEOUT_MS;
     c->prefix_len = strlen(c->prefix);
     c->default_ttl_ms = default_ttl_ms ? default_ttl_ms : RC_DEFAULT_TTL_MS;
     if (bg__thread_recs_init(&c->threads) != BG_OK) {
         bg_guard_redis_cache_free(c);
         return BG_ENOMEM;
     }
+    if (pthread_mutex_init(&c->breaker_mu, NULL) != 0) {
+        bg_guard_redis_cache_free(c);
+        return BG_ENOMEM;
+    }
+    c->breaker_mu_ok = 1;
     bg_guard_cache cb = {.ctx = c, .get = rc_get, .set = rc_set, .set_absent = rc_set_absent,
                          .del = rc_del};
     *cache = cb;

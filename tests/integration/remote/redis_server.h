@@ -55,12 +55,12 @@ static inline void ts_track(pid_t pid, pid_t old)
         }
 }
 
-/* A port in 21000-21999 nobody listens on now. */
-static inline int ts_free_port(void)
+/* A port in [lo, lo + n) nobody listens on now. */
+static inline int ts_free_port_in(int lo, int n)
 {
     uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
     for (int tries = 0; tries < 200; tries++) {
-        int port = 21000 + (int)(tu_next(&st) % 1000);
+        int port = lo + (int)(tu_next(&st) % (uint64_t)n);
         int fd = socket(AF_INET, SOCK_STREAM, 0);
         assert_true(fd >= 0);
         struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
@@ -70,8 +70,14 @@ static inline int ts_free_port(void)
         if (ok)
             return port;
     }
-    fail_msg("no free port in 21000-21999");
+    fail_msg("no free port in %d-%d", lo, lo + n - 1);
     return -1;
+}
+
+/* A port in 21000-21999 nobody listens on now. */
+static inline int ts_free_port(void)
+{
+    return ts_free_port_in(21000, 1000);
 }
 
 /* 1 once the server answers PING, 0 after ~5 s. */
