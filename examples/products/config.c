@@ -79,7 +79,7 @@ static void usage(FILE *f, const char *prog)
         "  --timeout S            idle connection timeout in seconds, 0 none (default %u)\n"
         "Database:\n"
         "  --db KIND              sqlite | postgres | mariadb (default sqlite)\n"
-        "  --db-path FILE         SQLite file, created when missing (default %s)\n"
+        "  --db-path FILE         SQLite file, created at startup when missing (default %s)\n"
         "  --db-url URL           postgres: libpq conninfo or postgresql:// URL;\n"
         "                         mariadb: mysql://user[:pw]@host[:port]/db[?socket=PATH]\n"
         "  --seed N               products 1..N created on first run, when the table is\n"

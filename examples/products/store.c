@@ -13,7 +13,8 @@
  *     connections instead of connecting for every request.
  * A connection whose call returned BG_ECONN is closed at once; the thread's
  * next call connects again (and fails fast, within the connect timeout,
- * while the database is down).
+ * while the database is down). Only store_open's connection may create the
+ * database (ops->connect's create); every later one opens what is there.
  * LIMITATION: store_close must come after every thread is done with the
  * store; a thread may still be alive then, but must not exit during the
  * call (its destructor would touch a freed record). */
@@ -283,9 +284,9 @@ static void conn_destructor(void *arg)
     atomic_store_explicit(&c->in_use, 0, memory_order_release);
 }
 
-/* The calling thread's record, connected; *made: whether it connected
- * just now. BG_OK or a negative status. */
-static int conn_get(store *s, store_conn **out, int *made)
+/* The calling thread's record, connected (create: see ops->connect);
+ * *made: whether it connected just now. BG_OK or a negative status. */
+static int conn_get(store *s, store_conn **out, int *made, int create)
 {
     *made = 0;
     store_conn *c = pthread_getspecific(s->key);
@@ -325,7 +326,7 @@ static int conn_get(store *s, store_conn **out, int *made)
     }
     if (!c->db) {
         void *db = NULL;
-        int rc = s->ops->connect(s->conninfo, &db);
+        int rc = s->ops->connect(s->conninfo, create, &db);
         if (rc != BG_OK)
             return rc;
         c->db = db;
@@ -372,16 +373,17 @@ static int conn_idle_ok(const store *s, const store_conn *c)
  * second would report "there was none". Instead, before a call that is not
  * repeatable, a connection it did not just make is checked with
  * conn_idle_ok and replaced when the server has already closed it: nothing
- * was sent on it, so the call goes out once, on the new connection. */
-#define STORE_CALL(s, counted, repeatable, call)                                             \
+ * was sent on it, so the call goes out once, on the new connection.
+ * `create` is ops->connect's: 1 only for store_open's table creation. */
+#define STORE_CALL(s, create, counted, repeatable, call)                                     \
     do {                                                                                     \
         for (int try_ = 0;; try_++) {                                                        \
             store_conn *c_;                                                                  \
             int made_;                                                                       \
-            int rc_ = conn_get((s), &c_, &made_);                                            \
+            int rc_ = conn_get((s), &c_, &made_, (create));                                  \
             if (rc_ == BG_OK && !(repeatable) && !made_ && !conn_idle_ok((s), c_)) {         \
                 conn_done((s), c_, BG_ECONN);                                                \
-                rc_ = conn_get((s), &c_, &made_);                                            \
+                rc_ = conn_get((s), &c_, &made_, (create));                                  \
             }                                                                                \
             if (rc_ != BG_OK)                                                                \
                 return rc_;                                                                  \
@@ -405,7 +407,7 @@ static void copy_err(char *err, size_t errlen)
 
 static int store_init_table(store *s)
 {
-    STORE_CALL(s, 0, 0, s->ops->init(db));
+    STORE_CALL(s, 1, 0, 0, s->ops->init(db));
 }
 
 int store_open(store **out, store_kind kind, const char *conninfo, char *err, size_t errlen)
@@ -482,7 +484,7 @@ void store_close(store *s)
 
 static int store_seed_call(store *s, uint64_t count, uint64_t *seeded)
 {
-    STORE_CALL(s, 0, 0, s->ops->seed(db, count, seeded));
+    STORE_CALL(s, 0, 0, 0, s->ops->seed(db, count, seeded));
 }
 
 int store_seed(store *s, uint64_t count, uint64_t *seeded, char *err, size_t errlen)
@@ -510,7 +512,7 @@ int store_get(store *s, uint64_t id, bg_guard_buf *json)
         return store__fail(BG_EINVAL, "store_get: NULL argument");
     if (id > (uint64_t)INT64_MAX)
         return BG_GUARD_ABSENT; /* no such row can exist */
-    STORE_CALL(s, 1, 1, s->ops->get(db, (int64_t)id, json));
+    STORE_CALL(s, 0, 1, 1, s->ops->get(db, (int64_t)id, json));
 }
 
 int store_put(store *s, uint64_t id, const char *name, int64_t price_cents)
@@ -519,7 +521,7 @@ int store_put(store *s, uint64_t id, const char *name, int64_t price_cents)
         return store__fail(BG_EINVAL, "store_put: NULL argument");
     if (id > (uint64_t)INT64_MAX)
         return store__fail(BG_EINVAL, "store_put: id %" PRIu64 " is out of range", id);
-    STORE_CALL(s, 1, 1, s->ops->put(db, (int64_t)id, name, price_cents));
+    STORE_CALL(s, 0, 1, 1, s->ops->put(db, (int64_t)id, name, price_cents));
 }
 
 int store_delete(store *s, uint64_t id)
@@ -528,19 +530,19 @@ int store_delete(store *s, uint64_t id)
         return store__fail(BG_EINVAL, "store_delete: NULL argument");
     if (id > (uint64_t)INT64_MAX)
         return 0;
-    STORE_CALL(s, 1, 0, s->ops->del(db, (int64_t)id));
+    STORE_CALL(s, 0, 1, 0, s->ops->del(db, (int64_t)id));
 }
 
 int store_count(store *s, uint64_t *out)
 {
     if (!s || !out)
         return store__fail(BG_EINVAL, "store_count: NULL argument");
-    STORE_CALL(s, 1, 1, s->ops->count(db, out));
+    STORE_CALL(s, 0, 1, 1, s->ops->count(db, out));
 }
 
 static int store_page(store *s, int64_t after, int64_t *ids, size_t max, size_t *n)
 {
-    STORE_CALL(s, 1, 1, s->ops->page(db, after, ids, max, n));
+    STORE_CALL(s, 0, 1, 1, s->ops->page(db, after, ids, max, n));
 }
 
 uint64_t store_queries(const store *s)

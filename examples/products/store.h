@@ -28,8 +28,10 @@
  *
  * ERRORS
  * BG_ECONN: the database is unreachable, or the connection broke or timed
- * out; BG_EIO: any other database error (refused login, unknown database,
- * a constraint, invalid UTF-8 in a name); BG_EINVAL: a bad argument or
+ * out (SQLite: the file is missing, unreadable, damaged, moved or replaced,
+ * or has no products table: store_sqlite.c, WHEN THE FILE GOES AWAY);
+ * BG_EIO: any other database error (refused login, unknown database, a
+ * constraint, invalid UTF-8 in a name); BG_EINVAL: a bad argument or
  * conninfo; BG_ENOMEM. store_errstr() then holds the driver's message.
  * Never a crash or an exit. */
 #ifndef PRODUCTS_STORE_H
@@ -43,7 +45,9 @@
 typedef struct store store;
 
 typedef enum store_kind {
-    STORE_SQLITE = 0,   /* conninfo: a file path, created when missing */
+    STORE_SQLITE = 0,   /* conninfo: a file path, created by store_open when
+                           missing; later, a missing file is BG_ECONN until
+                           it is back (never re-created empty) */
     STORE_POSTGRES = 1, /* conninfo: a libpq connection string or URL */
     STORE_MARIADB = 2,  /* conninfo: mysql://user[:password]@host[:port]/database
                            or a unix socket: mysql://user@localhost/db?socket=/path */

@@ -7,8 +7,9 @@
  * counter; a backend only knows how to talk to one database over one
  * connection (its `db`, opaque here). Every backend call runs on the
  * calling thread's own connection, so backends need no locks. A backend
- * call that finds the connection broken returns BG_ECONN: store.c then
- * drops that connection and the thread's next call makes a new one. */
+ * call that finds the connection broken or unusable returns BG_ECONN:
+ * store.c then drops that connection and the thread's next call makes a
+ * new one. */
 #ifndef PRODUCTS_STORE_INTERNAL_H
 #define PRODUCTS_STORE_INTERNAL_H
 
@@ -26,9 +27,13 @@
 
 typedef struct store_ops {
     const char *name;
-    /* Connects (on the calling thread) into *db. BG_OK, BG_ECONN, BG_EINVAL
-     * (a conninfo it cannot parse), BG_ENOMEM or BG_EIO, with a message. */
-    int (*connect)(const char *conninfo, void **db);
+    /* Connects (on the calling thread) into *db. create: the database may
+     * be made when missing (SQLite: store_open's first connection only; a
+     * connection made to serve must not create a file, or a database that
+     * is only away for a moment would be replaced by an empty one). BG_OK,
+     * BG_ECONN, BG_EINVAL (a conninfo it cannot parse), BG_ENOMEM or
+     * BG_EIO, with a message. */
+    int (*connect)(const char *conninfo, int create, void **db);
     /* Closes and frees db. NULL is allowed. */
     void (*disconnect)(void *db);
     /* The connection's socket, or -1 (none, as for SQLite). store.c polls

@@ -181,8 +181,9 @@ static int my_fd(void *arg)
     return (int)mysql_get_socket(arg);
 }
 
-static int my_connect(const char *conninfo, void **out)
+static int my_connect(const char *conninfo, int create, void **out)
 {
+    (void)create; /* a server: the database exists or the login fails */
     *out = NULL;
     pthread_once(&lib_once, lib_init);
     if (lib_rc != 0)

@@ -92,8 +92,9 @@ static int pg_fd(void *arg)
     return PQsocket(((pg *)arg)->conn);
 }
 
-static int pg_connect(const char *conninfo, void **out)
+static int pg_connect(const char *conninfo, int create, void **out)
 {
+    (void)create; /* a server: the database exists or the login fails */
     *out = NULL;
     char timeout[16];
     snprintf(timeout, sizeof timeout, "%d", STORE_CONNECT_TIMEOUT_S);

@@ -4,8 +4,29 @@
  * every thread its own connection, so SQLite's per-connection mutex would
  * only cost), in WAL mode so that readers never wait for the writer, with
  * synchronous=NORMAL (durable at checkpoints, consistent always) and a busy
- * timeout for writers that meet each other. SQLite is a file, not a server:
- * it never answers BG_ECONN, every failure is BG_EIO. */
+ * timeout for writers that meet each other.
+ *
+ * WHEN THE FILE GOES AWAY
+ * Only store_open's connection may create the file (create); one opened
+ * to serve must find it there, else an empty database would take the
+ * place of one that is only away (moved, being restored) and that thread
+ * would answer "no such table" from it for good. A failure that means the
+ * connection cannot be trusted any more is BG_ECONN, so that store.c drops
+ * it and the next call opens the file again:
+ *   - the file cannot be opened (missing: SQLITE_CANTOPEN), read or
+ *     written (SQLITE_IOERR*), or is damaged (SQLITE_CORRUPT,
+ *     SQLITE_NOTADB);
+ *   - a statement cannot be prepared, or fails with SQLITE_ERROR: our SQL
+ *     is fixed, so that is a file without our table ("no such table"),
+ *     not a database of ours;
+ *   - the file was moved, unlinked or replaced under an open connection
+ *     (SQLITE_READONLY_DBMOVED on a write; on reads SQLite goes on reading
+ *     the old inode, so every MOVED_CHECK_NS a connection asks
+ *     SQLITE_FCNTL_HAS_MOVED, one stat of the path, before its call).
+ * A read or a put that meets one of these on an older connection is
+ * retried once on a new one (store.c), so a file replaced in place costs
+ * no failed request. Anything else (a constraint, SQLITE_BUSY after the
+ * busy timeout, a full disk) is BG_EIO and the connection stays. */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -13,12 +34,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
 #include "store_internal.h"
 
 #define BUSY_TIMEOUT_MS 5000
+
+/* How often a connection checks that its file is still the one at its
+ * path (WHEN THE FILE GOES AWAY). */
+#define MOVED_CHECK_NS 1000000000LL
 
 enum { ST_GET, ST_PUT, ST_DEL, ST_COUNT, ST_PAGE, ST_N };
 
@@ -33,11 +59,59 @@ static const char *const sql_text[ST_N] = {
 typedef struct lite {
     sqlite3 *db;
     sqlite3_stmt *st[ST_N]; /* prepared on first use */
+    long long checked_ns;   /* last SQLITE_FCNTL_HAS_MOVED check */
 } lite;
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The store status of SQLite result code `code` (extended or primary):
+ * BG_ECONN when the connection should be dropped (WHEN THE FILE GOES
+ * AWAY), else BG_EIO (BG_ENOMEM for SQLITE_NOMEM). */
+static int lite_status(int code)
+{
+    if (code == SQLITE_READONLY_DBMOVED)
+        return BG_ECONN;
+    switch (code & 0xff) {
+    case SQLITE_CANTOPEN:
+    case SQLITE_IOERR:
+    case SQLITE_CORRUPT:
+    case SQLITE_NOTADB:
+    case SQLITE_ERROR:
+        return BG_ECONN;
+    case SQLITE_NOMEM:
+        return BG_ENOMEM;
+    default:
+        return BG_EIO;
+    }
+}
 
 static int fail_db(sqlite3 *db, const char *what)
 {
-    return store__fail(BG_EIO, "sqlite: %s: %s", what, db ? sqlite3_errmsg(db) : "out of memory");
+    if (!db)
+        return store__fail(BG_ENOMEM, "sqlite: %s: out of memory", what);
+    return store__fail(lite_status(sqlite3_extended_errcode(db)), "sqlite: %s: %s", what,
+                       sqlite3_errmsg(db));
+}
+
+/* BG_ECONN if l's file is no longer the one at its path (checked every
+ * MOVED_CHECK_NS), else BG_OK. */
+static int lite_check_moved(lite *l)
+{
+    long long now = now_ns();
+    if (now - l->checked_ns < MOVED_CHECK_NS)
+        return BG_OK;
+    l->checked_ns = now;
+    int moved = 0;
+    if (sqlite3_file_control(l->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) == SQLITE_OK &&
+        moved)
+        return store__fail(BG_ECONN, "sqlite: %s was moved, removed or replaced",
+                           sqlite3_db_filename(l->db, "main"));
+    return BG_OK;
 }
 
 static void lite_disconnect(void *arg)
@@ -54,15 +128,21 @@ static void lite_disconnect(void *arg)
 static int exec(sqlite3 *db, const char *sql)
 {
     char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-        int rc = store__fail(BG_EIO, "sqlite: %s: %s", sql, msg ? msg : sqlite3_errmsg(db));
+    int code = sqlite3_exec(db, sql, NULL, NULL, &msg);
+    if (code != SQLITE_OK) {
+        int rc = store__fail(lite_status(sqlite3_extended_errcode(db)), "sqlite: %s: %s", sql,
+                             msg ? msg : sqlite3_errmsg(db));
         sqlite3_free(msg);
         return rc;
     }
     return BG_OK;
 }
 
-static int lite_connect(const char *conninfo, void **out)
+/* Opens the file; only with create may it be made (WHEN THE FILE GOES
+ * AWAY). A failure with create (store_open: a path that cannot be made or
+ * is not a database) is BG_EIO, a configuration error; without, the file
+ * may come back: BG_ECONN, and the next call tries again. */
+static int lite_connect(const char *conninfo, int create, void **out)
 {
     *out = NULL;
     if (!conninfo[0])
@@ -70,28 +150,35 @@ static int lite_connect(const char *conninfo, void **out)
     lite *l = calloc(1, sizeof *l);
     if (!l)
         return store__fail(BG_ENOMEM, "out of memory");
-    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+    int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+    int rc = BG_OK;
     if (sqlite3_open_v2(conninfo, &l->db, flags, NULL) != SQLITE_OK) {
-        int rc = store__fail(BG_EIO, "sqlite: cannot open %s: %s", conninfo,
-                             l->db ? sqlite3_errmsg(l->db) : "out of memory");
-        lite_disconnect(l);
-        return rc;
+        rc = l->db ? store__fail(BG_ECONN, "sqlite: cannot open %s: %s", conninfo,
+                                 sqlite3_errmsg(l->db))
+                   : store__fail(BG_ENOMEM, "out of memory");
+    } else {
+        sqlite3_extended_result_codes(l->db, 1);
+        sqlite3_busy_timeout(l->db, BUSY_TIMEOUT_MS);
+        rc = exec(l->db, "PRAGMA journal_mode=WAL");
+        if (rc == BG_OK)
+            rc = exec(l->db, "PRAGMA synchronous=NORMAL");
     }
-    sqlite3_busy_timeout(l->db, BUSY_TIMEOUT_MS);
-    int rc = exec(l->db, "PRAGMA journal_mode=WAL");
-    if (rc == BG_OK)
-        rc = exec(l->db, "PRAGMA synchronous=NORMAL");
     if (rc != BG_OK) {
         lite_disconnect(l);
-        return rc;
+        return create && rc == BG_ECONN ? BG_EIO : rc;
     }
+    l->checked_ns = now_ns();
     *out = l;
     return BG_OK;
 }
 
-/* The statement, reset and unbound, ready for binding. */
+/* The statement, reset and unbound, ready for binding; first checks that
+ * the file is still there (lite_check_moved). */
 static int stmt(lite *l, int which, sqlite3_stmt **out)
 {
+    int rc = lite_check_moved(l);
+    if (rc != BG_OK)
+        return rc;
     if (!l->st[which] &&
         sqlite3_prepare_v3(l->db, sql_text[which], -1, SQLITE_PREPARE_PERSISTENT, &l->st[which],
                            NULL) != SQLITE_OK)

@@ -83,6 +83,33 @@ start_wait() {
     [ -n "$PORT" ] || fail "the service did not listen within 60 s"
     BASE=http://127.0.0.1:$PORT
 }
+# start_ranged ARGS...: start ARGS on a free port of 47400-47499 (the
+# cases that need a port known before it listens, or that run under a
+# changed ulimit, use this range).
+start_ranged() {
+    local p
+    for _ in $(seq 1 20); do
+        p=$((47400 + RANDOM % 100))
+        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then continue; fi
+        : >"$T/svc.log"
+        "$SVC" --port "$p" --db-path "$T/products.db" --seed 1000 "$@" 2>"$T/svc.log" &
+        SVC_PID=$!
+        PIDS+=("$SVC_PID")
+        for _ in $(seq 1 600); do
+            grep -q "listening on http://" "$T/svc.log" && break
+            kill -0 "$SVC_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        if grep -q "listening on http://" "$T/svc.log"; then
+            PORT=$p
+            BASE=http://127.0.0.1:$PORT
+            return 0
+        fi
+        wait "$SVC_PID" 2>/dev/null || true
+        grep -q "Address already in use" "$T/svc.log" || fail "the service did not start"
+    done
+    fail "no free port in 47400-47499"
+}
 stop() {
     kill -TERM "$SVC_PID"
     local rc=0
@@ -597,6 +624,32 @@ case_signals() {
 }
 
 # ---- outages ----------------------------------------------------------------
+
+# The SQLite file (with its -wal and -shm) moved away under a running
+# service and moved back: 200 or 503 while it is away, and every thread
+# answers 200 again once it is back (a thread that reconnected meanwhile
+# used to create an empty database and answer 503 "no such table" for
+# good).
+case_sqlite_moved() {
+    start_ranged --threads 4 --db-path "$T/q.db"
+    expect 200 GET /products/1
+    mkdir "$T/away"
+    mv "$T/q.db" "$T/q.db-wal" "$T/q.db-shm" "$T/away/"
+    local i code n503=0
+    for i in $(seq 1 30); do
+        code=$(req GET "/products/$i")
+        case $code in 200) ;; 503) n503=$((n503 + 1)) ;; *) fail "GET while away: $code" ;; esac
+        sleep 0.05
+    done
+    gt "$n503" 0 "503s while the database is away"
+    [ ! -e "$T/q.db" ] || fail "an empty database was created while the file was away"
+    expect 503 GET /healthz
+    mv "$T/away/"* "$T/"
+    for i in $(seq 1 40); do expect 200 GET "/products/$i"; done
+    for i in $(seq 1 8); do expect 200 GET /healthz; done
+    eq "$(post '{"id":4000,"name":"back","price_cents":1}')" 201 "POST after the file is back"
+    stop
+}
 
 REDIS_PID=
 REDIS_PORT=

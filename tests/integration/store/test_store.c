@@ -4,7 +4,10 @@
  * an outage and the reconnect after it. */
 #include "test_util.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "db_server.h"
 #include "store.h"
@@ -397,18 +400,102 @@ static void *get_in_thread(void *arg)
     return NULL;
 }
 
+/* Renames conninfo's database, -wal and -shm files from dir `from` to dir
+ * `to` (each "" for sqlite_dir itself, else a subdirectory of it). */
+static void sqlite_move(const char *from, const char *to)
+{
+    static const char *const suffix[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char a[600], b[600];
+        snprintf(a, sizeof a, "%s/%s%sproducts.db%s", sqlite_dir, from, from[0] ? "/" : "",
+                 suffix[i]);
+        snprintf(b, sizeof b, "%s/%s%sproducts.db%s", sqlite_dir, to, to[0] ? "/" : "",
+                 suffix[i]);
+        if (rename(a, b) != 0 && (i == 0 || errno != ENOENT))
+            fail_msg("rename %s %s: %s", a, b, strerror(errno));
+    }
+}
+
+/* store_get(id) on a new thread (which adopts a finished thread's record). */
+static int get_on_new_thread(void)
+{
+    pthread_t t;
+    int trc = -100;
+    assert_int_equal(pthread_create(&t, NULL, get_in_thread, &trc), 0);
+    assert_int_equal(pthread_join(t, NULL), 0);
+    return trc;
+}
+
+/* SQLite has no server to lose; its outage is the file going away (moved,
+ * being restored) and coming back. While it is away every call fails with
+ * BG_ECONN and no thread creates an empty database in its place (which it
+ * would then keep answering "no such table" from); when it is back, every
+ * thread reads it again. A file without our table is BG_ECONN too. */
+static void sqlite_outage(void)
+{
+    char away[600];
+    snprintf(away, sizeof away, "%s/away", sqlite_dir);
+    assert_int_equal(mkdir(away, 0700), 0);
+    assert_int_equal(get_on_new_thread(), BG_GUARD_FOUND);
+    assert_get_json(1, "{\"id\":1,\"name\":\"product 1\",\"price_cents\":7919}");
+
+    sqlite_move("", "away");
+    /* Connections opened before notice within a second (HAS_MOVED). */
+    struct timespec pause = {1, 200000000};
+    nanosleep(&pause, NULL);
+    bg_guard_buf b = {0};
+    for (int i = 0; i < 3; i++) {
+        int rc = store_get(st, 1, &b);
+        fprintf(stderr, "# file away: get -> %s (%s)\n", bg_err_name(rc), store_errstr());
+        assert_int_equal(rc, BG_ECONN);
+        assert_int_equal(get_on_new_thread(), BG_ECONN);
+    }
+    uint64_t n;
+    assert_int_equal(store_count(st, &n), BG_ECONN);
+    assert_int_equal(store_put(st, 1, "x", 1), BG_ECONN);
+    assert_int_equal(store_delete(st, 1), BG_ECONN);
+    if (access(conninfo, F_OK) == 0)
+        fail_msg("%s was created while the database was away", conninfo);
+
+    sqlite_move("away", "");
+    assert_get_json(1, "{\"id\":1,\"name\":\"product 1\",\"price_cents\":7919}");
+    assert_int_equal(get_on_new_thread(), BG_GUARD_FOUND);
+    assert_int_equal(store_count(st, &n), BG_OK);
+    assert_int_equal(n, N_SEED);
+
+    /* A file that is not ours (an empty database: "no such table") in its
+     * place, then ours again: the connection to the stranger is dropped. */
+    sqlite_move("", "away");
+    FILE *f = fopen(conninfo, "w");
+    assert_non_null(f);
+    fclose(f);
+    nanosleep(&pause, NULL);
+    int rc = store_get(st, 1, &b);
+    fprintf(stderr, "# empty file: get -> %s (%s)\n", bg_err_name(rc), store_errstr());
+    assert_int_equal(rc, BG_ECONN);
+    assert_non_null(strstr(store_errstr(), "no such table"));
+    assert_int_equal(get_on_new_thread(), BG_ECONN);
+    assert_int_equal(unlink(conninfo), 0);
+    sqlite_move("away", "");
+    assert_get_json(2, "{\"id\":2,\"name\":\"product 2\",\"price_cents\":15838}");
+    assert_int_equal(get_on_new_thread(), BG_GUARD_FOUND);
+    assert_int_equal(rmdir(away), 0);
+    bg_guard_buf_free(&b);
+
+    /* An unopenable file at open time is a clean error. */
+    store *bad = NULL;
+    char err[256];
+    rc = store_open(&bad, STORE_SQLITE, "/nonexistent-dir/x/products.db", err, sizeof err);
+    assert_int_equal(rc, BG_EIO);
+    assert_null(bad);
+    assert_non_null(strstr(err, "unable to open"));
+}
+
 static void test_outage_and_reconnect(void **state)
 {
     (void)state;
     if (kind == STORE_SQLITE) {
-        /* No server to lose; an unopenable file is a clean error instead. */
-        store *bad = NULL;
-        char err[256];
-        int rc = store_open(&bad, STORE_SQLITE, "/nonexistent-dir/x/products.db", err,
-                            sizeof err);
-        assert_int_equal(rc, BG_EIO);
-        assert_null(bad);
-        assert_non_null(strstr(err, "unable to open"));
+        sqlite_outage();
         return;
     }
     /* Prime a connection on another thread too (it exits: its record is
