@@ -6,7 +6,9 @@
  *   GET    /metrics         200 Prometheus text
  *   GET    /healthz         200 "ok", 503 when the database does not answer
  * HEAD is accepted wherever GET is. Other paths: 404; other methods on a
- * known path: 405 with Allow. Every error body is {"error":"..."}.
+ * known path: 405 with Allow. Every error body is {"error":"..."}. Paths
+ * are matched after percent-decoding, with %00 and %2F left encoded
+ * (unescape below).
  *
  * HOW A REQUEST FLOWS THROUGH LIBMICROHTTPD
  * The access handler is called once with the headers, then once per chunk
@@ -330,6 +332,17 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     *con_cls = NULL;
 }
 
+/* libmicrohttpd's unescaper for the path (and query arguments, which no
+ * route reads): http_unescape_path keeps %00 and %2F encoded, so an id
+ * with an encoded NUL is a 400, not a shorter id, and an encoded slash is
+ * not a separator. */
+static size_t unescape(void *cls, struct MHD_Connection *conn, char *s)
+{
+    (void)cls;
+    (void)conn;
+    return http_unescape_path(s);
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -399,6 +412,7 @@ struct MHD_Daemon *http_start(app *a, int *port, char *err, size_t errlen)
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout_s,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_END);
     if (!d) {
         snprintf(err, errlen, "libmicrohttpd could not start (%d threads): %s", (int)c->threads,

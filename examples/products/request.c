@@ -24,6 +24,32 @@ int http_parse_id(const char *s, size_t len, uint64_t *out)
     return 0;
 }
 
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+size_t http_unescape_path(char *s)
+{
+    char *w = s;
+    for (const char *r = s; *r;) {
+        int hi = r[0] == '%' ? hexval(r[1]) : -1;
+        int lo = hi >= 0 ? hexval(r[2]) : -1;
+        int c = lo >= 0 ? hi << 4 | lo : -1;
+        if (c > 0 && c != '/') {
+            *w++ = (char)c;
+            r += 3;
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return (size_t)(w - s);
+}
+
 typedef struct jp {
     const char *p, *end;
     char *err;
@@ -73,13 +99,9 @@ static int hex4(const char *p, unsigned *out)
 {
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
-        char c = p[i];
-        unsigned d;
-        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
-        else return -1;
-        v = v << 4 | d;
+        int d = hexval(p[i]);
+        if (d < 0) return -1;
+        v = v << 4 | (unsigned)d;
     }
     *out = v;
     return 0;

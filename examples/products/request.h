@@ -16,6 +16,15 @@
  * whole of s[0..len). 0 or -1. */
 int http_parse_id(const char *s, size_t len, uint64_t *out);
 
+/* Decodes the %HH escapes of the NUL-terminated s in place, as
+ * libmicrohttpd's default does, except %00 and %2F (either case), which
+ * stay as they are: a decoded NUL would end the path early for every C
+ * string function ("/products/42%00abc" read as /products/42) and a decoded
+ * slash would turn data into a path separator ("/products%2F42" read as
+ * /products/42). A % without two hex digits is kept too. Returns the new
+ * length; s stays NUL-terminated and never grows. */
+size_t http_unescape_path(char *s);
+
 typedef struct product_in {
     uint64_t id;
     int64_t price_cents;

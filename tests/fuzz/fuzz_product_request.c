@@ -12,7 +12,9 @@
  *     again gives the same product (the writer and the parser agree, escapes
  *     included);
  *   - a body that does not parse leaves a NUL-terminated message;
- *   - json_error into a small buffer stays inside it, NUL-terminated. */
+ *   - json_error into a small buffer stays inside it, NUL-terminated;
+ *   - http_unescape_path (the input up to its first NUL, as a path) never
+ *     grows it, leaves no NUL inside, keeps every '/' and makes none. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,28 @@ static void check_error_writer(const char *s, size_t len)
     CHECK(w < sizeof buf && buf[w] == '\0');
 }
 
+static size_t count_slashes(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        n += *s == '/';
+    return n;
+}
+
+static void check_unescape(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (!p)
+        return;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    size_t in = strlen(p), slashes = count_slashes(p);
+    size_t out = http_unescape_path(p);
+    CHECK(out <= in && strlen(p) == out);
+    CHECK(count_slashes(p) == slashes);
+    free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -88,6 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_id(s, size);
     check_product(s, size);
     check_error_writer(s, size);
+    check_unescape(s, size);
     free(s);
     return 0;
 }

@@ -6,7 +6,8 @@
  * valid products in every member order, every JSON escape, \u escapes with
  * surrogate pairs, multi-byte UTF-8, the longest name, and broken ones
  * (missing, repeated and unknown members, bad numbers, unterminated
- * strings, lone surrogates, invalid UTF-8, trailing bytes). */
+ * strings, lone surrogates, invalid UTF-8, trailing bytes), and paths
+ * with percent-escapes (%00, %2F, a cut-short one). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,7 @@ static const char *const seeds[] = {
     "{\"id\":21,\"name\":\"a\",\"price_cents\":1} trailing",
     "{\"id\":\"22\",\"name\":\"a\",\"price_cents\":1}",
     "[1,2,3]", "{}", "", "{",
+    "/products/42%00abc", "/products%2F42", "/products/%34%32", "/products/4%", "%2f%2F%00%zz",
 };
 
 static void put(const char *dir, int i, const char *s, size_t len)

@@ -143,6 +143,23 @@ metrics() { curl -sS --max-time 10 "$BASE/metrics" >"$T/metrics" || fail "GET /m
 # m NAME[{labels}]: one series' value from the last metrics() (0 if absent).
 m() { awk -v n="$1" '$1 == n { v = $2 } END { print (v == "" ? 0 : v) }' "$T/metrics"; }
 
+# raw METHOD TARGET: sends exactly this request line (no client rewriting
+# of the target) and prints the status code; the body lands in $T/body.
+raw() {
+    local line
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT" || fail "cannot connect for $1 $2"
+    printf '%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' "$1" "$2" >&3
+    timeout 10 cat <&3 >"$T/raw" || true
+    exec 3<&-
+    line=$(head -n 1 "$T/raw")
+    sed '1,/^\r\{0,1\}$/d' "$T/raw" >"$T/body"
+    [[ $line =~ ^HTTP/1\.1\ ([0-9]{3}) ]] || fail "no status line for $1 $2: '$line'"
+    echo "${BASH_REMATCH[1]}"
+}
+expect_raw() { # expect_raw CODE METHOD TARGET
+    eq "$(raw "$2" "$3")" "$1" "status of raw $2 $3"
+}
+
 post() { # post JSON: POST /products, status code
     req POST /products -H 'Content-Type: application/json' --data-binary "$1"
 }
@@ -310,6 +327,39 @@ case_endpoints() {
     seq 1 200 | xargs -P 8 -I{} curl -s -o /dev/null -w '%{http_code}\n' "$BASE/products/{}" >"$T/codes"
     eq "$(grep -c '^200$' "$T/codes")" 199 "parallel GETs found (42 was deleted)"
     eq "$(grep -c '^404$' "$T/codes")" 1 "parallel GETs not found"
+    stop
+}
+
+# Percent-escapes in the path: %00 and %2F are not decoded (an id with an
+# encoded NUL was read up to the NUL, an encoded slash as a separator), the
+# others are. Raw request lines, so that no client normalises them.
+case_encoded() {
+    start_ranged
+    expect_raw 400 GET '/products/42%00abc'
+    json_error
+    expect_raw 400 HEAD '/products/42%00'
+    expect_raw 400 DELETE '/products/43%00-x'
+    json_error
+    expect_raw 200 GET /products/43
+    expect_raw 400 GET '/products/%00'
+    expect_raw 400 GET '/products/42%2F'
+    expect_raw 400 GET '/products/42%2f7'
+    expect_raw 400 GET '/products/%2F42'
+    expect_raw 404 GET '/products%2F42'
+    json_error
+    expect_raw 404 DELETE '/products%2f44'
+    expect_raw 200 GET /products/44
+    expect_raw 404 GET '/healthz%00'
+    expect_raw 404 GET '/metrics%00x'
+    # other escapes are decoded as before
+    expect_raw 200 GET '/products/%34%32'
+    eq "$(jq -r .id "$T/body")" 42 "id of /products/%34%32"
+    expect_raw 200 GET '/products/4%32'
+    expect_raw 400 GET '/products/4%'
+    expect_raw 400 GET '/products/4%3'
+    expect_raw 400 GET '/products/4%zz'
+    metrics
+    eq "$(m bloomgate_guard_removes_total)" 0 "nothing deleted"
     stop
 }
 
