@@ -5,6 +5,7 @@
 
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <bloomgate/sizing.h>
 #include <bloomgate/version.h>
 
 #define DEFAULT_PORT 8080
@@ -29,6 +31,12 @@
 #define DEFAULT_TIMEOUT_S 30u
 #define DEFAULT_CHECK_SAMPLE_LOCAL 1u
 #define DEFAULT_CHECK_SAMPLE_REMOTE 64u
+
+/* The smallest --error-rate: the blocked variant's floor (sizing.h), for
+ * every variant, so that the range does not depend on the others. Below
+ * 2^-32 the standard and counting variants are held to BG_MAX_K probes and
+ * their bits per key grow without bound (1e-300 needs ~10^11 per key). */
+#define MIN_ERROR_RATE BG_BLOCKED_MIN_P
 
 /* The thread pool: 2 x CPUs. The handlers block on the database, so a
  * thread more per CPU overlaps those waits; measured with the demo on 2
@@ -73,7 +81,8 @@ static void usage(FILE *f, const char *prog)
         "\n"
         "HTTP:\n"
         "  --port N               TCP port, 0 for any free one (default %d)\n"
-        "  --bind ADDR            IPv4 or IPv6 address to listen on (default %s)\n"
+        "  --bind ADDR            IPv4 or IPv6 address to listen on, not a host name\n"
+        "                         (default %s)\n"
         "  --threads N            worker threads, 1..1024 (default 2 x CPUs)\n"
         "  --max-connections N    concurrent connections, 1..65536 (default %u)\n"
         "  --timeout S            idle connection timeout in seconds, 0 none (default %u)\n"
@@ -88,16 +97,19 @@ static void usage(FILE *f, const char *prog)
         "  --cache KIND           none | redis (default none)\n"
         "  --redis-url URL        the cache: redis://[[user]:pw@]host[:port] or\n"
         "                         unix:///path (default %s)\n"
-        "  --cache-ttl-ms N       TTL of cached products (default %llu)\n"
-        "  --negative-ttl-ms N    TTL of confirmed false positives (default %llu)\n"
+        "  --cache-ttl-ms N       TTL of cached products; needs --cache redis\n"
+        "                         (default %llu)\n"
+        "  --negative-ttl-ms N    TTL of confirmed false positives; needs a filter\n"
+        "                         (default %llu)\n"
         "Filter:\n"
         "  --filter KIND          local | remote | none (default local)\n"
         "  --variant V            local: standard | blocked | counting (default blocked);\n"
         "                         counting makes DELETE remove ids from the filter\n"
-        "  --error-rate P         false-positive rate at capacity, 0 < P < 1 (default %g)\n"
+        "  --error-rate P         false-positive rate at capacity, 1e-12 <= P < 1\n"
+        "                         (default %g)\n"
         "  --capacity N           keys the filter is sized for; 0: count x headroom\n"
         "                         (default 0)\n"
-        "  --headroom X           capacity / count when --capacity is 0, 1..1000\n"
+        "  --headroom X           capacity / count, 1..1000; only with --capacity 0\n"
         "                         (default %g)\n"
         "  --filter-backend B     remote: bitmap | module (default bitmap)\n"
         "  --filter-url URL       remote: the Redis holding the filter (default %s)\n"
@@ -110,6 +122,9 @@ static void usage(FILE *f, const char *prog)
         "  --help                 this text\n"
         "  --version              the version\n"
         "\n"
+        "Every value is checked before anything starts, and a flag that would do\n"
+        "nothing (--cache-ttl-ms without --cache redis, --headroom with --capacity,\n"
+        "a filter's flags with --filter none, ...) is an error.\n"
         "Exit status: 0 after SIGINT or SIGTERM, 1 when a server is unreachable or the\n"
         "port is taken, 2 on a bad flag.\n",
         prog, DEFAULT_PORT, DEFAULT_BIND, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT_S,
@@ -266,6 +281,38 @@ void redis_url_options(const redis_url *u, bg_remote_options *ro)
     ro->command_timeout_ms = 1000;
 }
 
+/* Whether a filter of --capacity keys at --error-rate fits what it will be
+ * built in: a local filter's memory cap (BG_DEFAULT_MAX_BYTES; a counting
+ * filter's array is 4 bits per position), a remote bitmap's
+ * BG_REMOTE_MAX_BITS. A module filter is sized by the module. 0, or -1
+ * with a message. (With --capacity 0 the size depends on the row count,
+ * known only once the database is open: a filter too big for it is exit
+ * status 1 then.) */
+static int check_size(const products_config *c, char *msg, size_t cap)
+{
+    bg_variant variant = c->variant;
+    uint64_t max_bits = BG_DEFAULT_MAX_BYTES * 8;
+    if (c->filter_kind == BG_GUARD_FILTER_REMOTE) {
+        if (c->filter_backend == BG_REMOTE_MODULE) return 0;
+        variant = BG_VARIANT_STANDARD;
+        max_bits = BG_REMOTE_MAX_BITS;
+    } else if (variant == BG_VARIANT_COUNTING) {
+        max_bits /= 4;
+    }
+    bg_sizing sz = {.n = c->capacity, .p = c->error_rate};
+    int rc = bg_sizing_solve(variant, &sz, max_bits);
+    if (rc == BG_OK) return 0;
+    if (c->filter_kind == BG_GUARD_FILTER_REMOTE)
+        snprintf(msg, cap, "--capacity %llu at --error-rate %g: %s (a remote bitmap filter "
+                 "has at most 2^32 bits)", (unsigned long long)c->capacity, c->error_rate,
+                 bg_strerror(rc));
+    else
+        snprintf(msg, cap, "--capacity %llu at --error-rate %g: %s (a local filter takes at "
+                 "most %llu GiB)", (unsigned long long)c->capacity, c->error_rate,
+                 bg_strerror(rc), (unsigned long long)(BG_DEFAULT_MAX_BYTES >> 30));
+    return -1;
+}
+
 enum {
     OPT_PORT = 256, OPT_BIND, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_DB, OPT_DB_PATH,
     OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_NEG_TTL, OPT_FILTER,
@@ -305,7 +352,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     };
     const char *prog = "bloomgate-products";
     int set_threads = 0, set_variant = 0, set_backend = 0, set_check = 0, set_redis = 0;
-    int set_path = 0, set_ferr = 0;
+    int set_path = 0, set_ferr = 0, set_cache_ttl = 0, set_neg_ttl = 0, set_headroom = 0;
     uint64_t v;
     double d;
     char msg[512];
@@ -341,10 +388,15 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
             if (parse_u64(a, 0, 65535, &v)) return bad(err, "--port '%s': want 0..65535", a);
             c->port = (int)v;
             break;
-        case OPT_BIND:
-            if (*a == '\0') return bad(err, "--bind: empty address");
+        case OPT_BIND: {
+            /* Checked here, not at listen time: a name would fail only after
+             * the database was opened and the filter built. */
+            unsigned char addr[16];
+            if (inet_pton(AF_INET, a, addr) != 1 && inet_pton(AF_INET6, a, addr) != 1)
+                return bad(err, "--bind '%s': want an IPv4 or IPv6 address, not a host name", a);
             c->bind = a;
             break;
+        }
         case OPT_THREADS:
             if (parse_u64(a, 1, 1024, &v)) return bad(err, "--threads '%s': want 1..1024", a);
             c->threads = (unsigned)v;
@@ -390,11 +442,13 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
             if (parse_u64(a, 1, UINT64_C(86400000) * 365, &v))
                 return bad(err, "--cache-ttl-ms '%s': want 1..31536000000", a);
             c->cache_ttl_ms = v;
+            set_cache_ttl = 1;
             break;
         case OPT_NEG_TTL:
             if (parse_u64(a, 1, UINT64_C(86400000), &v))
                 return bad(err, "--negative-ttl-ms '%s': want 1..86400000", a);
             c->negative_ttl_ms = v;
+            set_neg_ttl = 1;
             break;
         case OPT_FILTER:
             if (strcmp(a, "local") == 0) c->filter_kind = BG_GUARD_FILTER_LOCAL;
@@ -410,8 +464,8 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
             set_variant = 1;
             break;
         case OPT_ERROR_RATE:
-            if (parse_double(a, &d) || !(d > 0.0 && d < 1.0))
-                return bad(err, "--error-rate '%s': want a number with 0 < P < 1", a);
+            if (parse_double(a, &d) || !(d >= MIN_ERROR_RATE && d < 1.0))
+                return bad(err, "--error-rate '%s': want a number with 1e-12 <= P < 1", a);
             c->error_rate = d;
             set_ferr = 1;
             break;
@@ -424,6 +478,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
             if (parse_double(a, &d) || !(d >= 1.0 && d <= 1000.0))
                 return bad(err, "--headroom '%s': want a number in 1..1000", a);
             c->headroom = d;
+            set_headroom = 1;
             break;
         case OPT_FILTER_BACKEND:
             if (strcmp(a, "bitmap") == 0) c->filter_backend = BG_REMOTE_BITMAP;
@@ -479,6 +534,8 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
             return bad(err, "--redis-url %s", msg);
     } else if (set_redis) {
         return bad(err, "--redis-url needs --cache redis");
+    } else if (set_cache_ttl) {
+        return bad(err, "--cache-ttl-ms needs --cache redis");
     }
     if (c->filter_kind == BG_GUARD_FILTER_REMOTE) {
         if (redis_url_parse(c->filter_url_text, &c->filter_url, msg, sizeof(msg)) != 0)
@@ -493,10 +550,24 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
                             "--filter remote");
     }
     if (c->filter_kind == BG_GUARD_FILTER_NONE) {
-        if (set_variant || set_ferr || c->capacity || c->rebuild_interval_s)
-            return bad(err, "--variant, --error-rate, --capacity and --rebuild-interval need "
-                            "a filter (--filter local or remote)");
+        /* No filter: nothing is sized, and no lookup is a false positive
+         * (the guard keeps negatives only for those). */
+        const char *flag = NULL;
+        if (set_variant) flag = "--variant";
+        else if (set_ferr) flag = "--error-rate";
+        else if (c->capacity) flag = "--capacity";
+        else if (set_headroom) flag = "--headroom";
+        else if (set_neg_ttl) flag = "--negative-ttl-ms";
+        else if (set_check) flag = "--check-sample";
+        else if (c->rebuild_interval_s) flag = "--rebuild-interval";
+        if (flag) return bad(err, "%s needs a filter (--filter local or remote)", flag);
     }
+    if (c->capacity && set_headroom)
+        return bad(err, "--headroom is for --capacity 0 (capacity = rows x headroom); "
+                        "--capacity %llu sizes the filter alone",
+                   (unsigned long long)c->capacity);
+    if (c->capacity && check_size(c, msg, sizeof(msg)) != 0)
+        return bad(err, "%s", msg);
     if (!set_threads) c->threads = default_threads();
     if (!set_check) {
         c->check_sample = c->filter_kind == BG_GUARD_FILTER_LOCAL    ? DEFAULT_CHECK_SAMPLE_LOCAL
