@@ -84,7 +84,9 @@ static void usage(FILE *f, const char *prog)
         "  --bind ADDR            IPv4 or IPv6 address to listen on, not a host name\n"
         "                         (default %s)\n"
         "  --threads N            worker threads, 1..1024 (default 2 x CPUs)\n"
-        "  --max-connections N    concurrent connections, 1..65536 (default %u)\n"
+        "  --max-connections N    concurrent connections, 1..65536 (default %u, lowered\n"
+        "                         to what the open-file limit holds; a value given\n"
+        "                         that it cannot hold is an error)\n"
         "  --timeout S            idle connection timeout in seconds, 0 none (default %u)\n"
         "Database:\n"
         "  --db KIND              sqlite | postgres | mariadb (default sqlite)\n"
@@ -126,7 +128,8 @@ static void usage(FILE *f, const char *prog)
         "nothing (--cache-ttl-ms without --cache redis, --headroom with --capacity,\n"
         "a filter's flags with --filter none, ...) is an error.\n"
         "Exit status: 0 after SIGINT or SIGTERM, 1 when a server is unreachable or the\n"
-        "port is taken, 2 on a bad flag.\n",
+        "port is taken, 2 on a bad flag (or a --max-connections that the open-file\n"
+        "limit cannot hold).\n",
         prog, DEFAULT_PORT, DEFAULT_BIND, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT_S,
         DEFAULT_DB_PATH, (unsigned long long)DEFAULT_SEED, DEFAULT_REDIS,
         (unsigned long long)DEFAULT_CACHE_TTL_MS, (unsigned long long)DEFAULT_NEGATIVE_TTL_MS,
@@ -406,6 +409,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
             if (parse_u64(a, 1, 65536, &v))
                 return bad(err, "--max-connections '%s': want 1..65536", a);
             c->max_connections = (unsigned)v;
+            c->max_connections_set = 1;
             break;
         case OPT_TIMEOUT:
             if (parse_u64(a, 0, 86400, &v)) return bad(err, "--timeout '%s': want 0..86400", a);

@@ -33,6 +33,8 @@ typedef struct products_config {
     const char *bind;   /* an IPv4 or IPv6 address */
     unsigned threads;   /* libmicrohttpd's thread pool */
     unsigned max_connections;
+    int max_connections_set; /* given as a flag: refused, not lowered, when the
+                                open-file limit cannot hold it (main.c) */
     unsigned timeout_s; /* idle connection timeout */
     /* storage */
     store_kind db;

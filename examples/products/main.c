@@ -2,9 +2,10 @@
  * whose reads go through the guard (<bloomgate/guard.h>): Bloom filter,
  * then the optional Redis cache, then the database (store.h).
  *
- * Startup, one log line per step on stderr: open the database (and seed
- * it on first run), connect the cache, build the filter, start the
- * periodic rebuild, listen. A database or filter server that is
+ * Startup, one log line per step on stderr: make room for the connections
+ * in the open-file limit (fds_fit: a line only when it lowers
+ * --max-connections), open the database (and seed it on first run),
+ * connect the cache, build the filter, start the periodic rebuild, listen. A database or filter server that is
  * unreachable at startup is exit status 1; a Redis cache that is not is
  * only a warning (the guard skips a failing cache and goes to the
  * database). SIGINT or SIGTERM stops it: no new connections, the requests
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -158,6 +160,70 @@ static void rebuilder_stop(rebuilder *rb)
     pthread_mutex_destroy(&rb->mu);
 }
 
+/* ---- open files --------------------------------------------------------- */
+
+/* File descriptors the service needs besides its HTTP connections, counted
+ * on a running service (ls /proc/PID/fd) and rounded up:
+ *   - per libmicrohttpd worker thread: its epoll fd and, on builds that use
+ *     one, an inter-thread pipe (3);
+ *   - per thread that reaches the database (the workers, the main thread,
+ *     the rebuild thread): its database connection (SQLite: the file and
+ *     its WAL; a server: a socket), its Redis cache connection and its
+ *     remote filter connection, each made on first use;
+ *   - the listening socket, the signal pipe, stdin, stdout and stderr;
+ *   - FD_MARGIN for the rest: SQLite's -shm, shared by a process's
+ *     connections; the cache probe at startup; what the libraries open.
+ * A worker whose database connection cannot be opened (EMFILE) answers
+ * 503: this budget is what keeps a connection flood from doing that. */
+#define FD_MARGIN 32u
+
+static uint64_t fds_reserved(const products_config *c)
+{
+    uint64_t per_thread = (c->db == STORE_SQLITE ? 2u : 1u) + (c->cache_redis ? 1u : 0u) +
+                          (c->filter_kind == BG_GUARD_FILTER_REMOTE ? 1u : 0u);
+    return (uint64_t)c->threads * 3u + ((uint64_t)c->threads + 2u) * per_thread + 6u + FD_MARGIN;
+}
+
+/* Raises the soft RLIMIT_NOFILE to the hard one, then makes room for
+ * cfg->max_connections plus fds_reserved: the default is lowered to fit,
+ * with one log line; a --max-connections given that does not fit is
+ * refused. 0, or the exit status (2: that flag, 1: no room at all),
+ * logged. */
+static int fds_fit(products_config *c)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 0; /* unknown: nothing to do */
+    if (rl.rlim_cur != rl.rlim_max) {
+        struct rlimit up = rl;
+        up.rlim_cur = rl.rlim_max;
+        /* An unlimited hard limit is capped by fs.nr_open: keep the soft one. */
+        if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+    }
+    uint64_t reserved = fds_reserved(c);
+    if (rl.rlim_cur == RLIM_INFINITY || (uint64_t)rl.rlim_cur >= reserved + c->max_connections)
+        return 0;
+    uint64_t limit = (uint64_t)rl.rlim_cur;
+    uint64_t room = limit > reserved ? limit - reserved : 0;
+    if (c->max_connections_set) {
+        logf_("--max-connections %u does not fit the open-file limit of %llu (ulimit -n; the "
+              "service needs %llu for itself): raise the hard limit or give at most %llu",
+              c->max_connections, (unsigned long long)limit, (unsigned long long)reserved,
+              (unsigned long long)room);
+        return 2;
+    }
+    if (room == 0) {
+        logf_("the open-file limit of %llu (ulimit -n) leaves no room for connections: the "
+              "service needs %llu for itself", (unsigned long long)limit,
+              (unsigned long long)reserved);
+        return 1;
+    }
+    logf_("max-connections lowered from %u to %llu: the open-file limit is %llu (ulimit -n) "
+          "and the service needs %llu for itself", c->max_connections, (unsigned long long)room,
+          (unsigned long long)limit, (unsigned long long)reserved);
+    c->max_connections = (unsigned)room;
+    return 0;
+}
+
 /* ---- startup ------------------------------------------------------------ */
 
 static void describe_redis(char *buf, size_t cap, const redis_url *u)
@@ -185,6 +251,8 @@ int main(int argc, char **argv)
     const char *conninfo = cfg.db == STORE_SQLITE ? cfg.db_path : cfg.db_url;
 
     logf_("version %s, pid %ld", bg_version_string(), (long)getpid());
+    rc = fds_fit(&cfg);
+    if (rc != 0) return rc;
 
     /* 1. the database */
     uint64_t t0 = metrics_now_ns();

@@ -85,14 +85,24 @@ start_wait() {
 }
 # start_ranged ARGS...: start ARGS on a free port of 47400-47499 (the
 # cases that need a port known before it listens, or that run under a
-# changed ulimit, use this range).
+# changed ulimit, use this range). SVC_ULIMIT_N, when set, is the
+# open-file limit (soft and hard) the service runs under; SVC_ULIMIT_SN
+# the soft one only.
 start_ranged() {
     local p
     for _ in $(seq 1 20); do
         p=$((47400 + RANDOM % 100))
         if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then continue; fi
         : >"$T/svc.log"
-        "$SVC" --port "$p" --db-path "$T/products.db" --seed 1000 "$@" 2>"$T/svc.log" &
+        if [ -n "${SVC_ULIMIT_N:-}" ]; then
+            bash -c 'ulimit -n "$1" && shift && exec "$@"' _ "$SVC_ULIMIT_N" \
+                "$SVC" --port "$p" --db-path "$T/products.db" --seed 1000 "$@" 2>"$T/svc.log" &
+        elif [ -n "${SVC_ULIMIT_SN:-}" ]; then
+            bash -c 'ulimit -Sn "$1" && shift && exec "$@"' _ "$SVC_ULIMIT_SN" \
+                "$SVC" --port "$p" --db-path "$T/products.db" --seed 1000 "$@" 2>"$T/svc.log" &
+        else
+            "$SVC" --port "$p" --db-path "$T/products.db" --seed 1000 "$@" 2>"$T/svc.log" &
+        fi
         SVC_PID=$!
         PIDS+=("$SVC_PID")
         for _ in $(seq 1 600); do
@@ -694,6 +704,68 @@ case_rebuild() {
     sleep 1.2
     for i in $(seq 3001 3040); do expect 200 GET "/products/$i"; done
     stop
+}
+
+# flood N: opens N connections at once and holds them (a server takes what
+# its limit allows, the rest wait in its listen backlog), then sends one
+# GET of an existing id on each and reads the answers; their status codes
+# (000: none within 30 s) go to $T/codes.
+flood() {
+    local n=$1 i fd line fds=()
+    for i in $(seq 1 "$n"); do
+        exec {fd}<>"/dev/tcp/127.0.0.1/$PORT" || fail "cannot open connection $i"
+        fds+=("$fd")
+    done
+    sleep 0.5
+    for i in "${!fds[@]}"; do
+        printf 'GET /products/%d HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' \
+            $((i % 1000 + 1)) >&"${fds[$i]}" || true
+    done
+    : >"$T/codes"
+    for fd in "${fds[@]}"; do
+        line=$(timeout 30 head -n 1 <&"$fd" || true)
+        exec {fd}<&-
+        [[ $line =~ ^HTTP/1\.1\ ([0-9]{3}) ]] && echo "${BASH_REMATCH[1]}" >>"$T/codes" ||
+            echo 000 >>"$T/codes"
+    done
+}
+
+# A cold service (no worker has its database connection yet) flooded with
+# more connections than its open-file limit holds: with the default
+# --max-connections it lowers the limit to what fits, and no request gets a
+# 503 because a worker could not open its database (EMFILE); an explicit
+# --max-connections that does not fit is refused; a soft limit below the
+# hard one is raised.
+case_fdlimit() {
+    SVC_ULIMIT_N=256 start_ranged --threads 4
+    grep -q "max-connections lowered from 1024 to [0-9]*: the open-file limit is 256 " "$T/svc.log" ||
+        fail "no log line about lowering max-connections"
+    eq "$(grep -c "max-connections lowered" "$T/svc.log")" 1 "lowered max-connections log lines"
+    flood 320
+    eq "$(grep -vc '^200$' "$T/codes")" 0 "non-200 answers to the flood ($(sort "$T/codes" | uniq -c | tr '\n' ' '))"
+    if grep -q "Too many open files\|resource limit" "$T/svc.log"; then fail "the service ran out of files"; fi
+    expect 200 GET /healthz
+    stop
+    # an explicit value that does not fit: exit 2, nothing started
+    local rc=0
+    timeout 30 bash -c 'ulimit -n 256 && exec "$@"' _ "$SVC" --port 0 --db-path "$T/products.db" \
+        --max-connections 1024 2>"$T/err" || rc=$?
+    eq "$rc" 2 "exit status of --max-connections 1024 under ulimit -n 256"
+    has "$T/err" "--max-connections 1024 does not fit the open-file limit of 256"
+    if grep -q "db:" "$T/err"; then fail "the database was opened"; fi
+    # one that fits is kept
+    SVC_ULIMIT_N=256 start_ranged --threads 4 --max-connections 100
+    if grep -q "lowered" "$T/svc.log"; then fail "an explicit --max-connections 100 was lowered"; fi
+    stop
+    # a soft limit below the hard one is raised to it
+    local hard
+    hard=$(ulimit -Hn)
+    if [ "$hard" != unlimited ] && [ "$hard" -ge 2048 ]; then
+        SVC_ULIMIT_SN=256 start_ranged --threads 4
+        if grep -q "lowered" "$T/svc.log"; then fail "max-connections lowered below a higher hard limit"; fi
+        eq "$(awk '/^Max open files/ { print $4 }' "/proc/$SVC_PID/limits")" "$hard" "soft open-file limit"
+        stop
+    fi
 }
 
 case_signals() {
