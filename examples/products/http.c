@@ -33,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -276,7 +275,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         /* Refused before the body is read (the connection is closed). */
         const char *ct =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-        if (ct && strncasecmp(ct, "application/json", 16) != 0)
+        if (ct && !http_content_type_json(ct))
             return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                  "unsupported media type", "send Content-Type: application/json",
                                  NULL);

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- parsing ------------------------------------------------------------ */
 
@@ -48,6 +49,15 @@ size_t http_unescape_path(char *s)
     }
     *w = '\0';
     return (size_t)(w - s);
+}
+
+int http_content_type_json(const char *ct)
+{
+    static const char json[] = "application/json";
+    if (strncasecmp(ct, json, sizeof(json) - 1) != 0) return 0;
+    ct += sizeof(json) - 1;
+    while (*ct == ' ' || *ct == '\t') ct++;
+    return *ct == '\0' || *ct == ';';
 }
 
 typedef struct jp {

@@ -25,6 +25,12 @@ int http_parse_id(const char *s, size_t len, uint64_t *out);
  * length; s stays NUL-terminated and never grows. */
 size_t http_unescape_path(char *s);
 
+/* Whether a Content-Type value is application/json (any case), alone or
+ * with parameters: optional spaces or tabs, then ';' and anything
+ * ("application/json; charset=utf-8"). Not application/jsonx,
+ * application/json-seq or application/json+foo. 1 or 0. */
+int http_content_type_json(const char *ct);
+
 typedef struct product_in {
     uint64_t id;
     int64_t price_cents;

@@ -14,7 +14,9 @@
  *   - a body that does not parse leaves a NUL-terminated message;
  *   - json_error into a small buffer stays inside it, NUL-terminated;
  *   - http_unescape_path (the input up to its first NUL, as a path) never
- *     grows it, leaves no NUL inside, keeps every '/' and makes none. */
+ *     grows it, leaves no NUL inside, keeps every '/' and makes none;
+ *   - http_content_type_json accepts only "application/json" (any case)
+ *     followed by the end, or spaces and tabs and then ';'. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +100,25 @@ static void check_unescape(const char *s, size_t len)
     free(p);
 }
 
+static void check_content_type(const char *s, size_t len)
+{
+    char *p = malloc(len + 1);
+    if (!p)
+        return;
+    memcpy(p, s, len);
+    p[len] = '\0';
+    if (http_content_type_json(p)) {
+        static const char json[] = "application/json";
+        size_t i = 0;
+        for (; i < sizeof json - 1; i++)
+            CHECK(p[i] != '\0' && (p[i] | 0x20) == json[i]);
+        while (p[i] == ' ' || p[i] == '\t')
+            i++;
+        CHECK(p[i] == '\0' || p[i] == ';');
+    }
+    free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -113,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_product(s, size);
     check_error_writer(s, size);
     check_unescape(s, size);
+    check_content_type(s, size);
     free(s);
     return 0;
 }

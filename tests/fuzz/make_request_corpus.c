@@ -7,7 +7,7 @@
  * surrogate pairs, multi-byte UTF-8, the longest name, and broken ones
  * (missing, repeated and unknown members, bad numbers, unterminated
  * strings, lone surrogates, invalid UTF-8, trailing bytes), and paths
- * with percent-escapes (%00, %2F, a cut-short one). */
+ * with percent-escapes (%00, %2F, a cut-short one), and Content-Types. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +39,8 @@ static const char *const seeds[] = {
     "{\"id\":\"22\",\"name\":\"a\",\"price_cents\":1}",
     "[1,2,3]", "{}", "", "{",
     "/products/42%00abc", "/products%2F42", "/products/%34%32", "/products/4%", "%2f%2F%00%zz",
+    "application/json", "Application/JSON ; charset=utf-8", "application/jsonx",
+    "application/json-seq",
 };
 
 static void put(const char *dir, int i, const char *s, size_t len)

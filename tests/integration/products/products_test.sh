@@ -493,6 +493,30 @@ EOF
     # 415: not JSON
     eq "$(req POST /products -H 'Content-Type: application/x-www-form-urlencoded' --data-binary 'id=1')" 415 "form body"
     json_error
+    # exactly application/json, with optional parameters; not a longer type
+    # that starts the same (the first 16 bytes used to be all that counted)
+    local ct
+    while IFS= read -r ct; do
+        eq "$(req POST /products -H "Content-Type: $ct" --data-binary '{"id":6001,"name":"x","price_cents":1}')" 415 "Content-Type $ct"
+        json_error
+    done <<'EOF'
+application/jsonx
+application/json-seq
+application/json+x
+application/jsonp; charset=utf-8
+application/json5
+text/json
+application/js
+EOF
+    while IFS= read -r ct; do
+        eq "$(req POST /products -H "Content-Type: $ct" --data-binary '{"id":6001,"name":"x","price_cents":1}')" 201 "Content-Type $ct"
+    done <<'EOF'
+application/json
+Application/JSON
+application/json; charset=utf-8
+application/json;charset=UTF-8
+application/json ; charset=utf-8
+EOF
     # 413: declared and chunked
     head -c 5000 /dev/zero | tr '\0' ' ' >"$T/big"
     eq "$(req POST /products -H 'Content-Type: application/json' --data-binary @"$T/big")" 413 "big body"
@@ -512,7 +536,7 @@ EOF
     metrics
     ge "$(m 'bloomgate_http_requests_total{code="400"}')" 35 "400s counted"
     eq "$(m 'bloomgate_http_requests_total{code="413"}')" 2 "413s counted"
-    eq "$(m 'bloomgate_http_requests_total{code="415"}')" 1 "415s counted"
+    eq "$(m 'bloomgate_http_requests_total{code="415"}')" 8 "415s counted"
     stop
 }
 
