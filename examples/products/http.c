@@ -4,7 +4,8 @@
  *   POST   /products        201 the product, 400 bad JSON, 413, 415, 503/500
  *   DELETE /products/{id}   204, 404, 400 bad id, 503/500
  *   GET    /metrics         200 Prometheus text
- *   GET    /healthz         200 "ok", 503 when the database does not answer
+ *   GET    /healthz         200 "ok", 503 when the database (or a remote filter)
+ *                           does not answer
  * HEAD is accepted wherever GET is. Other paths: 404; other methods on a
  * known path: 405 with Allow. Every error body is {"error":"..."}. Paths
  * are matched after percent-decoding, with %00 and %2F left encoded
@@ -183,10 +184,21 @@ static enum MHD_Result healthz(app *a, struct MHD_Connection *conn, uint64_t t0)
     bg_guard_buf v = {0};
     int rc = store_get(a->store, 1, &v);
     bg_guard_buf_free(&v);
-    if (rc >= 0) return respond(conn, ROUTE_HEALTHZ, t0, MHD_HTTP_OK, CT_TEXT, "ok\n", 3, NULL, NULL);
     char msg[600];
-    int n = snprintf(msg, sizeof(msg), "database unavailable: %s%s%s\n", bg_strerror(rc),
+    int n;
+    if (rc < 0) {
+        n = snprintf(msg, sizeof(msg), "database unavailable: %s%s%s\n", bg_strerror(rc),
                      store_errstr()[0] ? ": " : "", store_errstr());
+    } else if (a->cfg->filter_kind == BG_GUARD_FILTER_REMOTE &&
+               (rc = bg_guard_may_contain(a->guard, "1", 1)) < 0) {
+        /* Without its remote filter every GET of an id is a 503 (after a
+         * Redis restarted without its data: until a rebuild re-creates
+         * it), so the service is not healthy either. A local filter is in
+         * memory and cannot fail. */
+        n = snprintf(msg, sizeof(msg), "remote filter unavailable: %s\n", bg_strerror(rc));
+    } else {
+        return respond(conn, ROUTE_HEALTHZ, t0, MHD_HTTP_OK, CT_TEXT, "ok\n", 3, NULL, NULL);
+    }
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof(msg)) n = (int)sizeof(msg) - 1;
     return respond(conn, ROUTE_HEALTHZ, t0, MHD_HTTP_SERVICE_UNAVAILABLE, CT_TEXT, msg, (size_t)n,

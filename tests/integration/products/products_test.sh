@@ -911,6 +911,62 @@ case_redis_outage() {
     stop
 }
 
+free_ranged_port() { # a free port in 47400-47499
+    local p
+    for _ in $(seq 1 200); do
+        p=$((47400 + RANDOM % 100))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
+    done
+    fail "no free port in 47400-47499"
+}
+
+# until_get ID CODE [TEXT]: GET /products/ID until it answers CODE (and its
+# body contains TEXT), at most 15 s.
+until_get() {
+    local code
+    for _ in $(seq 1 75); do
+        code=$(req GET "/products/$1")
+        if [ "$code" = "$2" ] && { [ -z "${3:-}" ] || grep -qF -- "$3" "$T/body"; }; then return 0; fi
+        sleep 0.2
+    done
+    fail "GET /products/$1: no $2 ${3:+with '$3' }within 15 s (last: $code)"
+}
+
+# A remote filter lost with its Redis (restarted without its data): every
+# GET is a 503 "remote filter does not exist", and /healthz says so too
+# (it used to answer 200 meanwhile); with --rebuild-interval the rebuild
+# re-creates the filter and the service recovers, without, it stays so.
+case_remote_filter_lost() {
+    command -v "${REDIS_SERVER:-redis-server}" >/dev/null ||
+        fail "redis-server is missing (scripts/deps.sh installs it)"
+    REDIS_PORT=$(free_ranged_port)
+    redis_start
+    start_ranged --filter remote --filter-url "redis://127.0.0.1:$REDIS_PORT"
+    expect 200 GET /products/5
+    expect 200 GET /healthz
+    redis_stop
+    redis_start
+    until_get 5 503 "remote filter does not exist"
+    json_error
+    expect 503 GET /products/999999
+    expect 503 GET /healthz
+    has "$T/body" "remote filter unavailable: remote filter does not exist"
+    sleep 2
+    expect 503 GET /products/5
+    expect 503 GET /healthz
+    stop
+    # with periodic rebuilds (the filter is created afresh at startup)
+    start_ranged --filter remote --filter-url "redis://127.0.0.1:$REDIS_PORT" --rebuild-interval 1
+    expect 200 GET /products/5
+    redis_stop
+    redis_start
+    until_get 5 200
+    expect 200 GET /healthz
+    expect 404 GET /products/999999
+    has "$T/svc.log" "filter rebuilt in"
+    stop
+}
+
 # db_outage postgres|mariadb
 db_outage() {
     local kind=$1
