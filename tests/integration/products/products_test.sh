@@ -533,7 +533,17 @@ EOF
     printf 'GET /products/1 HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n' |
         timeout 5 bash -c "cat >/dev/tcp/127.0.0.1/$PORT" || true
     expect 200 GET /products/1
+    # libmicrohttpd's own answers are its HTML and are not counted (README,
+    # "Errors libmicrohttpd answers itself")
+    (
+        exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+        printf 'GET /products/1 HTTP/2.0\r\n\r\n' >&3
+        timeout 5 cat <&3
+    ) >"$T/raw" 2>/dev/null || true
+    grep -q '^HTTP/1.1 505' "$T/raw" || fail "HTTP/2.0 request line: $(head -n 1 "$T/raw")"
+    has "$T/raw" "<html>"
     metrics
+    eq "$(m 'bloomgate_http_requests_total{code="505"}')" 0 "libmicrohttpd's 505 counted"
     ge "$(m 'bloomgate_http_requests_total{code="400"}')" 35 "400s counted"
     eq "$(m 'bloomgate_http_requests_total{code="413"}')" 2 "413s counted"
     eq "$(m 'bloomgate_http_requests_total{code="415"}')" 8 "415s counted"
