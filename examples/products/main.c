@@ -292,6 +292,12 @@ int main(int argc, char **argv)
         char where[300];
         describe_redis(where, sizeof(where), &cfg.cache_url);
         redis_url_options(&cfg.cache_url, &cache_ro);
+        /* 0: the cache adapter's own timeouts (200 ms connect, 100 ms per
+         * command, guard.h): a cache that answers slower than that costs
+         * more than the database it saves; the filter keeps the longer
+         * ones. */
+        cache_ro.connect_timeout_ms = 0;
+        cache_ro.command_timeout_ms = 0;
         rc = bg_guard_redis_cache_new(&rcache, &cache_ro, "products:", cfg.cache_ttl_ms, &go.cache);
         if (rc != BG_OK) {
             logf_("cannot set up the redis cache: %s", bg_strerror(rc));

@@ -6,8 +6,12 @@
  * has its own connection and handle in its record (swap.c, PER-THREAD
  * RECORDS), made on first use. A record outlives its thread (the next new
  * thread adopts it, connection included) and bg_guard_free closes them all.
- * A broken connection reconnects on its next call (the client does that).
- * A handle that gets BG_ESTALE (the filter was re-created or reshaped by a
+ * A broken connection reconnects on its next call (the client does that),
+ * and a call that found its connection broken at once (a Redis that
+ * restarted, an idle connection a proxy closed) is retried once, on the new
+ * connection: otherwise every thread's first call after a Redis restart
+ * would fail. A call that waited for its timeout is not retried: a hung
+ * server would cost two timeouts (run below). A handle that gets BG_ESTALE (the filter was re-created or reshaped by a
  * rebuild elsewhere) is reopened and the call retried once; one that gets
  * BG_ENOTFOUND (dropped, or a Redis restarted without its data) is closed,
  * the status returned, and the next call opens it again.
@@ -42,6 +46,7 @@
  * their BG_ESTALE. The module backend cannot be rebuilt: BG_EINVAL. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdbool.h>
 #include <string.h>
 
 #include <bloomgate/remote.h>
@@ -96,8 +101,19 @@ static int thread_filter(bg_guard *g, bg__guard_thread **out)
     return BG_OK;
 }
 
-/* Runs op on the thread's handle: BG_ESTALE reopens and retries once,
- * BG_ENOTFOUND closes the handle (CONNECTIONS above). */
+/* Whether a call that began at t0 (ms) and failed with BG_ECONN failed at
+ * once, well before its command timeout: the connection was found broken,
+ * not the server slow. */
+static bool broke_at_once(const bg_guard *g, uint64_t t0)
+{
+    uint64_t timeout = g->ropts.command_timeout_ms ? g->ropts.command_timeout_ms : 2000;
+    return bg__guard_now_ms() - t0 < timeout / 2;
+}
+
+/* Runs op on the thread's handle: a connection found broken is retried
+ * once on a new one, BG_ESTALE reopens and retries once, BG_ENOTFOUND
+ * closes the handle (CONNECTIONS above). Both retries are safe: a query
+ * and an add (bits only set) can run twice with the result of once. */
 static int run(bg_guard *g, int (*op)(bg_remote_filter *, const void *, size_t),
                const void *key, size_t len)
 {
@@ -105,7 +121,10 @@ static int run(bg_guard *g, int (*op)(bg_remote_filter *, const void *, size_t),
     int rc = thread_filter(g, &t);
     if (rc != BG_OK)
         return rc;
+    uint64_t t0 = bg__guard_now_ms();
     rc = op(t->rf, key, len);
+    if (rc == BG_ECONN && broke_at_once(g, t0))
+        rc = op(t->rf, key, len);
     if (rc == BG_ESTALE) {
         rc = reopen(g, t);
         if (rc == BG_OK)
