@@ -113,7 +113,11 @@ typedef struct bg_file_info {
  * some state between the one before the call and the one after (a scalable
  * filter: with the layers it had when the call began), and its
  * checksum matches the bytes written. Returns BG_OK, BG_EINVAL or BG_EIO
- * (errno set; the target is untouched and the temporary file removed).
+ * (errno set; the target is untouched and the temporary file removed),
+ * except for one BG_EIO: the directory's fsync after the rename failed, so
+ * the target is already the new file but a power cut may bring back the old
+ * one. (A directory the caller may write but not read cannot be fsynced at
+ * all; that is not an error.)
  * Allocates a 1 MiB buffer for the duration of the call (BG_ENOMEM). */
 BG_API int bg_filter_save(const bg_filter *f, const char *path);
 

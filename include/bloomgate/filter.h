@@ -213,7 +213,9 @@ BG_API int bg_filter_add(bg_filter *f, const void *key, size_t len);
 
 /* Adds a key and reports whether it was new: 1 if at least one of its bits
  * was clear (the key was definitely absent before), 0 if all were set (it
- * was maybe present: nothing changed), or a negative status. Two threads
+ * was maybe present: no bit changed; a counting filter still increments
+ * the key's counters and its item count, COUNTING), or a negative status.
+ * Two threads
  * adding the same new key at once may both get 1. A scalable filter that
  * needs a new layer for the key and cannot have one returns BG_EFULL
  * (non-scaling), BG_ELAYERS, BG_ETOOBIG (max_bytes) or BG_ENOMEM, and

@@ -66,8 +66,14 @@ int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
         opts->nonscaling)
         return BG_EINVAL; /* scalable options on another variant */
 
-    /* The cap is on bytes; the solver's m counts cells of cell_bits bits. */
+    /* The cap is on bytes; the solver's m counts cells of cell_bits bits.
+     * The array is allocated in whole 64-bit words, so the cap is first
+     * rounded down to one (as scalable.c does for its layers): the filter's
+     * bytes never exceed it. */
     uint64_t max_bytes = opts->max_bytes ? opts->max_bytes : BG_DEFAULT_MAX_BYTES;
+    max_bytes &= ~UINT64_C(7);
+    if (max_bytes == 0)
+        return BG_ETOOBIG; /* not even one word */
     uint64_t max_bits = max_bytes > BG_MAX_BITS / 8 ? BG_MAX_BITS : max_bytes * 8;
     max_bits /= ops->cell_bits;
     bg_sizing s = {.n = opts->capacity, .p = opts->error_rate, .m = opts->bits, .k = opts->hashes};

@@ -224,6 +224,8 @@ static int least_bits(bg_variant v, double n, double p, unsigned k, double max_b
     }
     while (hi - lo > 1) {
         double mid = floor((lo + hi) / 2);
+        if (mid <= lo || mid >= hi)
+            break; /* above 2^53 doubles are > 1 apart: as exact as they get */
         if (fp_at(v, mid * unit, n, k) <= p)
             hi = mid;
         else
@@ -244,6 +246,8 @@ static double most_items(bg_variant v, double m, double p, unsigned k)
         hi *= 2;
     while (hi - lo > 1) {
         double mid = floor((lo + hi) / 2);
+        if (mid <= lo || mid >= hi)
+            break; /* above 2^53 doubles are > 1 apart: as exact as they get */
         if (fp_at(v, m, mid, k) <= p)
             lo = mid;
         else
@@ -295,6 +299,8 @@ int bg_sizing_solve(bg_variant variant, bg_sizing *s, uint64_t max_bits)
                 n = floor(m * BG__LN2 / k);
             if (n < 1)
                 return BG_EINVAL; /* m cannot hold even one key at p */
+            if (n >= 0x1p64)
+                return BG_EOVERFLOW; /* more keys than a uint64_t counts */
         }
     } else {
         if (has_p)

@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* ---- golden bytes ---------------------------------------------------- */
@@ -534,6 +535,33 @@ static void io_errors(void **state)
         TU_EQ_U(fst.st_gid, 65534);
         TU_EQ_U(fst.st_mode & 07777, 0640);
         TU_EQ_I(unlink(owned), 0);
+    }
+
+    if (geteuid() == 0) {
+        tu_ctx("a directory its saver may write but not read: the save is complete");
+        const char *wo = tu_tmp_file(&d, "write-only");
+        TU_EQ_I(mkdir(wo, 0700), 0);
+        TU_EQ_I(chown(wo, 65534, 65534), 0);
+        TU_EQ_I(chmod(wo, 0333), 0);
+        char target[600];
+        snprintf(target, sizeof target, "%s/f.bgf", wo);
+        TU_EQ_I(chmod(d.path, 0711), 0); /* nobody may pass through */
+        pid_t pid = fork();
+        TU_TRUE(pid >= 0);
+        if (pid == 0) /* as nobody: open(dir) for its fsync gets EACCES */
+            _exit(setgid(65534) != 0 || setuid(65534) != 0 ? 2
+                  : bg_filter_save(f, target) == BG_OK   ? 0
+                                                         : 1);
+        int status = 0;
+        TU_EQ_I(waitpid(pid, &status, 0), pid);
+        TU_TRUE(WIFEXITED(status));
+        TU_EQ_I(chmod(d.path, 0700), 0);
+        TU_EQ_I(WEXITSTATUS(status), 0);
+        TU_EQ_I(bg_filter_load(&g, target, 0), BG_OK);
+        assert_same_filter(f, g);
+        bg_filter_free(g);
+        TU_EQ_I(unlink(target), 0);
+        TU_EQ_I(rmdir(wo), 0);
     }
 
     tu_ctx("modes");

@@ -736,6 +736,21 @@ static void filter_new_sizing_errors(void **state)
         TU_EQ_U(bg_filter_bytes(f), 1024);
         bg_filter_free(f);
 
+        /* The array is whole 64-bit words: a cap that is not a multiple of
+         * 8 bytes is rounded down, so bytes never exceed it (1199 let a
+         * 1200-byte array through). */
+        o = (bg_filter_options){.variant = v, .capacity = 1000, .error_rate = 0.01};
+        TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+        uint64_t need = bg_filter_bytes(f);
+        bg_filter_free(f);
+        o.max_bytes = need - 1;
+        TU_EQ_I(bg_filter_new(&f, &o), BG_ETOOBIG);
+        o.max_bytes = need;
+        TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+        bg_filter_free(f);
+        o.max_bytes = 7;
+        TU_EQ_I(bg_filter_new(&f, &o), BG_ETOOBIG);
+
         /* The default cap (BG_DEFAULT_MAX_BYTES) applies with max_bytes 0. */
         o = (bg_filter_options){.variant = v, .capacity = 100000000000, .error_rate = 0.001};
         f = (bg_filter *)&f;
@@ -857,6 +872,26 @@ static void large_values_preserved(void **state)
             TU_TRUE(s.m >= big[i]);
             TU_EQ_U(s.m % unit_bits(v), 0);
         }
+        /* Searched sizes above 2^53, where doubles are more than 1 apart:
+         * the bisections end (they spun forever) with an answer that meets
+         * p. */
+        tu_ctx("%s m = 2^62, p = 0.01, k = 7", vname(v));
+        bg_sizing s = {.m = UINT64_C(1) << 62, .p = 0.01, .k = 7};
+        TU_EQ_I(bg_sizing_solve(v, &s, BG_MAX_BITS), BG_OK);
+        TU_TRUE(s.n > (UINT64_C(1) << 57) && s.p <= 0.01);
+        tu_ctx("%s m = 2^63, p = 0.5", vname(v));
+        s = (bg_sizing){.m = UINT64_C(1) << 63, .p = 0.5};
+        TU_EQ_I(bg_sizing_solve(v, &s, BG_MAX_BITS), BG_OK);
+        TU_TRUE(s.n > (UINT64_C(1) << 62) && s.p <= 0.5);
+        tu_ctx("%s n = 2^58, p = 0.5, k = 1", vname(v));
+        s = (bg_sizing){.n = UINT64_C(1) << 58, .p = 0.5, .k = 1};
+        TU_EQ_I(bg_sizing_solve(v, &s, BG_MAX_BITS), BG_OK);
+        TU_TRUE(s.m > (UINT64_C(1) << 58) && s.p <= 0.5);
+        tu_ctx("%s n = 1e17, p = 1e-12", vname(v));
+        s = (bg_sizing){.n = 100000000000000000, .p = 1e-12};
+        int rc = bg_sizing_solve(v, &s, BG_MAX_BITS);
+        TU_TRUE(rc == BG_OK || rc == BG_ETOOBIG);
+        TU_TRUE(rc != BG_OK || s.p <= 1e-12);
         /* Just above the hard ceiling (less than a double's ulp there):
          * still above it. */
         tu_ctx("%s m = BG_MAX_BITS + 512", vname(v));
