@@ -281,8 +281,7 @@ void redis_url_options(const redis_url *u, bg_remote_options *ro)
     }
     ro->username = u->username[0] ? u->username : NULL;
     ro->password = u->has_password ? u->password : NULL;
-    ro->connect_timeout_ms = 500;
-    ro->command_timeout_ms = 1000;
+    /* timeouts 0: each user picks its own (main.c) */
 }
 
 /* Whether a filter of --capacity keys at --error-rate fits what it will be

@@ -24,7 +24,8 @@ typedef struct redis_url {
 /* Parses url into *out. 0, or -1 with a message in err. */
 int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen);
 
-/* Fills *ro from u; the strings point into u (ro is valid while u is). */
+/* Fills *ro from u, timeouts 0 (the defaults of what it is given to); the
+ * strings point into u (ro is valid while u is). */
 void redis_url_options(const redis_url *u, bg_remote_options *ro);
 
 typedef struct products_config {

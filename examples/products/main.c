@@ -291,13 +291,10 @@ int main(int argc, char **argv)
     if (cfg.cache_redis) {
         char where[300];
         describe_redis(where, sizeof(where), &cfg.cache_url);
-        redis_url_options(&cfg.cache_url, &cache_ro);
-        /* 0: the cache adapter's own timeouts (200 ms connect, 100 ms per
+        /* Timeouts 0: the cache adapter's own (200 ms connect, 100 ms per
          * command, guard.h): a cache that answers slower than that costs
-         * more than the database it saves; the filter keeps the longer
-         * ones. */
-        cache_ro.connect_timeout_ms = 0;
-        cache_ro.command_timeout_ms = 0;
+         * more than the database it saves. */
+        redis_url_options(&cfg.cache_url, &cache_ro);
         rc = bg_guard_redis_cache_new(&rcache, &cache_ro, "products:", cfg.cache_ttl_ms, &go.cache);
         if (rc != BG_OK) {
             logf_("cannot set up the redis cache: %s", bg_strerror(rc));
@@ -329,6 +326,10 @@ int main(int argc, char **argv)
     char fwhere[300] = "";
     if (cfg.filter_kind == BG_GUARD_FILTER_REMOTE) {
         redis_url_options(&cfg.filter_url, &filter_ro);
+        /* Longer than the cache's: a filter check has no fallback (an
+         * error is a 503), so a slow answer beats none. */
+        filter_ro.connect_timeout_ms = 500;
+        filter_ro.command_timeout_ms = 1000;
         describe_redis(fwhere, sizeof(fwhere), &cfg.filter_url);
         go.remote = &filter_ro;
         go.remote_name = cfg.filter_name;

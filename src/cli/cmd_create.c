@@ -87,9 +87,7 @@ int cli_save_new(const bg_filter *f, const char *path, bool force)
      * the whole filter behind under the temporary name. */
     sigset_t old;
     cli_hold_signals(&old);
-    errno = 0;
-    int rc = bg_filter_save(f, tmp);
-    err = errno;
+    int rc = cli_save(f, tmp, &err); /* holds them too; this mask stays */
     if (rc != BG_OK) {
         cli_release_signals(&old);
         cli_file_error(path, "cannot save", rc, err);
