@@ -41,6 +41,11 @@ typedef struct bg__filter_ops {
     /* Scans the array once: bits_set, estimated_items, estimated_fp_rate
      * (and saturated, for counters). */
     void (*estimate)(const bg_filter *f, bg_filter_stats *st);
+    /* The current false-positive rate exactly, for the variant's own probe
+     * scheme, where `estimate`'s is a model and the exact count is cheap
+     * enough (standard.c EXACT RATE); NaN otherwise. NULL: none (blocked:
+     * `estimate`'s rate is exact already; counting: not a scalable layer). */
+    double (*exact_rate)(const bg_filter *f);
     /* Counting only (NULL otherwise): decrements the key's counters if none
      * is 0 and returns 1, else changes nothing and returns 0. */
     int (*remove)(bg_filter *f, bg_hash h);

@@ -19,23 +19,45 @@
  *
  * THE BUDGET
  * That bound is on the layers' expected rates. One layer's actual rate is a
- * function of its bits (fill^k for a standard layer) and scatters around
- * p_i: its relative sd is about 0.55 k / sqrt(m_i) for a standard layer
- * (the occupancy variance of the fill, sqrt(e^-L (1 - (1 + L) e^-L)) / f per
- * bit at L = ln 2, times k), 13% at n_i = 100 and 4% at 1000 (measured over
- * 200 seeds: 13.1% and 4.0%), about twice that for blocked layers. Left
- * alone, 44 of 100 stacks grown from n0 = 100 to 20,000 keys came out above
- * p (up to 1.22 p). So a layer that is retired is measured, once, from its
- * bits (the variant's `estimate`, exact for its layout: r_j), and the next
- * layer is sized for what the ones before it left of the budget:
+ * function of its bits and scatters around p_i: its relative sd is about
+ * 0.55 k / sqrt(m_i) for a standard layer (the occupancy variance of the
+ * fill, sqrt(e^-L (1 - (1 + L) e^-L)) / f per bit at L = ln 2, times k),
+ * 13% at n_i = 100 and 4% at 1000 (measured over 200 seeds: 13.1% and
+ * 4.0%), about twice that for blocked layers. So a layer that is retired is
+ * measured, once, from its bits (r_j: exact, standard.c EXACT RATE, for a
+ * standard layer of up to 4096 bits, where the fill model (X / m)^k is 1% to
+ * 15% low; else the variant's `estimate`, exact for blocked layers and
+ * within ~0.1% for larger standard ones), and the next layer is sized for
+ * what the ones before it left of the budget:
  *   p_i' = min(p_i, B_i),  B_i = sum_{j <= i} p_j - sum_{j < i} r_j,
  * but at least p_i / 8 (so a freak layer cannot make the next one huge).
  * The retired layers' rates then add up to at most sum_{j < i} p_j unless
  * that floor was hit, and the newest layer, sized for at most its share,
  * has sum_{j > i} p_j = p t^(i+1) (= p_i for t = 1/2) of slack for its own
- * scatter: the compound rate stays below p for the filter at hand, not only
- * on average. Capacities, and so the layer counts RedisBloom users see, do
- * not change; only some layers get a few more bits (< 1% in all).
+ * scatter. (B_i above p_i is not handed on: the newest layer's slack does
+ * not grow with it, and a small layer given the surplus went to 3x its
+ * target.)
+ *
+ * MARGINS
+ * The budget corrects a layer only after it is retired, and the floor p_i / 8
+ * caps the correction; a small layer can miss by more than either covers
+ * (at n0 = 10 the first layer's rate scatters by ~40% and its fill model is
+ * 15% low: 156 of 200 stacks at p = 0.01, and 200 of 200 at p = 0.001, were
+ * above p, and at n0 = 100, p = 0.001 153 of 200). So every scaling layer is
+ *   - sized for p_i' / (1 + 3 sd), sd = c k / sqrt(m) its own scatter at that
+ *     size (c = 0.55 standard, 1.1 blocked; with_margin), so that its rate
+ *     passes p_i' in ~1 layer of 1000 (were the scatter Gaussian);
+ *   - at least LAYER_MIN_BITS = 1024 bits: below that neither model holds
+ *     (a handful of keys, a few blocks), and 128 bytes is nothing to save.
+ *     Its k is then the best for (n_i, 1024) and its rate far below p_i'
+ *     (unless max_bytes has no 128 bytes left for it).
+ * Measured over 50 to 200 seeds each (tests/unit/test_scalable.c,
+ * rate_below_p_per_filter; docs/PERFORMANCE.md), no stack is above p, from
+ * n0 = 10 to 1000 at p = 0.01 and 0.001, standard and blocked layers; the
+ * worst is 0.95 p. Memory: +1% at n0 = 100, +0.3% at 1000, +0.01% at 10^5,
+ * +340 bytes (11%) at n0 = 10. Capacities, and so the layer counts
+ * RedisBloom users see, do not change. Non-scaling filters are one layer at
+ * p, as a standard filter: no margin, no floor.
  *
  * GROWTH AND ITS LIMITS
  * A new layer may fail: BG_EFULL (non-scaling), BG_ELAYERS (max_layers
@@ -138,8 +160,33 @@ static double layer_rate(const bg__scalable_params *p, uint32_t i)
     return r;
 }
 
+/* Each scaling layer is sized for target / (1 + MARGIN_Z sd) (MARGINS), sd
+ * its rate's relative scatter at that size. */
+#define MARGIN_Z 3.0
+
+/* A scaling layer has at least this many bits (MARGINS). */
+#define LAYER_MIN_BITS 1024u
+
+/* The rate to size a scaling layer of n keys for (MARGINS), so that its
+ * actual rate stays below `target`: target / (1 + z sd), where sd = c k /
+ * sqrt(m) is the relative scatter of the rate at the m, k that rate itself
+ * gives (c = 0.55 standard, 1.1 blocked: THE BUDGET). sd grows slowly as
+ * the rate falls, so a few rounds of the fixed point settle it. */
+static double with_margin(bg_variant v, uint64_t n, double target)
+{
+    double scatter = v == BG_VARIANT_BLOCKED ? 1.1 : 0.55;
+    double r = target;
+    for (int round = 0; round < 4; round++) {
+        bg_sizing s = {.n = n, .p = r};
+        if (bg_sizing_solve(v, &s, BG_MAX_BITS) != BG_OK)
+            return r; /* bg_filter_new gives the verdict */
+        r = target / (1.0 + MARGIN_Z * scatter * s.k / sqrt((double)s.m));
+    }
+    return r;
+}
+
 /* Layer i for a stack whose layers below it use `used` bytes and left
- * `rate_left` of the rate (THE BUDGET; layer_rate(p, i) or more: none). */
+ * `rate_left` of the rate (THE BUDGET; layer_rate(p, 0) for layer 0). */
 static int layer_new(const bg__scalable_params *p, uint32_t i, uint64_t used, double rate_left,
                      bg_filter **out)
 {
@@ -154,18 +201,31 @@ static int layer_new(const bg__scalable_params *p, uint32_t i, uint64_t used, do
     bool blocked = p->layer_variant == BG_VARIANT_BLOCKED;
     if (i > 0 && !(blocked ? rate >= BG_BLOCKED_MIN_P : rate > 0.0))
         return BG_ELAYERS;
-    if (rate_left < rate) {
+    if (rate_left < rate)
         rate = rate_left > rate / 8 ? rate_left : rate / 8;
-        if (blocked && rate < BG_BLOCKED_MIN_P)
-            rate = BG_BLOCKED_MIN_P;
-    }
+    if (blocked && rate < BG_BLOCKED_MIN_P && i > 0)
+        rate = BG_BLOCKED_MIN_P;
     uint64_t bytes_left = used < p->max_bytes ? (p->max_bytes - used) & ~UINT64_C(7) : 0;
     if (bytes_left == 0)
         return BG_ETOOBIG;
+    uint64_t bits = 0;
+    if (!p->nonscaling) {
+        double target = rate;
+        rate = with_margin(p->layer_variant, cap, target);
+        if (blocked && rate < BG_BLOCKED_MIN_P && target >= BG_BLOCKED_MIN_P)
+            rate = BG_BLOCKED_MIN_P;
+        bg_sizing s = {.n = cap, .p = rate};
+        if (bg_sizing_solve(p->layer_variant, &s, BG_MAX_BITS) == BG_OK &&
+            s.m < LAYER_MIN_BITS && bytes_left >= LAYER_MIN_BITS / 8) {
+            bits = LAYER_MIN_BITS; /* k and the rate follow from (n, m) */
+            rate = 0.0;
+        }
+    }
     bg_filter_options o = {
         .variant = p->layer_variant,
         .capacity = cap,
         .error_rate = rate,
+        .bits = bits,
         .seed = p->seed,
         .max_bytes = bytes_left,
         .concurrency = p->single_writer ? BG_SINGLE_WRITER : BG_CONCURRENT_WRITERS,
@@ -284,7 +344,7 @@ int bg__scalable_new(bg_filter **out, const bg_filter_options *o)
     if (rc != BG_OK)
         return rc == BG_EVARIANT ? BG_EVARIANT : BG_EINVAL;
     bg_filter *layer;
-    if ((rc = layer_new(&p, 0, 0, 1.0, &layer)) != BG_OK)
+    if ((rc = layer_new(&p, 0, 0, layer_rate(&p, 0), &layer)) != BG_OK)
         return rc;
     bg_filter *f;
     if ((rc = bg__scalable_shell(&f, &p)) != BG_OK) {
@@ -340,9 +400,13 @@ static double budget_for(struct bg__scalable *s, uint32_t n)
     for (uint32_t j = 0; j < n; j++) {
         if (isnan(s->rate_of[j])) {
             const bg_filter *l = layer_at(s, j);
-            bg_filter_stats st = {0};
-            l->ops->estimate(l, &st);
-            s->rate_of[j] = st.estimated_fp_rate;
+            double r = l->ops->exact_rate ? l->ops->exact_rate(l) : NAN;
+            if (isnan(r)) {
+                bg_filter_stats st = {0};
+                l->ops->estimate(l, &st);
+                r = st.estimated_fp_rate;
+            }
+            s->rate_of[j] = r;
         }
         budget += layer_rate(&s->p, j) - s->rate_of[j];
     }
