@@ -201,9 +201,11 @@ static void scalable_seeds(void)
      * the first layer's version-1 header is at 128 (its checksum field at
      * 248, its payload length at 192), its payload at 256. */
     size_t len;
-    uint8_t *buf = image((bg_filter_options){.variant = SC, .capacity = 50, .error_rate = 0.01,
+    /* Capacity 100: a first layer of 152 bytes, so it has padding (at 50 it
+     * is the 1024-bit minimum, 128 bytes, and has none). */
+    uint8_t *buf = image((bg_filter_options){.variant = SC, .capacity = 100, .error_rate = 0.01,
                                              .seed = 31},
-                         80, &len);
+                         150, &len);
     seed("scl-bad-truncated", buf, len - 1, BG_ETRUNC);
     seed("scl-bad-header-only", buf, 128, BG_ETRUNC);
     uint8_t *longer = malloc(len + 64);
