@@ -86,13 +86,23 @@ static size_t count_slashes(const char *s)
     return n;
 }
 
-static void check_unescape(const char *s, size_t len)
+/* The input as a C string, as libmicrohttpd hands paths and headers over
+ * (a NUL inside ends it early); NULL if out of memory. Free it. */
+static char *c_string(const char *s, size_t len)
 {
     char *p = malloc(len + 1);
+    if (p) {
+        memcpy(p, s, len);
+        p[len] = '\0';
+    }
+    return p;
+}
+
+static void check_unescape(const char *s, size_t len)
+{
+    char *p = c_string(s, len);
     if (!p)
         return;
-    memcpy(p, s, len);
-    p[len] = '\0';
     size_t in = strlen(p), slashes = count_slashes(p);
     size_t out = http_unescape_path(p);
     CHECK(out <= in && strlen(p) == out);
@@ -102,11 +112,9 @@ static void check_unescape(const char *s, size_t len)
 
 static void check_content_type(const char *s, size_t len)
 {
-    char *p = malloc(len + 1);
+    char *p = c_string(s, len);
     if (!p)
         return;
-    memcpy(p, s, len);
-    p[len] = '\0';
     if (http_content_type_json(p)) {
         static const char json[] = "application/json";
         size_t i = 0;

@@ -850,13 +850,13 @@ case_sqlite_moved() {
 
 REDIS_PID=
 REDIS_PORT=
-free_port() { # a free port in 25000-25999
-    local p
+free_port() { # [FIRST [COUNT]]: a free port in FIRST..FIRST+COUNT-1 (25000, 1000)
+    local first=${1:-25000} count=${2:-1000} p
     for _ in $(seq 1 200); do
-        p=$((25000 + RANDOM % 1000))
+        p=$((first + RANDOM % count))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
     done
-    fail "no free port in 25000-25999"
+    fail "no free port in $first-$((first + count - 1))"
 }
 redis_start() { # on REDIS_PORT
     local try
@@ -931,15 +931,6 @@ case_redis_outage() {
     stop
 }
 
-free_ranged_port() { # a free port in 47400-47499
-    local p
-    for _ in $(seq 1 200); do
-        p=$((47400 + RANDOM % 100))
-        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
-    done
-    fail "no free port in 47400-47499"
-}
-
 # until_get ID CODE [TEXT]: GET /products/ID until it answers CODE (and its
 # body contains TEXT), at most 15 s.
 until_get() {
@@ -959,7 +950,7 @@ until_get() {
 case_remote_filter_lost() {
     command -v "${REDIS_SERVER:-redis-server}" >/dev/null ||
         fail "redis-server is missing (scripts/deps.sh installs it)"
-    REDIS_PORT=$(free_ranged_port)
+    REDIS_PORT=$(free_port 47400 100)
     redis_start
     start_ranged --filter remote --filter-url "redis://127.0.0.1:$REDIS_PORT"
     expect 200 GET /products/5
