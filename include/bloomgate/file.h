@@ -35,8 +35,9 @@
  * target is the complete old file or the complete new one. A crash can leave
  * the temporary file behind; it is never mistaken for the target and may be
  * deleted. A target that is a symbolic link is replaced by a regular file
- * (the link's destination is left as it was), as with `sed -i`: save to the
- * link's destination to update that instead. The saved file is a new file:
+ * (the link's destination is left as it was, and lends the new file its
+ * owner and mode), as with `sed -i`: save to the link's destination to
+ * update that instead. The saved file is a new file:
  * other hard links to the old one keep the old content. */
 #ifndef BLOOMGATE_FILE_H
 #define BLOOMGATE_FILE_H

@@ -19,6 +19,8 @@
  * precision when k n / m is small (a nearly empty filter). */
 static double fp_standard(double m, double n, double k)
 {
+    if (n <= 0)
+        return 0; /* no key, no bit set (and m = 1 would give 0 * -inf) */
     double fill = -expm1(k * n * log1p(-1.0 / m));
     return pow(fill, k);
 }
@@ -152,13 +154,15 @@ static double round_bits(bg_variant v, double m)
  * trip through double. */
 static int round_bits_exact(bg_variant v, uint64_t m, uint64_t max_bits, uint64_t *out)
 {
+    /* An m above the cap is BG_ETOOBIG for every variant, before rounding
+     * can overflow (the cap is at most BG_MAX_BITS = 2^63, so m <= cap
+     * rounds up to whole blocks without wrapping). */
+    if (m > max_bits)
+        return BG_ETOOBIG;
     if (m < BG_MIN_BITS)
         m = BG_MIN_BITS;
-    if (v == BG_VARIANT_BLOCKED) {
-        if (m > UINT64_MAX - (BG_BLOCK_BITS - 1))
-            return BG_EOVERFLOW;
+    if (v == BG_VARIANT_BLOCKED)
         m = (m + BG_BLOCK_BITS - 1) / BG_BLOCK_BITS * BG_BLOCK_BITS;
-    }
     if (m > max_bits)
         return BG_ETOOBIG;
     *out = m;

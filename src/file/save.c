@@ -201,7 +201,9 @@ static int check_target(const char *path)
 /* A replaced file keeps its owner, group and mode (a new one gets the
  * caller's, and 0666 & ~umask from open). The owner first: chown clears
  * set-user-ID bits. A caller that may not give the file away (EPERM: not
- * root) saves it as its own, as editors do. */
+ * root) saves it as its own, as editors do. stat follows a symbolic link:
+ * the regular file that replaces a link takes its destination's attributes,
+ * which are the ones readers of the link saw (GNU sed -i does the same). */
 static int keep_attributes(const char *path, int fd)
 {
     struct stat old, now;

@@ -575,6 +575,28 @@ static void io_errors(void **state)
     TU_EQ_I(bg_filter_save(f, path), BG_OK);
     TU_EQ_I(stat(path, &st), 0);
     TU_EQ_U(st.st_mode & 0777, 0600); /* a replaced file keeps its mode */
+
+    tu_ctx("a symbolic link");
+    /* Replaced by a regular file with its destination's mode; the
+     * destination keeps its old bytes (file.h, CRASH SAFETY). */
+    const char *link_path = tu_tmp_file(&d, "link.bgf");
+    TU_EQ_I(symlink(path, link_path), 0);
+    TU_EQ_I(chmod(path, 0640), 0);
+    TU_EQ_I(stat(path, &st), 0);
+    off_t dest_size = st.st_size;
+    struct timespec dest_mtime = st.st_mtim;
+    bg_filter *h = golden_filter(1);
+    TU_EQ_I(bg_filter_save(h, link_path), BG_OK);
+    TU_EQ_I(lstat(link_path, &st), 0);
+    TU_TRUE(S_ISREG(st.st_mode));
+    TU_EQ_U(st.st_mode & 0777, 0640);
+    TU_EQ_I(bg_filter_load(&g, link_path, 0), BG_OK);
+    assert_same_filter(h, g);
+    bg_filter_free(g);
+    TU_EQ_I(stat(path, &st), 0);
+    TU_EQ_I(st.st_size, dest_size);
+    TU_TRUE(st.st_mtim.tv_sec == dest_mtime.tv_sec && st.st_mtim.tv_nsec == dest_mtime.tv_nsec);
+    bg_filter_free(h);
     umask(old);
 
     tu_ctx("a relative path");

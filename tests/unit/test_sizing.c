@@ -560,6 +560,8 @@ static void fp_rate_model(void **state)
         bg_variant v = variants[vi];
         tu_ctx("%s fp_rate(n=0)", vname(v));
         TU_EQ_D(fp(v, 9728, 0, 7), 0.0);
+        TU_EQ_D(fp(v, 1, 0, 1), 0.0); /* not 0 * -inf = NaN from ln(1 - 1/m) */
+        TU_EQ_D(fp(v, 1, 0, max_k(v)), 0.0);
         double prev = 0;
         for (uint64_t n = 1; n <= 100000; n *= 3) {
             double p = fp(v, 9728, n, 7);
@@ -693,6 +695,10 @@ static void bad_arguments(void **state)
         TU_EQ_U(s.m, cap);
         /* The cap itself never exceeds BG_MAX_BITS, whatever max_bits says. */
         expect_error(v, (bg_sizing){.m = BG_MAX_BITS + 4096, .k = 7}, UINT64_MAX, BG_ETOOBIG);
+        /* Above the cap is BG_ETOOBIG for every variant, even where rounding
+         * up to whole blocks would pass 2^64. */
+        expect_error(v, (bg_sizing){.m = UINT64_MAX, .k = 7}, UINT64_MAX, BG_ETOOBIG);
+        expect_error(v, (bg_sizing){.m = UINT64_MAX - 1, .n = 1000}, 0, BG_ETOOBIG);
         s = (bg_sizing){.m = BG_MAX_BITS, .k = 7};
         TU_EQ_I(bg_sizing_solve(v, &s, UINT64_MAX), BG_OK);
         TU_EQ_U(s.m, BG_MAX_BITS);
@@ -735,6 +741,9 @@ static void filter_new_sizing_errors(void **state)
         TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
         TU_EQ_U(bg_filter_bytes(f), 1024);
         bg_filter_free(f);
+        o = (bg_filter_options){.variant = v, .bits = UINT64_MAX, .hashes = 7};
+        TU_EQ_I(bg_filter_new(&f, &o), BG_ETOOBIG);
+        TU_TRUE(f == NULL);
 
         /* The array is whole 64-bit words: a cap that is not a multiple of
          * 8 bytes is rounded down, so bytes never exceed it (1199 let a
