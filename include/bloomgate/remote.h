@@ -20,8 +20,9 @@
  * BACKENDS
  * BG_REMOTE_MODULE speaks RedisBloom's BF.* commands, to a server that has
  * bloomgate.so (or RedisBloom) loaded; the filter is the key `name` and the
- * server keeps its parameters. BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS,
- * BF.MEXISTS, BF.INFO, DEL and PEXPIRE.
+ * server keeps its parameters. BF.RESERVE, BF.INSERT NOCREATE, BF.MEXISTS,
+ * BF.INFO, DEL and PEXPIRE, and two short scripts (EVAL) for STAGED
+ * CREATION below.
  * BG_REMOTE_BITMAP needs no module (any Redis >= 6.2): the filter is a
  * standard-variant filter (<bloomgate/filter.h>) whose bit array is a Redis
  * string, bit i at byte i / 8, mask 0x80 >> (i % 8) (SETBIT order, the
@@ -286,6 +287,44 @@ BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name, const
  * same bits, hashes and seed, and the meta hash's item count. Statuses as
  * for add, plus BG_ENOMEM. Allocates *out; free it with bg_filter_free. */
 BG_REMOTE_API int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out);
+
+/* STAGED CREATION (module backend; the bitmap backend gets BG_EINVAL: build
+ * a local filter and bg_remote_filter_publish it, which is atomic too)
+ *
+ * Creates a filter that nobody sees until it is filled:
+ *
+ *   bg_remote_filter_stage(&f, r, "users", &opts);   // reserved, hidden
+ *   for each batch of the source:
+ *       bg_remote_filter_add_many(f, keys, lens, n, NULL);
+ *   bg_remote_filter_stage_commit(f);                // now it is "users"
+ *
+ * stage reserves the filter (BF.RESERVE, as bg_remote_filter_create) under
+ * a staging key {name}:staging:<16 random hex digits>, which no name can
+ * open (names have no braces), in name's cluster slot (the hash tag). Until
+ * commit, `name` does not exist: others opening it get BG_ENOTFOUND, never a
+ * filter that holds only part of the source (which would answer "absent"
+ * for keys it should hold). The handle adds, queries, reads stats and drops
+ * the staged filter (drop abandons it); expire is BG_EINVAL until commit.
+ * commit renames the staging key to `name` in one script if `name` still
+ * does not exist, and removes its time to live; the handle is then an
+ * ordinary handle on `name`. If `name` was created meanwhile, commit deletes
+ * the staged filter and returns BG_EEXIST (open `name` instead).
+ *
+ * The staging key lives BG_REMOTE_STAGE_TTL_MS, renewed by the handle's adds
+ * (at most once a second, one PEXPIRE), so a staging key whose creator died
+ * goes away by itself; a pause longer than that between two adds lets it
+ * expire, and the next add or the commit gets BG_ENOTFOUND.
+ *
+ * stage: BG_OK, BG_EINVAL (bitmap backend, shards, and the arguments
+ * bg_remote_filter_create refuses), BG_ECONN, BG_EREMOTE, BG_ENOMEM.
+ * commit: BG_OK, BG_EEXIST, BG_ENOTFOUND (the staged filter expired or was
+ * dropped), BG_EINVAL (not a staged handle, or committed already), BG_ECONN,
+ * BG_EREMOTE. A commit whose reply was lost (BG_ECONN) may have happened:
+ * open `name` to know. */
+#define BG_REMOTE_STAGE_TTL_MS 600000u
+BG_REMOTE_API int bg_remote_filter_stage(bg_remote_filter **out, bg_remote *r, const char *name,
+                                         const bg_remote_filter_options *opts);
+BG_REMOTE_API int bg_remote_filter_stage_commit(bg_remote_filter *f);
 
 /* REBUILD (bitmap backend, sharded too; the module backend gets BG_EINVAL)
  *

@@ -28,9 +28,12 @@
  * first, and a put made through the first in between is only in the first:
  * a false negative until the next rebuild. Start one instance first, or
  * create the filter ahead (bloomgate push), to avoid that window. Module
- * backend: BF.RESERVE then bg_remote_filter_add_many in batches (the module
- * has no publish): instances that open it during the fill see it partly
- * filled. The same advice applies.
+ * backend: the same in Redis: bg_remote_filter_stage reserves it under a
+ * hidden staging key, bg_remote_filter_add_many fills it in batches, and
+ * bg_remote_filter_stage_commit renames it to the name unless someone
+ * created it meanwhile (BG_EEXIST: ours is dropped and theirs opened).
+ * Nobody opens a partly filled filter, and of instances racing through
+ * this the first commit wins: the others drop theirs and open it.
  * bg_guard_rebuild of a filter that no longer exists creates it again this
  * way (a Redis restarted without persistence).
  *
@@ -227,12 +230,22 @@ static int create_module(bg_guard *g, bg__guard_thread *t)
     }
     bg_remote_filter_close(t->rf);
     t->rf = NULL;
-    int rc = bg_remote_filter_create(&t->rf, t->conn, g->rname, &ro);
-    if (rc == BG_EEXIST)
-        return reopen(g, t); /* another instance made it (and fills it) */
+    int rc = bg_remote_filter_stage(&t->rf, t->conn, g->rname, &ro);
     if (rc != BG_OK)
         return rc;
-    return stream(g, BG__GUARD_BATCH_REMOTE, flush_remote, t->rf);
+    rc = stream(g, BG__GUARD_BATCH_REMOTE, flush_remote, t->rf);
+    if (rc == BG_OK)
+        rc = bg_remote_filter_stage_commit(t->rf);
+    if (rc == BG_EEXIST) {
+        /* Another instance published its complete filter first: use it
+         * (commit dropped ours). */
+        bg_remote_filter_close(t->rf);
+        t->rf = NULL;
+        return reopen(g, t);
+    }
+    if (rc != BG_OK && rc != BG_ECONN)
+        (void)bg_remote_filter_drop(t->rf); /* else its TTL removes it */
+    return rc;
 }
 
 /* Opens the filter on t, creating it from the source when it is missing. */

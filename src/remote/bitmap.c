@@ -419,8 +419,8 @@ static int run_script(bg_remote *r, int idx, int argc, const char **argv, size_t
     return BG_OK;
 }
 
-/* A random generation in [1, 2^63): getrandom, or the clock and pid. */
-static uint64_t new_generation(void)
+/* Generations and staging keys: getrandom, or the clock and pid. */
+uint64_t bg__random_u63(void)
 {
     uint64_t g = 0;
     if (getrandom(&g, sizeof g, 0) != (ssize_t)sizeof g) {
@@ -470,7 +470,7 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o)
     f->seed = o->seed;
     f->capacity = o->capacity ? s.n : 0;
     f->error_rate = o->capacity ? s.p : 0;
-    f->generation = new_generation();
+    f->generation = bg__random_u63();
     if ((rc = set_bits_key(f)) != BG_OK)
         return rc;
     memcpy(f->lineage, f->gen_str, sizeof f->lineage);
@@ -1130,7 +1130,7 @@ int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local)
     if (poff > size || size - poff != bytes)
         return bg__remote_fail(r, BG_ECORRUPT, "unexpected image layout");
 
-    uint64_t gen = new_generation();
+    uint64_t gen = bg__random_u63();
     char *meta = key_for(name, 0), *bits = key_for(name, gen);
     size_t chunk = bytes < BG__GROW_STEP ? (size_t)bytes : (size_t)BG__GROW_STEP;
     uint8_t *buf = bg__malloc(chunk);
@@ -1313,7 +1313,7 @@ int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
         nx.capacity = o->capacity ? s.n : 0;
         nx.error_rate = o->capacity ? s.p : 0;
     }
-    nx.gen = new_generation();
+    nx.gen = bg__random_u63();
     snprintf(nx.str, sizeof nx.str, "%" PRIu64, nx.gen);
     char *key = key_for(f->name, nx.gen);
     if (!key)

@@ -498,6 +498,34 @@ int bg_remote_filter_create(bg_remote_filter **out, bg_remote *r, const char *na
     return BG_OK;
 }
 
+int bg_remote_filter_stage(bg_remote_filter **out, bg_remote *r, const char *name,
+                           const bg_remote_filter_options *o)
+{
+    if (!out)
+        return BG_EINVAL;
+    *out = NULL;
+    if (!r || !o || !name_ok(name) || o->backend != BG_REMOTE_MODULE || o->shards > 1)
+        return BG_EINVAL;
+    bg_remote_filter *f;
+    int rc = handle_new(&f, r, name, o->backend);
+    if (rc != BG_OK)
+        return rc;
+    rc = bg__module_stage(f, o);
+    if (rc != BG_OK) {
+        bg_remote_filter_close(f);
+        return rc;
+    }
+    *out = f;
+    return BG_OK;
+}
+
+int bg_remote_filter_stage_commit(bg_remote_filter *f)
+{
+    if (!f || !f->final_name)
+        return BG_EINVAL;
+    return bg__module_stage_commit(f);
+}
+
 int bg_remote_filter_open(bg_remote_filter **out, bg_remote *r, const char *name,
                           bg_remote_backend backend)
 {
@@ -532,6 +560,7 @@ void bg_remote_filter_close(bg_remote_filter *f)
     bg__free(f->sub);
     bg__free(f->shards_key);
     bg__free(f->name);
+    bg__free(f->final_name);
     bg__free(f->meta_key);
     bg__free(f->bits_key);
     bg__free(f->rb_bits_key);
@@ -618,7 +647,8 @@ int bg_remote_filter_drop(bg_remote_filter *f)
 
 int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms)
 {
-    if (!f || ttl_ms == 0 || ttl_ms > (uint64_t)INT64_MAX / 2)
+    /* A staged filter's TTL is the staging's own (commit removes it). */
+    if (!f || f->final_name || ttl_ms == 0 || ttl_ms > (uint64_t)INT64_MAX / 2)
         return BG_EINVAL;
     if (f->shards > 1)
         return sharded_expire(f, ttl_ms);

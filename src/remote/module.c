@@ -1,9 +1,13 @@
 /* The module backend: RedisBloom's BF.* commands, answered by bloomgate.so
  * or RedisBloom. The server keeps the parameters (and scales the filter), so
- * there is nothing to go stale: the key `name` is the filter. */
+ * there is nothing to go stale: the key `name` is the filter (a staged one's
+ * is its staging key until commit: STAGED CREATION below). */
+#define _POSIX_C_SOURCE 200809L
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc_internal.h"
 #include "remote_internal.h"
@@ -16,27 +20,48 @@ static int not_found(bg_remote_filter *f, int rc)
     return rc;
 }
 
-int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
+/* BF.RESERVE's arguments after the key: error rate, capacity, then
+ * EXPANSION e and NONSCALING as asked. */
+typedef struct reserve_args {
+    const char *argv[5];
+    size_t lens[5];
+    int argc;
+    char p[40], n[24], e[16];
+} reserve_args;
+
+static int reserve_args_make(reserve_args *a, const bg_remote_filter_options *o)
 {
     if (o->bits || o->hashes || o->seed || !o->capacity || !(o->error_rate > 0 && o->error_rate < 1))
         return BG_EINVAL;
-    char p[40], n[24], e[16];
-    snprintf(p, sizeof p, "%.17g", o->error_rate);
-    snprintf(n, sizeof n, "%" PRIu64, o->capacity);
-    const char *argv[7] = {"BF.RESERVE", f->name, p, n};
-    int argc = 4;
+    snprintf(a->p, sizeof a->p, "%.17g", o->error_rate);
+    snprintf(a->n, sizeof a->n, "%" PRIu64, o->capacity);
+    a->argc = 0;
+    a->argv[a->argc++] = a->p;
+    a->argv[a->argc++] = a->n;
     if (o->expansion) {
-        snprintf(e, sizeof e, "%" PRIu32, o->expansion);
-        argv[argc++] = "EXPANSION";
-        argv[argc++] = e;
+        snprintf(a->e, sizeof a->e, "%" PRIu32, o->expansion);
+        a->argv[a->argc++] = "EXPANSION";
+        a->argv[a->argc++] = a->e;
     }
     if (o->nonscaling)
-        argv[argc++] = "NONSCALING";
-    size_t lens[7];
-    for (int i = 0; i < argc; i++)
-        lens[i] = strlen(argv[i]);
+        a->argv[a->argc++] = "NONSCALING";
+    for (int i = 0; i < a->argc; i++)
+        a->lens[i] = strlen(a->argv[i]);
+    return BG_OK;
+}
+
+int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
+{
+    reserve_args a;
+    int rc = reserve_args_make(&a, o);
+    if (rc != BG_OK)
+        return rc;
+    const char *argv[7] = {"BF.RESERVE", f->name};
+    size_t lens[7] = {10, strlen(f->name)};
+    memcpy(argv + 2, a.argv, (size_t)a.argc * sizeof *argv);
+    memcpy(lens + 2, a.lens, (size_t)a.argc * sizeof *lens);
     redisReply *rep;
-    int rc = bg__remote_command(f->r, argc, argv, lens, &rep, 0);
+    rc = bg__remote_command(f->r, a.argc + 2, argv, lens, &rep, 0);
     if (rc == BG_EREMOTE && strstr(f->r->errstr, "exists"))
         return BG_EEXIST;
     if (rc != BG_OK)
@@ -44,6 +69,118 @@ int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
     freeReplyObject(rep);
     f->capacity = o->capacity;
     f->error_rate = o->error_rate;
+    return BG_OK;
+}
+
+/* STAGED CREATION (remote.h)
+ * The filter is reserved under {name}:staging:<16 hex digits> with a time to
+ * live, in one script, so that no staging key is ever left without one. A
+ * name has no braces, so name's cluster slot is CRC16(name), the same as the
+ * staging key's (its hash tag is name): commit's script may touch both.
+ * commit renames it to name unless name exists (RENAME keeps the module's
+ * value; PERSIST drops the staging TTL), all in one script, so two creators
+ * racing cannot both win, and a reader sees either no filter or a complete
+ * one. Scripts replicate their effects, so replicas see the same. */
+#define BG__STAGE_RENEW_MS 1000u
+
+#define STAGE_SCRIPT                                                                    \
+    "redis.call('BF.RESERVE', KEYS[1], unpack(ARGV, 2))\n"                             \
+    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
+    "return 1\n"
+
+#define STAGE_COMMIT_SCRIPT                                                             \
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end\n"                       \
+    "if redis.call('EXISTS', KEYS[2]) == 1 then\n"                                      \
+    "  redis.call('UNLINK', KEYS[1])\n"                                                 \
+    "  return 0\n"                                                                      \
+    "end\n"                                                                             \
+    "redis.call('RENAME', KEYS[1], KEYS[2])\n"                                          \
+    "redis.call('PERSIST', KEYS[2])\n"                                                  \
+    "return 1\n"
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
+{
+    reserve_args a;
+    int rc = reserve_args_make(&a, o);
+    if (rc != BG_OK)
+        return rc;
+    size_t n = strlen(f->name) + 32;
+    char *staging = bg__malloc(n);
+    if (!staging)
+        return BG_ENOMEM;
+    snprintf(staging, n, "{%s}:staging:%016" PRIx64, f->name, bg__random_u63());
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
+    const char *argv[10] = {"EVAL", STAGE_SCRIPT, "1", staging, ttl};
+    size_t lens[10] = {4, strlen(STAGE_SCRIPT), 1, strlen(staging), strlen(ttl)};
+    memcpy(argv + 5, a.argv, (size_t)a.argc * sizeof *argv);
+    memcpy(lens + 5, a.lens, (size_t)a.argc * sizeof *lens);
+    redisReply *rep;
+    rc = bg__remote_command(f->r, a.argc + 5, argv, lens, &rep, 0);
+    if (rc != BG_OK) {
+        bg__free(staging);
+        return rc;
+    }
+    freeReplyObject(rep);
+    f->final_name = f->name;
+    f->name = staging;
+    f->stage_touched = now_ms();
+    f->capacity = o->capacity;
+    f->error_rate = o->error_rate;
+    return BG_OK;
+}
+
+int bg__module_stage_commit(bg_remote_filter *f)
+{
+    const char *argv[5] = {"EVAL", STAGE_COMMIT_SCRIPT, "2", f->name, f->final_name};
+    size_t lens[5] = {4, strlen(STAGE_COMMIT_SCRIPT), 1, strlen(f->name), strlen(f->final_name)};
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, 5, argv, lens, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    long long won = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
+    freeReplyObject(rep);
+    if (won == -1)
+        return bg__remote_fail(f->r, BG_ENOTFOUND, "the staged filter for %s expired or was dropped",
+                               f->final_name);
+    if (won == 0)
+        return bg__remote_fail(f->r, BG_EEXIST, "%s was created meanwhile", f->final_name);
+    if (won != 1)
+        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to the staging commit");
+    bg__free(f->name);
+    f->name = f->final_name;
+    f->final_name = NULL;
+    return BG_OK;
+}
+
+/* Renews a staged filter's time to live, at most once per
+ * BG__STAGE_RENEW_MS (after an add: the key exists). */
+static int stage_renew(bg_remote_filter *f)
+{
+    uint64_t now = now_ms();
+    if (now - f->stage_touched < BG__STAGE_RENEW_MS)
+        return BG_OK;
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
+    const char *argv[3] = {"PEXPIRE", f->name, ttl};
+    size_t lens[3] = {7, strlen(f->name), strlen(ttl)};
+    redisReply *rep;
+    int rc = bg__remote_command(f->r, 3, argv, lens, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
+    freeReplyObject(rep);
+    if (!n)
+        return bg__remote_fail(f->r, BG_ENOTFOUND, "the staged filter for %s expired or was dropped",
+                               f->final_name);
+    f->stage_touched = now;
     return BG_OK;
 }
 
@@ -170,6 +307,11 @@ int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, co
     }
     freeReplyObject(rep);
     rc = hits;
+    if (add && f->final_name) {
+        int renewed = stage_renew(f);
+        if (renewed != BG_OK)
+            rc = renewed;
+    }
 out:
     bg__free(argv);
     bg__free(alen);

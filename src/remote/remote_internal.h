@@ -98,7 +98,9 @@ struct bg_remote_filter {
     bg_remote_filter **sub;      /* shards sub-filters `name:s<j>` */
     char *shards_key;            /* {name}:shards */
     bg_remote_backend backend;
-    char *name;     /* module: the key */
+    char *name;     /* module: the key (a staged filter's staging key) */
+    char *final_name;        /* module, staged: the name commit gives it; else NULL */
+    uint64_t stage_touched;  /* module, staged: when its TTL was last renewed (ms) */
     char *meta_key; /* bitmap: {name}:meta */
     char *bits_key; /* bitmap: {name}:bits:<generation> */
     uint64_t m, seed, generation, capacity;
@@ -188,6 +190,11 @@ int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, co
 int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
 int bg__module_drop(bg_remote_filter *f);
 int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms);
+int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o);
+
+/* A random number in [1, 2^63): getrandom, or the clock and pid (bitmap.c). */
+uint64_t bg__random_u63(void);
+int bg__module_stage_commit(bg_remote_filter *f);
 
 /* For the bench: which script variant a bitmap handle uses. */
 void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode);

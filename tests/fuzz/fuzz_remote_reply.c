@@ -166,6 +166,22 @@ static void session(bg_remote *r, int module, int create)
     uint8_t res[3];
     bg_remote_filter *f = NULL;
     int rc;
+    if (module && create) {
+        /* Staged creation: the stage and commit scripts' replies. */
+        bg_remote_filter_options so = {.backend = BG_REMOTE_MODULE, .capacity = 100,
+                                       .error_rate = 0.01};
+        rc = bg_remote_filter_stage(&f, r, "fz", &so);
+        note("stage", rc, r);
+        if (rc == BG_OK) {
+            memset(res, 7, sizeof res);
+            batch_checks("staged add_many", bg_remote_filter_add_many(f, keys, lens, 3, res), res,
+                         3, r);
+            note("stage_commit", bg_remote_filter_stage_commit(f), r);
+        }
+        CHECK(rc == BG_OK || f == NULL);
+        bg_remote_filter_close(f);
+        f = NULL;
+    }
     if (create) {
         bg_remote_filter_options o = {.backend = module ? BG_REMOTE_MODULE : BG_REMOTE_BITMAP,
                                       .capacity = 100, .error_rate = 0.01};

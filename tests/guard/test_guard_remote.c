@@ -9,7 +9,8 @@
  * BG_ECONN (never absent), and once it is back on the same port, gets work
  * again. A sharded filter made by another client is filled and resized by
  * rebuilds. Module backend (when $BLOOMGATE_MODULE names bloomgate.so): create,
- * fill, get; rebuild is BG_EINVAL. */
+ * fill, get; rebuild is BG_EINVAL; creation is atomic (a watcher never sees
+ * a partly filled filter, a failed one leaves nothing). */
 #include "test_util.h"
 #include "redis_server.h"
 #include "guard_fixtures.h"
@@ -353,6 +354,131 @@ static void module_backend(void **state)
     ts_stop(&ms);
 }
 
+/* Module backend: bg_guard_new fills the filter under a staging key and
+ * renames it when complete, so an instance that looks meanwhile finds no
+ * filter, never a partly filled one (which would answer "absent" for keys
+ * the source has); and a creation whose scan fails leaves nothing behind.
+ * The watcher is a raw hiredis connection in a thread (no cmocka asserts
+ * there): it counts what it saw. */
+typedef struct watch {
+    int port;
+    atomic_int stop, failed;
+    atomic_long absent, partial, complete;
+} watch;
+
+static void *watch_module(void *arg)
+{
+    watch *w = arg;
+    struct timeval tv = {2, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", w->port, tv);
+    size_t argc = NKEYS + 2;
+    const char **argv = malloc(argc * sizeof *argv);
+    size_t *lens = malloc(argc * sizeof *lens);
+    char(*keys)[16] = malloc(NKEYS * sizeof *keys);
+    if (!c || c->err || !argv || !lens || !keys) {
+        atomic_store(&w->failed, 1);
+        goto out;
+    }
+    argv[0] = "BF.MEXISTS";
+    argv[1] = "mod";
+    lens[0] = 10;
+    lens[1] = 3;
+    for (long i = 0; i < NKEYS; i++) {
+        argv[i + 2] = keys[i];
+        lens[i + 2] = ms_key(keys[i], "p", i);
+    }
+    while (!atomic_load(&w->stop)) {
+        /* BF.MEXISTS answers 0s for a missing key: ask EXISTS first (once
+         * there, the filter is never removed here). */
+        redisReply *r = redisCommand(c, "EXISTS mod");
+        if (!r || r->type != REDIS_REPLY_INTEGER) {
+            atomic_store(&w->failed, 1);
+            if (r)
+                freeReplyObject(r);
+            break;
+        }
+        long long there = r->integer;
+        freeReplyObject(r);
+        if (!there) {
+            atomic_fetch_add(&w->absent, 1);
+            ms_sleep_ms(2);
+            continue;
+        }
+        r = redisCommandArgv(c, (int)argc, argv, lens);
+        if (!r) {
+            atomic_store(&w->failed, 1);
+            break;
+        }
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == NKEYS) {
+            size_t ones = 0;
+            for (size_t i = 0; i < r->elements; i++)
+                ones += r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer;
+            atomic_fetch_add(ones == NKEYS ? &w->complete : &w->partial, 1);
+        } else {
+            atomic_store(&w->failed, 1);
+        }
+        freeReplyObject(r);
+        ms_sleep_ms(2);
+    }
+out:
+    if (c)
+        redisFree(c);
+    free(argv);
+    free(lens);
+    free(keys);
+    return NULL;
+}
+
+static void module_creation_is_atomic(void **state)
+{
+    (void)state;
+    const char *module = getenv("BLOOMGATE_MODULE");
+    if (!module || !*module)
+        skip();
+    tu_ctx("module backend: creation is atomic");
+    ts_server ms;
+    ts_start(&ms, module);
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_remote_options ro = ropts(&ms);
+    redisContext *c = ts_raw(&ms);
+
+    /* A scan that fails halfway: bg_guard_new fails, Redis is left empty
+     * (no half-filled "mod" for the next instance to open). */
+    atomic_store(&src.fail_scan, BG_EIO);
+    bg_guard_options o = {.source = ms_callbacks(&src), .filter_kind = BG_GUARD_FILTER_REMOTE,
+                          .filter = {.error_rate = 0.001}, .remote = &ro,
+                          .remote_name = "mod", .remote_backend = BG_REMOTE_MODULE};
+    bg_guard *g = NULL;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EIO);
+    TU_EQ_I(ts_count_keys(c, "*"), 0);
+    atomic_store(&src.fail_scan, 0);
+
+    /* A slow scan, watched from another connection throughout. */
+    watch w = {.port = ms.port};
+    atomic_store(&src.scan_sleep_ms, 300);
+    pthread_t t;
+    TU_EQ_I(pthread_create(&t, NULL, watch_module, &w), 0);
+    g = remote_guard(&ro, "mod", BG_REMOTE_MODULE, 0);
+    ms_sleep_ms(100);
+    atomic_store(&w.stop, 1);
+    pthread_join(t, NULL);
+    atomic_store(&src.scan_sleep_ms, 0);
+    print_message("watcher: %ld absent, %ld partial, %ld complete\n", atomic_load(&w.absent),
+                  atomic_load(&w.partial), atomic_load(&w.complete));
+    TU_EQ_I(atomic_load(&w.failed), 0);
+    TU_TRUE(atomic_load(&w.absent) > 10); /* it watched during the scan */
+    TU_EQ_I(atomic_load(&w.partial), 0);
+    TU_TRUE(atomic_load(&w.complete) > 0);
+    TU_EQ_I(ts_int(c, "PTTL mod"), -1);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    all_present(g, "p", 0, NKEYS);
+    bg_guard_free(g);
+    redisFree(c);
+    ms_free(&src);
+    ts_stop(&ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -361,6 +487,7 @@ int main(void)
         cmocka_unit_test(sharded_rebuild),
         cmocka_unit_test(bitmap_outage),
         cmocka_unit_test(module_backend),
+        cmocka_unit_test(module_creation_is_atomic),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -51,10 +51,21 @@ class Replication(h.RespTestCase):
         self.m.cmd("BF.ADD", "tx", "a")
         self.m.cmd("BF.MADD", "tx", "b", "c")
         self.assertReply(self.m.cmd("EXEC"), [1, [1, 1]])
+        # The remote client's staged creation (src/remote/module.c): BF.RESERVE
+        # from a script, adds, then a script's RENAME of our type's value.
+        stg = "{staged}:staging:0123456789abcdef"
+        self.assertReply(self.m.cmd("EVAL", "redis.call('BF.RESERVE', KEYS[1], unpack(ARGV, 2)) "
+                                    "redis.call('PEXPIRE', KEYS[1], ARGV[1]) return 1", "1", stg,
+                                    "600000", "0.01", "1000"), 1)
+        madd_all(self.m, stg, items("s", 300))
+        self.assertReply(self.m.cmd("EVAL", "redis.call('RENAME', KEYS[1], KEYS[2]) "
+                                    "redis.call('PERSIST', KEYS[2]) return 1", "2", stg, "staged"), 1)
         h.wait_sync(self.master, r)
+        self.assertReply(rc.cmd("EXISTS", stg), 0)
+        self.assertReply(rc.cmd("PTTL", "staged"), -1)
         made = dict(before, **after)
         made.update({"ins": items("i", 500), "ins-ns": items("n", 8), "single": [b"x"], "res": [],
-                     "lua": [b"a", b"b"], "tx": [b"a", b"b", b"c"]})
+                     "lua": [b"a", b"b"], "tx": [b"a", b"b", b"c"], "staged": items("s", 300)})
         self.assertSame(made, rc, "replication stream")
         # The layers really grew on both sides.
         self.assertGreater(rc.cmd("BF.INFO", "pre-layers", "FILTERS")[0], 5)

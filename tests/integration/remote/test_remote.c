@@ -1264,6 +1264,140 @@ static void module_backend(void **state)
     ts_stop(&s);
 }
 
+/* Staged creation (module backend): the filter is invisible until commit,
+ * then it is `name` with everything added while staged; a commit after
+ * someone else created `name` loses and leaves theirs alone. */
+static void module_staged_create(void **state)
+{
+    (void)state;
+    const char *mod = getenv("BLOOMGATE_MODULE");
+    if (!mod || !*mod)
+        skip();
+    tu_ctx("module backend, staged creation");
+    enum { N = 5000, B = 500 };
+    ts_server s;
+    ts_start(&s, mod);
+    bg_remote *r = conn(&s, 0), *r2 = conn(&s, 0);
+    redisContext *c = ts_raw(&s);
+    bg_remote_filter *f = NULL, *g = NULL;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_MODULE, .capacity = N,
+                                  .error_rate = 0.01};
+
+    /* Refused: the bitmap backend, shards, bad sizes, NULLs. */
+    bg_remote_filter_options bad = o;
+    bad.backend = BG_REMOTE_BITMAP;
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &bad), BG_EINVAL);
+    bad = o;
+    bad.shards = 2;
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &bad), BG_EINVAL);
+    bad = o;
+    bad.error_rate = 1;
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &bad), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "{st}", &o), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_stage(NULL, r, "st", &o), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_stage_commit(NULL), BG_EINVAL);
+    TU_TRUE(f == NULL);
+    TU_EQ_I(ts_count_keys(c, "*"), 0);
+
+    /* Staged: only the staging key exists, with a time to live, and nobody
+     * can open the name. */
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
+    TU_EQ_I(ts_int(c, "EXISTS st"), 0);
+    TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 1);
+    TU_EQ_I(bg_remote_filter_open(&g, r2, "st", BG_REMOTE_MODULE), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_expire(f, 60000), BG_EINVAL);
+    tu_batch b;
+    tu_batch_init(&b, B);
+    for (size_t i = 0; i < N; i += B) {
+        tu_batch_fill(&b, 1, 8, i, B);
+        TU_TRUE(bg_remote_filter_add_many(f, b.keys, b.lens, B, NULL) >= 0);
+        TU_EQ_I(ts_int(c, "EXISTS st"), 0);
+    }
+    redisReply *rep = redisCommand(c, "KEYS {st}:staging:*");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 1);
+    char staging[128];
+    snprintf(staging, sizeof staging, "%s", rep->element[0]->str);
+    freeReplyObject(rep);
+    long long ttl = ts_int(c, "PTTL %s", staging);
+    TU_TRUE(ttl > 0 && ttl <= BG_REMOTE_STAGE_TTL_MS);
+    /* Adds renew the TTL (at most once a second). */
+    TU_EQ_I(ts_int(c, "PEXPIRE %s 5000", staging), 1);
+    struct timespec pause = {1, 100000000};
+    nanosleep(&pause, NULL);
+    TU_EQ_I(bg_remote_filter_add(f, "late", 4), BG_OK);
+    TU_TRUE(ts_int(c, "PTTL %s", staging) > 60000);
+    TU_EQ_I(bg_remote_filter_contains(f, "late", 4), 1);
+
+    /* Commit: the name holds everything, without a TTL; the handle goes on
+     * as a handle on the name. */
+    TU_EQ_I(bg_remote_filter_stage_commit(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_stage_commit(f), BG_EINVAL);
+    TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 0);
+    TU_EQ_I(ts_int(c, "EXISTS st"), 1);
+    TU_EQ_I(ts_int(c, "PTTL st"), -1);
+    TU_EQ_I(bg_remote_filter_open(&g, r2, "st", BG_REMOTE_MODULE), BG_OK);
+    uint8_t res[B];
+    for (size_t i = 0; i < N; i += B) {
+        tu_batch_fill(&b, 1, 8, i, B);
+        TU_EQ_I(bg_remote_filter_contains_many(g, b.keys, b.lens, B, res), B);
+    }
+    TU_EQ_I(bg_remote_filter_contains(g, "late", 4), 1);
+    TU_EQ_I(bg_remote_filter_add(f, "after", 5), BG_OK);
+    TU_EQ_I(bg_remote_filter_contains(g, "after", 5), 1);
+    bg_remote_filter_stats st;
+    TU_EQ_I(bg_remote_filter_stats_get(g, &st), BG_OK);
+    TU_EQ_U(st.capacity, N);
+    TU_TRUE(st.items > N * 9 / 10 && st.items <= N + 2);
+    TU_EQ_I(bg_remote_filter_expire(f, 60000), BG_OK);
+    TU_EQ_I(ts_int(c, "PERSIST st"), 1);
+    bg_remote_filter_close(f);
+
+    /* A second creator, staged meanwhile, loses at commit: its staged
+     * filter is deleted and the name keeps the first one's keys only. */
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
+    for (size_t i = 0; i < 1000; i += B) {
+        fill(&b, 10, i, B); /* keys the first filter never saw */
+        TU_TRUE(bg_remote_filter_add_many(f, b.keys, b.lens, B, NULL) >= 0);
+    }
+    TU_EQ_I(bg_remote_filter_stage_commit(f), BG_EEXIST);
+    TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 0);
+    int64_t hits = 0;
+    for (size_t i = 0; i < 1000; i += B) {
+        fill(&b, 10, i, B); /* keys the first filter never saw */
+        hits += bg_remote_filter_contains_many(g, b.keys, b.lens, B, NULL);
+    }
+    TU_TRUE(hits < 50); /* false positives only: ~1% of 1000 */
+    bg_remote_filter_close(f);
+
+    /* A staged filter that expired or was dropped: adds and commit get
+     * BG_ENOTFOUND, and nothing appears under the name. */
+    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 1);
+    rep = redisCommand(c, "EVAL %s 0", "for _, k in ipairs(redis.call('KEYS', '{st}:staging:*'))"
+                                       " do redis.call('DEL', k) end return 1");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    TU_EQ_I(bg_remote_filter_add(f, "x", 1), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_stage_commit(f), BG_ENOTFOUND);
+    TU_EQ_I(ts_int(c, "EXISTS st"), 0);
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "*"), 0);
+    TU_EQ_I(bg_remote_filter_stage_commit(f), BG_ENOTFOUND);
+    bg_remote_filter_close(f);
+
+    redisFree(c);
+    bg_remote_filter_close(g);
+    bg_remote_free(r2);
+    bg_remote_free(r);
+    tu_batch_free(&b);
+    ts_stop(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* the library must cope without SIG_IGN */
@@ -1283,6 +1417,7 @@ int main(void)
         cmocka_unit_test(server_dies_mid_batch),
         cmocka_unit_test(server_dies_mid_sharded_batch),
         cmocka_unit_test(module_backend),
+        cmocka_unit_test(module_staged_create),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
