@@ -127,7 +127,7 @@ static void usage(FILE *out)
             "Exit status: 0 ok, 1 failure (Redis, a mismatch), 2 bad usage.\n");
 }
 
-static void die_usage(const char *fmt, ...)
+_Noreturn static void die_usage(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -138,7 +138,7 @@ static void die_usage(const char *fmt, ...)
     exit(2);
 }
 
-static void die(const char *fmt, ...)
+_Noreturn static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -591,7 +591,6 @@ int bg__bitmap_open(bg_remote_filter *f)
     int rc = bg__remote_command(r, 15, argv, lens, &rep, 0);
     if (rc != BG_OK)
         return rc;
-    rc = BG_OK;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 13) {
         rc = bg__remote_fail(r, BG_EREMOTE, "HMGET: unexpected reply");
         goto out;

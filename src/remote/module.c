@@ -160,15 +160,12 @@ int bg__module_stage_commit(bg_remote_filter *f)
     return BG_OK;
 }
 
-/* Renews a staged filter's time to live, at most once per
- * BG__STAGE_RENEW_MS (after an add: the key exists). */
-static int stage_renew(bg_remote_filter *f)
+/* PEXPIRE key ttl_ms: BG_OK, BG_ENOTFOUND (no such key; no message set),
+ * or the command's status. */
+static int pexpire(bg_remote_filter *f, uint64_t ttl_ms)
 {
-    uint64_t now = now_ms();
-    if (now - f->stage_touched < BG__STAGE_RENEW_MS)
-        return BG_OK;
     char ttl[24];
-    snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
+    snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
     const char *argv[3] = {"PEXPIRE", f->name, ttl};
     size_t lens[3] = {7, strlen(f->name), strlen(ttl)};
     redisReply *rep;
@@ -177,11 +174,23 @@ static int stage_renew(bg_remote_filter *f)
         return rc;
     long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
     freeReplyObject(rep);
-    if (!n)
+    return n ? BG_OK : BG_ENOTFOUND;
+}
+
+/* Renews a staged filter's time to live, at most once per
+ * BG__STAGE_RENEW_MS (after an add: the key exists). */
+static int stage_renew(bg_remote_filter *f)
+{
+    uint64_t now = now_ms();
+    if (now - f->stage_touched < BG__STAGE_RENEW_MS)
+        return BG_OK;
+    int rc = pexpire(f, BG_REMOTE_STAGE_TTL_MS);
+    if (rc == BG_ENOTFOUND)
         return bg__remote_fail(f->r, BG_ENOTFOUND, "the staged filter for %s expired or was dropped",
                                f->final_name);
-    f->stage_touched = now;
-    return BG_OK;
+    if (rc == BG_OK)
+        f->stage_touched = now;
+    return rc;
 }
 
 /* BF.INFO name: alternating field names and integers. */
@@ -333,15 +342,7 @@ int bg__module_drop(bg_remote_filter *f)
 
 int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)
 {
-    char ttl[24];
-    snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
-    const char *argv[3] = {"PEXPIRE", f->name, ttl};
-    size_t lens[3] = {7, strlen(f->name), strlen(ttl)};
-    redisReply *rep;
-    int rc = bg__remote_command(f->r, 3, argv, lens, &rep, 0);
-    if (rc != BG_OK)
-        return rc;
-    long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-    freeReplyObject(rep);
-    return n ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name);
+    int rc = pexpire(f, ttl_ms);
+    return rc == BG_ENOTFOUND ? bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name)
+                              : rc;
 }
