@@ -850,13 +850,13 @@ case_sqlite_moved() {
 
 REDIS_PID=
 REDIS_PORT=
-free_port() { # [FIRST [COUNT]]: a free port in FIRST..FIRST+COUNT-1 (25000, 1000)
-    local first=${1:-25000} count=${2:-1000} p
+free_port() { # a free port in 25000-25999
+    local p
     for _ in $(seq 1 200); do
-        p=$((first + RANDOM % count))
+        p=$((25000 + RANDOM % 1000))
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return; fi
     done
-    fail "no free port in $first-$((first + count - 1))"
+    fail "no free port in 25000-25999"
 }
 redis_start() { # on REDIS_PORT
     local try
@@ -950,7 +950,10 @@ until_get() {
 case_remote_filter_lost() {
     command -v "${REDIS_SERVER:-redis-server}" >/dev/null ||
         fail "redis-server is missing (scripts/deps.sh installs it)"
-    REDIS_PORT=$(free_port 47400 100)
+    # Below the kernel's ephemeral ports (32768-60999 here), where services
+    # started with --port 0 or start_ranged's 47400-47499 could take it
+    # while Redis is down (that happened: "port 47494 stayed taken").
+    REDIS_PORT=$(free_port)
     redis_start
     start_ranged --filter remote --filter-url "redis://127.0.0.1:$REDIS_PORT"
     expect 200 GET /products/5
