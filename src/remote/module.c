@@ -160,21 +160,27 @@ int bg__module_stage_commit(bg_remote_filter *f)
     return BG_OK;
 }
 
-/* PEXPIRE key ttl_ms: BG_OK, BG_ENOTFOUND (no such key; no message set),
- * or the command's status. */
-static int pexpire(bg_remote_filter *f, uint64_t ttl_ms)
+/* `cmd name [arg]`, a command with an integer reply that is 0 when the key
+ * does not exist (DEL, PEXPIRE): BG_OK, BG_ENOTFOUND (no message set), or
+ * the command's status. */
+static int key_command(bg_remote_filter *f, const char *cmd, const char *arg)
 {
-    char ttl[24];
-    snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
-    const char *argv[3] = {"PEXPIRE", f->name, ttl};
-    size_t lens[3] = {7, strlen(f->name), strlen(ttl)};
+    const char *argv[3] = {cmd, f->name, arg};
+    size_t lens[3] = {strlen(cmd), strlen(f->name), arg ? strlen(arg) : 0};
     redisReply *rep;
-    int rc = bg__remote_command(f->r, 3, argv, lens, &rep, 0);
+    int rc = bg__remote_command(f->r, arg ? 3 : 2, argv, lens, &rep, 0);
     if (rc != BG_OK)
         return rc;
     long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
     freeReplyObject(rep);
     return n ? BG_OK : BG_ENOTFOUND;
+}
+
+static int pexpire(bg_remote_filter *f, uint64_t ttl_ms)
+{
+    char ttl[24];
+    snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
+    return key_command(f, "PEXPIRE", ttl);
 }
 
 /* Renews a staged filter's time to live, at most once per
@@ -329,15 +335,9 @@ out:
 
 int bg__module_drop(bg_remote_filter *f)
 {
-    const char *argv[2] = {"DEL", f->name};
-    size_t lens[2] = {3, strlen(f->name)};
-    redisReply *rep;
-    int rc = bg__remote_command(f->r, 2, argv, lens, &rep, 0);
-    if (rc != BG_OK)
-        return rc;
-    long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
-    freeReplyObject(rep);
-    return n ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name);
+    int rc = key_command(f, "DEL", NULL);
+    return rc == BG_ENOTFOUND ? bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name)
+                              : rc;
 }
 
 int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)

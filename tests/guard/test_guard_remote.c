@@ -319,14 +319,9 @@ static void bitmap_outage(void **state)
 static void module_backend(void **state)
 {
     (void)state;
-    const char *module = getenv("BLOOMGATE_MODULE");
-    if (!module || !*module) {
-        print_message("BLOOMGATE_MODULE not set: module backend skipped\n");
-        skip();
-    }
     tu_ctx("module backend");
     ts_server ms;
-    ts_start(&ms, module);
+    ts_start_module(&ms);
     ms_init(&src);
     ms_add_range(&src, "p", NKEYS);
     bg_remote_options ro = ropts(&ms);
@@ -432,12 +427,9 @@ out:
 static void module_creation_is_atomic(void **state)
 {
     (void)state;
-    const char *module = getenv("BLOOMGATE_MODULE");
-    if (!module || !*module)
-        skip();
     tu_ctx("module backend: creation is atomic");
     ts_server ms;
-    ts_start(&ms, module);
+    ts_start_module(&ms);
     ms_init(&src);
     ms_add_range(&src, "p", NKEYS);
     bg_remote_options ro = ropts(&ms);

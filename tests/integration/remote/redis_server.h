@@ -185,6 +185,18 @@ static inline void ts_stop(ts_server *s)
     }
 }
 
+/* Starts a server with bloomgate.so loaded ($BLOOMGATE_MODULE, set by the
+ * CMake tests), or skips the calling test when it is not set. */
+static inline void ts_start_module(ts_server *s)
+{
+    const char *mod = getenv("BLOOMGATE_MODULE");
+    if (!mod || !*mod) {
+        print_message("BLOOMGATE_MODULE not set: module test skipped\n");
+        skip();
+    }
+    ts_start(s, mod);
+}
+
 /* A plain hiredis connection, for checks behind the library's back. */
 static inline redisContext *ts_raw(const ts_server *s)
 {

@@ -1181,13 +1181,10 @@ static void server_dies_mid_sharded_batch(void **state)
 static void module_backend(void **state)
 {
     (void)state;
-    const char *mod = getenv("BLOOMGATE_MODULE");
-    if (!mod || !*mod)
-        skip();
     tu_ctx("module backend");
     enum { N = 10000, B = 500 };
     ts_server s;
-    ts_start(&s, mod);
+    ts_start_module(&s);
     bg_remote *r = conn(&s, 0);
     bg_remote_filter *f, *g;
     bg_remote_filter_options o = {.backend = BG_REMOTE_MODULE, .capacity = N,
@@ -1270,13 +1267,10 @@ static void module_backend(void **state)
 static void module_staged_create(void **state)
 {
     (void)state;
-    const char *mod = getenv("BLOOMGATE_MODULE");
-    if (!mod || !*mod)
-        skip();
     tu_ctx("module backend, staged creation");
     enum { N = 5000, B = 500 };
     ts_server s;
-    ts_start(&s, mod);
+    ts_start_module(&s);
     bg_remote *r = conn(&s, 0), *r2 = conn(&s, 0);
     redisContext *c = ts_raw(&s);
     bg_remote_filter *f = NULL, *g = NULL;
