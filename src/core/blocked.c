@@ -23,8 +23,8 @@
  *   be higher and the overhead grows (23% at 1e-4); use the standard
  *   variant there.
  *
- * This file is the portable implementation; blocked_avx512.c computes the
- * same bits eight probes at a time. */
+ * This file is the portable implementation; blocked_avx512.c and
+ * blocked_avx2.c compute the same bits eight probes at a time. */
 #include <math.h>
 
 #include "filter_internal.h"
@@ -37,6 +37,20 @@ const uint64_t bg__blocked_salt[BG_BLOCKED_MAX_K] = {
     BG__SALT_0, BG__SALT_1, BG__SALT_2, BG__SALT_3,
     BG__SALT_4, BG__SALT_5, BG__SALT_6, BG__SALT_7,
 };
+
+/* bg__blocked_salt_rot[s][w] = SALT[(w - s) mod 8]: the salt of the probe
+ * that lands in word w when a key's probes start at word s, for the SIMD
+ * implementations, which compute all eight words' bits at once. */
+#define BG__ROT(a, b, c, d, e, f, g, h)                                                     \
+    {BG__SALT_##a, BG__SALT_##b, BG__SALT_##c, BG__SALT_##d,                                \
+     BG__SALT_##e, BG__SALT_##f, BG__SALT_##g, BG__SALT_##h}
+_Alignas(64) const uint64_t bg__blocked_salt_rot[8][BG_BLOCKED_MAX_K] = {
+    BG__ROT(0, 1, 2, 3, 4, 5, 6, 7), BG__ROT(7, 0, 1, 2, 3, 4, 5, 6),
+    BG__ROT(6, 7, 0, 1, 2, 3, 4, 5), BG__ROT(5, 6, 7, 0, 1, 2, 3, 4),
+    BG__ROT(4, 5, 6, 7, 0, 1, 2, 3), BG__ROT(3, 4, 5, 6, 7, 0, 1, 2),
+    BG__ROT(2, 3, 4, 5, 6, 7, 0, 1), BG__ROT(1, 2, 3, 4, 5, 6, 7, 0),
+};
+#undef BG__ROT
 
 /* Single writer: plain load-or-store per word. Concurrent writers: a locked
  * OR (~5 ns) only for words that miss their bit, which after the first few
@@ -130,12 +144,29 @@ const bg__filter_ops bg__blocked_scalar_ops = {
     .estimate = bg__blocked_estimate,
 };
 
-/* Scalar unless the CPU has AVX-512 (F + DQ for 64-bit multiplies) and
- * bg__blocked_simd allows it. Both give identical bits and answers. */
-bool bg__blocked_simd = true;
+/* The fastest implementation this CPU has, up to bg__blocked_simd. All
+ * give identical bits and answers. */
+bg__simd bg__blocked_simd = BG__SIMD_AVX512;
+
+const bg__filter_ops *bg__blocked_ops_at(bg__simd level)
+{
+    switch (level) {
+    case BG__SIMD_AVX512:
+        return bg__blocked_avx512_ops();
+    case BG__SIMD_AVX2:
+        return bg__blocked_avx2_ops();
+    case BG__SIMD_NONE:
+        break;
+    }
+    return &bg__blocked_scalar_ops;
+}
 
 const bg__filter_ops *bg__blocked_ops(void)
 {
-    const bg__filter_ops *simd = bg__blocked_avx512_ops();
-    return bg__blocked_simd && simd ? simd : &bg__blocked_scalar_ops;
+    for (int level = (int)bg__blocked_simd; level > BG__SIMD_NONE; level--) {
+        const bg__filter_ops *ops = bg__blocked_ops_at((bg__simd)level);
+        if (ops)
+            return ops;
+    }
+    return &bg__blocked_scalar_ops;
 }

@@ -52,20 +52,10 @@
 #define BG__TARGET __attribute__((target("avx512f,avx512dq,avx512bw")))
 #define BG__INLINE __attribute__((always_inline)) inline
 
-/* salt_rot[s][w] = salt[(w - s) mod 8]: the salt of the probe that lands in
- * word w when the key's probes start at word s. Multiplying h2 by the row
- * of s gives the probes' bits already in their words, so no lane rotation
- * (broadcast of s, subtract, vpermq: 3 uops, 2 of them on the shuffle port)
- * is needed; the row is a memory operand of the multiply. */
-#define BG__ROT(a, b, c, d, e, f, g, h)                                                     \
-    {BG__SALT_##a, BG__SALT_##b, BG__SALT_##c, BG__SALT_##d,                                \
-     BG__SALT_##e, BG__SALT_##f, BG__SALT_##g, BG__SALT_##h}
-static const uint64_t salt_rot[8][8] __attribute__((aligned(64))) = {
-    BG__ROT(0, 1, 2, 3, 4, 5, 6, 7), BG__ROT(7, 0, 1, 2, 3, 4, 5, 6),
-    BG__ROT(6, 7, 0, 1, 2, 3, 4, 5), BG__ROT(5, 6, 7, 0, 1, 2, 3, 4),
-    BG__ROT(4, 5, 6, 7, 0, 1, 2, 3), BG__ROT(3, 4, 5, 6, 7, 0, 1, 2),
-    BG__ROT(2, 3, 4, 5, 6, 7, 0, 1), BG__ROT(1, 2, 3, 4, 5, 6, 7, 0),
-};
+/* Multiplying h2 by bg__blocked_salt_rot[s] (blocked.c) gives the probes'
+ * bits already in their words, so no lane rotation (broadcast of s,
+ * subtract, vpermq: 3 uops, 2 of them on the shuffle port) is needed; the
+ * row is a memory operand of the multiply. */
 
 /* The words of a block that hold one of the key's k probes when they start
  * at word s: (1 << k) - 1 rotated left by s within 8 bits. */
@@ -81,7 +71,7 @@ static inline __mmask8 probe_words(uint32_t k, unsigned s)
 BG__TARGET static BG__INLINE __m512i key_bits(uint64_t h2, unsigned s)
 {
     __m512i prod = _mm512_mullo_epi64(_mm512_set1_epi64((long long)h2),
-                                      _mm512_load_si512((const void *)salt_rot[s]));
+                                      _mm512_load_si512((const void *)bg__blocked_salt_rot[s]));
     /* payload bit b of a word is machine bit b ^ 7 (filter_internal.h) */
     __m512i bit = _mm512_xor_si512(_mm512_srli_epi64(prod, 58), _mm512_set1_epi64(7));
     return _mm512_sllv_epi64(_mm512_set1_epi64(1), bit);
@@ -133,7 +123,7 @@ BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, __mmask8 words_
 }
 
 /* One key per call (the by-key and by-hash API, and the hash batches) keeps
- * the rotation: with the salt_rot row instead, single queries at n = 1e8
+ * the rotation: with the bg__blocked_salt_rot row instead, single queries at n = 1e8
  * took 64-69 ns against 53-54 (measured twice, interleaved; why is not
  * known: the row's address depends on h1, which may delay the multiply
  * behind a call that overlaps with the next ones only through the CPU's

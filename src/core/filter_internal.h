@@ -119,20 +119,27 @@ extern const bg__filter_ops bg__counting_ops;
  * counting), or NULL. */
 const bg__filter_ops *bg__ops_for(bg_variant v);
 
-/* The blocked variant has a portable implementation and an AVX-512 one
- * (blocked_avx512.c, chosen at run time); bg__blocked_ops returns the one
- * filters use. Setting bg__blocked_simd to false before creating a filter
- * forces the portable one (tests compare the two). */
+/* The blocked variant has a portable implementation (blocked.c) and two
+ * SIMD ones, AVX-512 (blocked_avx512.c) and AVX2 (blocked_avx2.c), chosen
+ * at run time: bg__blocked_ops returns the fastest the CPU has, up to
+ * bg__blocked_simd, which tests lower before creating a filter to compare
+ * them; bg__blocked_ops_at returns exactly one (NULL: the CPU lacks it). */
+typedef enum bg__simd { BG__SIMD_NONE, BG__SIMD_AVX2, BG__SIMD_AVX512 } bg__simd;
 extern const bg__filter_ops bg__blocked_scalar_ops;
-extern bool bg__blocked_simd;
+extern bg__simd bg__blocked_simd;
 const bg__filter_ops *bg__blocked_ops(void);
+const bg__filter_ops *bg__blocked_ops_at(bg__simd level);
 const bg__filter_ops *bg__blocked_avx512_ops(void); /* NULL when unsupported */
+const bg__filter_ops *bg__blocked_avx2_ops(void);   /* NULL when unsupported */
 void bg__blocked_estimate(const bg_filter *f, bg_filter_stats *st);
 double bg__blocked_items_for_bits(const bg_filter *f, double bits_set);
 
-/* The blocked layout, shared by both implementations (see blocked.c):
+/* The blocked layout, shared by all implementations (see blocked.c):
  * bg__blocked_salt[j] = BG__SALT_j. */
 extern const uint64_t bg__blocked_salt[BG_BLOCKED_MAX_K];
+/* bg__blocked_salt_rot[s][w] = bg__blocked_salt[(w - s) mod 8], 64-byte
+ * aligned (blocked.c). */
+extern const uint64_t bg__blocked_salt_rot[8][BG_BLOCKED_MAX_K];
 #define BG__SALT_0 UINT64_C(0xb843f28d1cbe7cc1)
 #define BG__SALT_1 UINT64_C(0xbf5208508c24ba89)
 #define BG__SALT_2 UINT64_C(0x44191ad094bbb81f)

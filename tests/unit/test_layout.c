@@ -4,8 +4,8 @@
  * positions from the formulas documented in <bloomgate/filter.h>, read the
  * bit array byte by byte in the documented numbering (bit i at byte i / 8,
  * mask 0x80 >> (i % 8)), and require exactly those bits, no others. They
- * also require the portable and the AVX-512 blocked implementations to
- * produce the same array bit for bit. */
+ * run every blocked implementation this CPU has (portable, AVX2, AVX-512),
+ * which must produce the same array bit for bit. */
 #include "test_util.h"
 
 #include "../src/core/filter_internal.h"
@@ -107,17 +107,20 @@ static unsigned char *blocked_expected(const bg_filter *f, uint64_t set, uint64_
     return expect;
 }
 
-static void blocked_positions_impl(bool simd)
+static const char *const simd_name[] = {"portable", "avx2", "avx512"};
+
+static void blocked_positions_impl(bg__simd simd)
 {
-    bool saved = bg__blocked_simd;
+    bg__simd saved = bg__blocked_simd;
     bg__blocked_simd = simd;
     for (uint32_t k = 1; k <= BG_BLOCKED_MAX_K; k++) {
         for (int sw = 0; sw < 2; sw++) {
-            tu_ctx("blocked k=%u simd=%d single_writer=%d", k, simd, sw);
+            tu_ctx("blocked k=%u %s single_writer=%d", k, simd_name[simd], sw);
             bg_filter *f;
             bg_filter_options o = {.variant = BG_VARIANT_BLOCKED, .bits = 512 * 37, .hashes = k,
                                    .seed = 0x5eed, .concurrency = sw ? BG_SINGLE_WRITER : 0};
             TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+            TU_TRUE(f->ops == bg__blocked_ops_at(simd));
             const uint64_t count = 300;
             for (uint64_t key = 0; key < count; key++) {
                 uint8_t buf[TU_DISTINCT_LEN];
@@ -138,30 +141,39 @@ static void blocked_positions_impl(bool simd)
 static void blocked_positions_portable(void **state)
 {
     (void)state;
-    blocked_positions_impl(false);
+    blocked_positions_impl(BG__SIMD_NONE);
 }
 
-static void blocked_positions_simd(void **state)
+static void blocked_positions_avx2(void **state)
 {
     (void)state;
-    if (bg__blocked_avx512_ops() == NULL)
+    if (bg__blocked_ops_at(BG__SIMD_AVX2) == NULL)
         skip();
-    blocked_positions_impl(true);
+    blocked_positions_impl(BG__SIMD_AVX2);
 }
 
-/* Both implementations answer every query alike, batch calls included. */
-static void blocked_simd_answers_match(void **state)
+static void blocked_positions_avx512(void **state)
 {
     (void)state;
-    if (bg__blocked_avx512_ops() == NULL)
+    if (bg__blocked_ops_at(BG__SIMD_AVX512) == NULL)
         skip();
+    blocked_positions_impl(BG__SIMD_AVX512);
+}
+
+/* A SIMD implementation sets the bits and answers every query as the
+ * portable one does, batch calls included (test_filter.c runs its whole
+ * suite, key lengths by class, over each implementation too). */
+static void simd_answers_match(bg__simd simd)
+{
     bg_filter *a, *b;
     bg_filter_options o = {.variant = BG_VARIANT_BLOCKED, .capacity = 20000, .error_rate = 0.05};
-    bg__blocked_simd = false;
+    bg__blocked_simd = BG__SIMD_NONE;
     TU_EQ_I(bg_filter_new(&a, &o), BG_OK);
-    bg__blocked_simd = true;
+    bg__blocked_simd = simd;
     TU_EQ_I(bg_filter_new(&b, &o), BG_OK);
-    TU_TRUE(a->ops != b->ops);
+    bg__blocked_simd = BG__SIMD_AVX512;
+    TU_TRUE(a->ops == &bg__blocked_scalar_ops);
+    TU_TRUE(b->ops == bg__blocked_ops_at(simd));
     tu_batch keys;
     tu_batch_init(&keys, 20000);
     tu_batch_fill(&keys, 1, 11, 0, 20000);
@@ -188,11 +200,27 @@ static void blocked_simd_answers_match(void **state)
     bg_filter_free(b);
 }
 
+static void avx2_answers_match(void **state)
+{
+    (void)state;
+    if (bg__blocked_ops_at(BG__SIMD_AVX2) == NULL)
+        skip();
+    simd_answers_match(BG__SIMD_AVX2);
+}
+
+static void avx512_answers_match(void **state)
+{
+    (void)state;
+    if (bg__blocked_ops_at(BG__SIMD_AVX512) == NULL)
+        skip();
+    simd_answers_match(BG__SIMD_AVX512);
+}
+
 /* The batch pipelines (keys hashed BG__AHEAD ahead in steps of BG__STEP;
  * hashes in groups of BG__BATCH) have edges at every multiple of those: each
  * batch size from 0 to 80, and some odd large ones, must answer key by key
  * as the single calls do, and add exactly the same bits. */
-static void batch_edges_impl(bg_variant v, bool simd)
+static void batch_edges_impl(bg_variant v, bg__simd simd)
 {
     static const size_t big[] = {255, 256, 257, 1000, 1031};
     bg__blocked_simd = simd;
@@ -200,7 +228,7 @@ static void batch_edges_impl(bg_variant v, bool simd)
     tu_batch_init(&keys, 1100);
     for (size_t t = 0; t < 81 + sizeof big / sizeof big[0]; t++) {
         size_t count = t < 81 ? t : big[t - 81];
-        tu_ctx("%s simd=%d batch of %zu", bg_variant_name(v), simd, count);
+        tu_ctx("%s %s batch of %zu", bg_variant_name(v), simd_name[simd], count);
         bg_filter *a, *b;
         bg_filter_options o = {.variant = v, .capacity = 400, .error_rate = 0.2};
         TU_EQ_I(bg_filter_new(&a, &o), BG_OK);
@@ -235,16 +263,16 @@ static void batch_edges_impl(bg_variant v, bool simd)
         bg_filter_free(b);
     }
     tu_batch_free(&keys);
-    bg__blocked_simd = true;
+    bg__blocked_simd = BG__SIMD_AVX512;
 }
 
 static void batch_edges(void **state)
 {
     (void)state;
-    batch_edges_impl(BG_VARIANT_STANDARD, false);
-    batch_edges_impl(BG_VARIANT_BLOCKED, false);
-    if (bg__blocked_avx512_ops() != NULL)
-        batch_edges_impl(BG_VARIANT_BLOCKED, true);
+    batch_edges_impl(BG_VARIANT_STANDARD, BG__SIMD_NONE);
+    for (int simd = BG__SIMD_NONE; simd <= BG__SIMD_AVX512; simd++)
+        if (bg__blocked_ops_at((bg__simd)simd) != NULL)
+            batch_edges_impl(BG_VARIANT_BLOCKED, (bg__simd)simd);
 }
 
 int main(void)
@@ -253,8 +281,10 @@ int main(void)
         cmocka_unit_test(hash_is_xxh3_128),
         cmocka_unit_test(standard_positions),
         cmocka_unit_test(blocked_positions_portable),
-        cmocka_unit_test(blocked_positions_simd),
-        cmocka_unit_test(blocked_simd_answers_match),
+        cmocka_unit_test(blocked_positions_avx2),
+        cmocka_unit_test(blocked_positions_avx512),
+        cmocka_unit_test(avx2_answers_match),
+        cmocka_unit_test(avx512_answers_match),
         cmocka_unit_test(batch_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,517 @@
+/* The blocked variant with AVX2: the same layout and answers as blocked.c,
+ * for x86-64 CPUs that have AVX2 but not AVX-512 (AMD before Zen 4, most
+ * Intel client parts, many cloud machines). Chosen at run time after the
+ * AVX-512 code (blocked_avx512.c) and before the portable one; the
+ * functions carry their own target attribute. Why vector access is safe
+ * with concurrent readers and writers: blocked_avx512.c, which holds for
+ * 32-byte accesses as for 64-byte ones (each aligned 8-byte element is
+ * read or written whole, bits only go from 0 to 1, concurrent writers use
+ * a locked OR per word).
+ *
+ * HOW IT DIFFERS FROM THE AVX-512 CODE
+ * AVX2 has four 64-bit lanes, no 64-bit multiply and no mask registers:
+ * - a block (8 words) is two 256-bit halves;
+ * - the low 64 bits of a 64x64 product are three 32x32->64 vpmuludq,
+ *   lo(a) lo(b) + ((hi(a) lo(b) + lo(a) hi(b)) << 32), and a full
+ *   128-bit product four (the portable XXH_mult64to128 method);
+ * - the lanes of a key's k words are kept by an AND with a lane mask
+ *   instead of a mask register;
+ * - batches hash four keys per vector, loading each key's bytes with one
+ *   or two 16-byte loads and transposing them into lanes, not gathering
+ *   (a lane of another length class reads a zeroed pad instead, so no load
+ *   leaves its key).
+ * Measured figures: docs/PERFORMANCE.md. */
+#include "filter_internal.h"
+#include "hash_inline.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(BG_NO_SIMD)
+#  if defined(__SANITIZE_THREAD__)
+#    define BG__AVX2 0
+#  elif defined(__has_feature)
+#    if __has_feature(thread_sanitizer)
+#      define BG__AVX2 0
+#    endif
+#  endif
+#  ifndef BG__AVX2
+#    define BG__AVX2 1
+#  endif
+#else
+#  define BG__AVX2 0
+#endif
+
+#if BG__AVX2
+#include <immintrin.h>
+
+#define BG__TARGET __attribute__((target("avx2,bmi2")))
+#define BG__INLINE __attribute__((always_inline)) inline
+
+/* A block's worth of lanes: words 0-3 and 4-7. */
+typedef struct v512 {
+    __m256i w[2];
+} v512;
+
+/* The low 64 bits of a * b per lane, given bh = b >> 32. */
+BG__TARGET static BG__INLINE __m256i mullo64(__m256i a, __m256i b, __m256i bh)
+{
+    __m256i cross = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b),
+                                     _mm256_mul_epu32(a, bh));
+    return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
+}
+
+/* One bit in every word w of the block: probe (w - s) mod 8's bit, bit
+ * (h2 * salt) >> 58 in payload numbering, which is machine bit b ^ 7
+ * (filter_internal.h); `keep` zeroes the words that are not the key's. */
+BG__TARGET static BG__INLINE v512 key_mask(uint64_t h2, unsigned s, v512 keep)
+{
+    const __m256i a = _mm256_set1_epi64x((long long)h2);
+    const __m256i seven = _mm256_set1_epi64x(7), one = _mm256_set1_epi64x(1);
+    v512 r;
+    for (int i = 0; i < 2; i++) {
+        __m256i salt = _mm256_loadu_si256((const __m256i *)&bg__blocked_salt_rot[s][4 * i]);
+        __m256i prod = mullo64(a, salt, _mm256_srli_epi64(salt, 32));
+        __m256i bit = _mm256_xor_si256(_mm256_srli_epi64(prod, 58), seven);
+        r.w[i] = _mm256_and_si256(_mm256_sllv_epi64(one, bit), keep.w[i]);
+    }
+    return r;
+}
+
+/* All ones in the lanes of the words that hold one of the key's k probes
+ * when they start at word s (words s, s + 1, ..., s + k - 1 mod 8). */
+BG__TARGET static BG__INLINE v512 key_words(uint32_t k, unsigned s)
+{
+    unsigned pk = (1u << k) - 1, words = ((pk << s) | (pk >> (8 - s))) & 0xff;
+    const __m256i all = _mm256_set1_epi64x(words);
+    const __m256i lane[2] = {_mm256_set_epi64x(8, 4, 2, 1), _mm256_set_epi64x(128, 64, 32, 16)};
+    v512 r;
+    for (int i = 0; i < 2; i++)
+        r.w[i] = _mm256_cmpeq_epi64(_mm256_and_si256(all, lane[i]), lane[i]);
+    return r;
+}
+
+BG__TARGET static BG__INLINE int contains_in(const bg_filter *f, bg_hash h, v512 keep)
+{
+    const __m256i *block = (const __m256i *)bg__block_of(f, h.h1);
+    v512 m = key_mask(h.h2, bg__block_start(h.h1), keep);
+    __m256i miss = _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(block), m.w[0]),
+                                   _mm256_andnot_si256(_mm256_loadu_si256(block + 1), m.w[1]));
+    return _mm256_testz_si256(miss, miss);
+}
+
+BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, v512 keep)
+{
+    _Atomic uint64_t *block = bg__block_of(f, h.h1);
+    __m256i *half = (__m256i *)block;
+    v512 m = key_mask(h.h2, bg__block_start(h.h1), keep);
+    __m256i w0 = _mm256_loadu_si256(half), w1 = _mm256_loadu_si256(half + 1);
+    __m256i miss0 = _mm256_andnot_si256(w0, m.w[0]), miss1 = _mm256_andnot_si256(w1, m.w[1]);
+    __m256i miss = _mm256_or_si256(miss0, miss1);
+    if (_mm256_testz_si256(miss, miss))
+        return 0;
+    if (f->single_writer) {
+        _mm256_storeu_si256(half, _mm256_or_si256(w0, m.w[0]));
+        _mm256_storeu_si256(half + 1, _mm256_or_si256(w1, m.w[1]));
+        return 1;
+    }
+    uint64_t bits[8];
+    _mm256_storeu_si256((__m256i *)bits, miss0);
+    _mm256_storeu_si256((__m256i *)(bits + 4), miss1);
+    const __m256i zero = _mm256_setzero_si256();
+    unsigned full = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(miss0, zero))) |
+                    (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(miss1, zero))) << 4;
+    for (unsigned todo = ~full & 0xff; todo; todo &= todo - 1) {
+        unsigned w = (unsigned)__builtin_ctz(todo);
+        (void)atomic_fetch_or_explicit(&block[w], bits[w], memory_order_relaxed); /* lock or */
+    }
+    return 1;
+}
+
+BG__TARGET static int avx2_contains(const bg_filter *f, bg_hash h)
+{
+    return contains_in(f, h, key_words(f->k, bg__block_start(h.h1)));
+}
+
+BG__TARGET static int avx2_add(bg_filter *f, bg_hash h)
+{
+    return add_in(f, h, key_words(f->k, bg__block_start(h.h1)));
+}
+
+static void avx2_prefetch(const bg_filter *f, bg_hash h)
+{
+    bg__prefetch(bg__block_of(f, h.h1));
+}
+
+BG__DEFINE_HASH_GROUP_OPS(avx2, BG__TARGET)
+
+/* FOUR HASHES AT ONCE
+ * bg__hash (XXH3-128, seeded) of four keys in the lanes of a vector: the
+ * same function and values, step for step as xxhash 0.8.1's
+ * XXH3_len_4to8_128b, XXH3_len_9to16_128b and XXH3_len_17to128_128b (one
+ * XXH128_mix32B round for 17 to 32 bytes, two for 33 to 64), as in
+ * blocked_avx512.c's EIGHT HASHES AT ONCE. A group of four is hashed by the
+ * path of the length class that holds at least HASH4_MIN_LANES of its keys;
+ * the others, and keys of 0 to 3 or over 64 bytes, one by one. */
+
+/* What hash4 needs of the seed, computed once per batch call. For each
+ * 64-bit constant b that multiplies, b >> 32 too (mullo64). */
+typedef struct hash4_consts {
+    __m256i sec[8]; /* secret words 0..7, + seed (even) and - seed (odd): XXH3_mix16B */
+    __m256i flip4, flip9_lo, flip9_hi, seed;
+    __m256i p1, p1h, p2, p2h, p4, p4h, mx2, mx2h, aval, avalh;
+    __m256i p32_2m1, lo32, bswap;
+} hash4_consts;
+
+BG__TARGET __attribute__((noinline)) static void hash4_init(hash4_consts *c, uint64_t seed)
+{
+    const xxh_u8 *sec = XXH3_kSecret;
+    for (int i = 0; i < 8; i++) {
+        uint64_t w = XXH_readLE64(sec + 8 * i);
+        c->sec[i] = _mm256_set1_epi64x((long long)(i % 2 ? w - seed : w + seed));
+    }
+    uint64_t seed4 = seed ^ ((uint64_t)XXH_swap32((uint32_t)seed) << 32);
+    c->flip4 = _mm256_set1_epi64x(
+        (long long)((XXH_readLE64(sec + 16) ^ XXH_readLE64(sec + 24)) + seed4));
+    c->flip9_lo = _mm256_set1_epi64x(
+        (long long)((XXH_readLE64(sec + 32) ^ XXH_readLE64(sec + 40)) - seed));
+    c->flip9_hi = _mm256_set1_epi64x(
+        (long long)((XXH_readLE64(sec + 48) ^ XXH_readLE64(sec + 56)) + seed));
+    c->seed = _mm256_set1_epi64x((long long)seed);
+#define BG__CONST(name, value)                                                              \
+    do {                                                                                    \
+        c->name = _mm256_set1_epi64x((long long)(value));                                   \
+        c->name##h = _mm256_set1_epi64x((long long)((uint64_t)(value) >> 32));              \
+    } while (0)
+    BG__CONST(p1, XXH_PRIME64_1);
+    BG__CONST(p2, XXH_PRIME64_2);
+    BG__CONST(p4, XXH_PRIME64_4);
+    BG__CONST(mx2, UINT64_C(0x9FB21C651E98DF25));
+    BG__CONST(aval, UINT64_C(0x165667919E3779F9));
+#undef BG__CONST
+    c->p32_2m1 = _mm256_set1_epi64x((long long)(XXH_PRIME32_2 - 1));
+    c->lo32 = _mm256_set1_epi64x(0xffffffff);
+    /* vpshufb indexes within 16-byte lanes: reverse each 8-byte half */
+    c->bswap = _mm256_set_epi64x(0x08090a0b0c0d0e0fLL, 0x0001020304050607LL,
+                                 0x08090a0b0c0d0e0fLL, 0x0001020304050607LL);
+}
+
+/* a * b as 128 bits: returns the low 64, *hi the high 64. */
+BG__TARGET static BG__INLINE __m256i mul64to128(const hash4_consts *c, __m256i a, __m256i b,
+                                                __m256i *hi)
+{
+    __m256i ah = _mm256_srli_epi64(a, 32), bh = _mm256_srli_epi64(b, 32);
+    __m256i ll = _mm256_mul_epu32(a, b), hl = _mm256_mul_epu32(ah, b);
+    __m256i lh = _mm256_mul_epu32(a, bh), hh = _mm256_mul_epu32(ah, bh);
+    __m256i cross = _mm256_add_epi64(
+        _mm256_add_epi64(_mm256_srli_epi64(ll, 32), _mm256_and_si256(hl, c->lo32)), lh);
+    *hi = _mm256_add_epi64(
+        _mm256_add_epi64(_mm256_srli_epi64(hl, 32), _mm256_srli_epi64(cross, 32)), hh);
+    return _mm256_or_si256(_mm256_slli_epi64(cross, 32), _mm256_and_si256(ll, c->lo32));
+}
+
+/* XXH3_mix16B: the fold of (in0 ^ secret word w) * (in1 ^ secret word w+1). */
+BG__TARGET static BG__INLINE __m256i mix16(const hash4_consts *c, __m256i in0, __m256i in1,
+                                           int w)
+{
+    __m256i hi, lo = mul64to128(c, _mm256_xor_si256(in0, c->sec[w]),
+                                _mm256_xor_si256(in1, c->sec[w + 1]), &hi);
+    return _mm256_xor_si256(lo, hi);
+}
+
+/* XXH3_avalanche */
+BG__TARGET static BG__INLINE __m256i avalanche4(const hash4_consts *c, __m256i h)
+{
+    h = _mm256_xor_si256(h, _mm256_srli_epi64(h, 37));
+    h = mullo64(h, c->aval, c->avalh);
+    return _mm256_xor_si256(h, _mm256_srli_epi64(h, 32));
+}
+
+/* Four 16-byte values, one per key, as lanes: *w0 their first 8 bytes,
+ * *w1 their last 8. */
+BG__TARGET static BG__INLINE void transpose4(const __m128i x[4], __m256i *w0, __m256i *w1)
+{
+    __m256i t0 = _mm256_inserti128_si256(_mm256_castsi128_si256(x[0]), x[2], 1);
+    __m256i t1 = _mm256_inserti128_si256(_mm256_castsi128_si256(x[1]), x[3], 1);
+    *w0 = _mm256_unpacklo_epi64(t0, t1);
+    *w1 = _mm256_unpackhi_epi64(t0, t1);
+}
+
+/* The 16 bytes at p[i] + off for each lane i, as two lanes' worth of words
+ * (off may be negative: from the end). */
+BG__TARGET static BG__INLINE void load16(const uint8_t *const p[4], ptrdiff_t off, __m256i *w0,
+                                         __m256i *w1)
+{
+    __m128i x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = _mm_loadu_si128((const __m128i *)(const void *)(p[i] + off));
+    transpose4(x, w0, w1);
+}
+
+/* The 8 bytes at a[i] and at b[i], as two vectors. */
+BG__TARGET static BG__INLINE void load8x2(const uint8_t *const a[4], const uint8_t *const b[4],
+                                          __m256i *wa, __m256i *wb)
+{
+    __m128i x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = _mm_set_epi64x((long long)XXH_readLE64(b[i]), (long long)XXH_readLE64(a[i]));
+    transpose4(x, wa, wb);
+}
+
+/* XXH3_len_4to8_128b: one 64-bit word from the first and last 4 bytes,
+ * keyed, one 64x64->128 product by a length-dependent prime, mixed. */
+BG__TARGET static BG__INLINE void hash4_4to8(const hash4_consts *c, const uint8_t *const p[4],
+                                             const uint64_t l[4], __m256i len, __m256i *h1,
+                                             __m256i *h2)
+{
+    long long in[4];
+    for (int i = 0; i < 4; i++)
+        in[i] = (long long)(XXH_readLE32(p[i]) | (uint64_t)XXH_readLE32(p[i] + l[i] - 4) << 32);
+    __m256i keyed = _mm256_xor_si256(_mm256_set_epi64x(in[3], in[2], in[1], in[0]), c->flip4);
+    __m256i mhi, mlo = mul64to128(c, keyed, _mm256_add_epi64(c->p1, _mm256_slli_epi64(len, 2)),
+                                  &mhi);
+    mhi = _mm256_add_epi64(mhi, _mm256_slli_epi64(mlo, 1));
+    mlo = _mm256_xor_si256(mlo, _mm256_srli_epi64(mhi, 3));
+    mlo = _mm256_xor_si256(mlo, _mm256_srli_epi64(mlo, 35));
+    mlo = mullo64(mlo, c->mx2, c->mx2h);
+    *h1 = _mm256_xor_si256(mlo, _mm256_srli_epi64(mlo, 28));
+    *h2 = avalanche4(c, mhi);
+}
+
+/* XXH3_len_9to16_128b: the first and last 8 bytes, a 64x64->128 product,
+ * the length in its middle, a 128x64 product, both halves avalanched. */
+BG__TARGET static BG__INLINE void hash4_9to16(const hash4_consts *c, const uint8_t *const p[4],
+                                              const uint64_t l[4], __m256i len, __m256i *h1,
+                                              __m256i *h2)
+{
+    const uint8_t *last[4];
+    for (int i = 0; i < 4; i++)
+        last[i] = p[i] + l[i] - 8;
+    __m256i lo, hi;
+    load8x2(p, last, &lo, &hi);
+    __m256i mhi, mlo = mul64to128(c, _mm256_xor_si256(_mm256_xor_si256(lo, hi), c->flip9_lo),
+                                  c->p1, &mhi);
+    mlo = _mm256_add_epi64(mlo,
+                           _mm256_slli_epi64(_mm256_sub_epi64(len, _mm256_set1_epi64x(1)), 54));
+    hi = _mm256_xor_si256(hi, c->flip9_hi);
+    /* the 64-bit form: input_hi + (u32)input_hi * (PRIME32_2 - 1) */
+    mhi = _mm256_add_epi64(mhi, _mm256_add_epi64(hi, _mm256_mul_epu32(hi, c->p32_2m1)));
+    mlo = _mm256_xor_si256(mlo, _mm256_shuffle_epi8(mhi, c->bswap));
+    __m256i hhi, hlo = mul64to128(c, mlo, c->p2, &hhi);
+    hhi = _mm256_add_epi64(hhi, mullo64(mhi, c->p2, c->p2h));
+    *h1 = avalanche4(c, hlo);
+    *h2 = avalanche4(c, hhi);
+}
+
+/* XXH3_len_17to128_128b for 17..32 bytes (one XXH128_mix32B round) or,
+ * with `two_rounds`, 33..64 (the round at +16 and -32 first). */
+BG__TARGET static BG__INLINE void hash4_17to64(const hash4_consts *c, const uint8_t *const p[4],
+                                               const uint64_t l[4], __m256i len,
+                                               const bool two_rounds, __m256i *h1, __m256i *h2)
+{
+    const uint8_t *end[4];
+    for (int i = 0; i < 4; i++)
+        end[i] = p[i] + l[i];
+    /* len * PRIME64_1: len < 2^32, so two products */
+    __m256i lo = _mm256_add_epi64(_mm256_mul_epu32(len, c->p1),
+                                  _mm256_slli_epi64(_mm256_mul_epu32(len, c->p1h), 32));
+    __m256i hi = _mm256_setzero_si256();
+    __m256i a0, a1, b0, b1;
+    if (two_rounds) {
+        load16(p, 16, &a0, &a1);
+        load16(end, -32, &b0, &b1);
+        lo = _mm256_xor_si256(_mm256_add_epi64(lo, mix16(c, a0, a1, 4)), _mm256_add_epi64(b0, b1));
+        hi = _mm256_xor_si256(mix16(c, b0, b1, 6), _mm256_add_epi64(a0, a1));
+    }
+    load16(p, 0, &a0, &a1);
+    load16(end, -16, &b0, &b1);
+    lo = _mm256_xor_si256(_mm256_add_epi64(lo, mix16(c, a0, a1, 0)), _mm256_add_epi64(b0, b1));
+    hi = _mm256_xor_si256(_mm256_add_epi64(hi, mix16(c, b0, b1, 2)), _mm256_add_epi64(a0, a1));
+    __m256i outl = _mm256_add_epi64(lo, hi);
+    __m256i outh = _mm256_add_epi64(
+        _mm256_add_epi64(mullo64(lo, c->p1, c->p1h), mullo64(hi, c->p4, c->p4h)),
+        mullo64(_mm256_sub_epi64(len, c->seed), c->p2, c->p2h));
+    *h1 = avalanche4(c, outl);
+    *h2 = _mm256_sub_epi64(_mm256_setzero_si256(), avalanche4(c, outh));
+}
+
+/* The keys hash4 leaves to XXH3's other paths; out of line, so that the
+ * call (which clobbers every vector register) is not in the hot loop. */
+__attribute__((noinline)) static void hash_rest(const void *const *keys, const size_t *lens,
+                                                unsigned rest, uint64_t seed, uint64_t *h1,
+                                                uint64_t *h2)
+{
+    for (; rest; rest &= rest - 1) {
+        unsigned i = (unsigned)__builtin_ctz(rest);
+        bg_hash h = bg__hash(keys[i], lens[i], seed);
+        h1[i] = h.h1;
+        h2[i] = h.h2;
+    }
+}
+
+/* The lanes of `live` whose length is in [lo, hi]. */
+static inline unsigned lens_in(const size_t *lens, unsigned live, size_t lo, size_t hi)
+{
+    unsigned in = 0;
+    for (unsigned i = 0; i < 4; i++)
+        in |= (unsigned)((live >> i & 1) && lens[i] - lo <= hi - lo) << i;
+    return in;
+}
+
+/* Stands in for the keys of lanes outside the class being hashed: a lane
+ * reads up to 64 bytes from its start, and its result is thrown away. */
+static const uint8_t pad[64];
+
+/* Hashes keys[0..4) where `live` has their bit into h1[], h2[] (all four
+ * slots may be written). */
+#define HASH4_MIN_LANES 3
+BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const *keys,
+                                        const size_t *lens, unsigned live, uint64_t seed,
+                                        uint64_t *h1, uint64_t *h2)
+{
+    enum { C4TO8, C9TO16, C17TO32, C33TO64 } cls;
+    static const size_t lo[] = {4, 9, 17, 33}; /* each class's shortest length */
+    unsigned vec;
+#define BG__MOST(m) (__builtin_popcount(m) >= HASH4_MIN_LANES)
+    /* the usual group first, with no branch per key: four keys of 17..32 */
+    if (live == 0xf && ((lens[0] - 17 <= 15) & (lens[1] - 17 <= 15) & (lens[2] - 17 <= 15) &
+                        (lens[3] - 17 <= 15))) {
+        vec = 0xf;
+        cls = C17TO32;
+    } else if (BG__MOST(vec = lens_in(lens, live, 17, 32)))
+        cls = C17TO32;
+    else if (BG__MOST(vec = lens_in(lens, live, 9, 16)))
+        cls = C9TO16;
+    else if (BG__MOST(vec = lens_in(lens, live, 4, 8)))
+        cls = C4TO8;
+    else if (BG__MOST(vec = lens_in(lens, live, 33, 64)))
+        cls = C33TO64;
+    else {
+        hash_rest(keys, lens, live, seed, h1, h2);
+        return;
+    }
+#undef BG__MOST
+    const uint8_t *p[4];
+    uint64_t l[4];
+    for (unsigned i = 0; i < 4; i++) {
+        bool in = vec >> i & 1;
+        p[i] = in ? (const uint8_t *)keys[i] : pad;
+        l[i] = in ? lens[i] : lo[cls];
+    }
+    /* from registers: a vector load of the four stores just made would
+     * wait for them (no store forwarding from narrower stores) */
+    __m256i len = _mm256_set_epi64x((long long)l[3], (long long)l[2], (long long)l[1],
+                                    (long long)l[0]),
+            x1, x2;
+    switch (cls) {
+    case C4TO8:
+        hash4_4to8(c, p, l, len, &x1, &x2);
+        break;
+    case C9TO16:
+        hash4_9to16(c, p, l, len, &x1, &x2);
+        break;
+    case C17TO32:
+        hash4_17to64(c, p, l, len, false, &x1, &x2);
+        break;
+    default:
+        hash4_17to64(c, p, l, len, true, &x1, &x2);
+        break;
+    }
+    _mm256_storeu_si256((__m256i *)(void *)h1, x1);
+    _mm256_storeu_si256((__m256i *)(void *)h2, x2);
+    if (__builtin_expect(live & ~vec, 0))
+        hash_rest(keys, lens, live & ~vec, seed, h1, h2);
+}
+
+/* BATCHES OF KEYS
+ * As blocked_avx512.c's: hash4 hashes keys [at, at + 4) into a ring of
+ * AHEAD hashes, prefetching each key's line, while the loop probes the keys
+ * hashed AHEAD keys earlier. */
+#define AHEAD 64 /* a multiple of 4 */
+#define PREFETCH_MIN_BYTES (UINT64_C(256) << 10)
+
+BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *keys,
+                                              const size_t *lens, size_t count,
+                                              uint8_t *results, const bool adding,
+                                              const bool prefetch)
+{
+    int64_t hits = 0;
+    uint64_t seed = f->seed;
+    hash4_consts c;
+    hash4_init(&c, seed);
+    v512 words_of[8];
+    for (unsigned s = 0; s < 8; s++)
+        words_of[s] = key_words(f->k, s);
+    uint64_t ring1[AHEAD], ring2[AHEAD];
+    for (size_t at = 0; at < count + AHEAD; at += 4) {
+        if (at >= AHEAD) {
+            size_t first = at - AHEAD;
+            size_t end = count - first < 4 ? count : first + 4;
+            for (size_t i = first; i < end; i++) {
+                bg_hash h = {ring1[i % AHEAD], ring2[i % AHEAD]};
+                v512 w = words_of[bg__block_start(h.h1)];
+                int r = adding ? add_in(f, h, w) : contains_in(f, h, w);
+                if (results)
+                    results[i] = (uint8_t)r;
+                hits += r;
+            }
+        }
+        if (at < count) {
+            size_t n = count - at < 4 ? count - at : 4;
+            size_t slot = at % AHEAD;
+            hash4(&c, keys + at, lens + at, (1u << n) - 1, seed, ring1 + slot, ring2 + slot);
+            for (size_t i = 0; prefetch && i < n; i++)
+                bg__prefetch(bg__block_of(f, ring1[slot + i]));
+        }
+    }
+    return hits;
+}
+
+/* One copy of the loop per (adding, prefetch), so neither is tested per key. */
+#define BG__RUN_KEYS_COPY(NAME, ADDING, PREFETCH)                                           \
+    BG__TARGET __attribute__((noinline)) static int64_t NAME(                               \
+        bg_filter *f, const void *const *keys, const size_t *lens, size_t count,            \
+        uint8_t *results)                                                                   \
+    {                                                                                       \
+        return run_keys(f, keys, lens, count, results, ADDING, PREFETCH);                   \
+    }
+BG__RUN_KEYS_COPY(contains_keys, false, false)
+BG__RUN_KEYS_COPY(contains_keys_pf, false, true)
+BG__RUN_KEYS_COPY(add_keys, true, false)
+BG__RUN_KEYS_COPY(add_keys_pf, true, true)
+
+static int64_t avx2_run_keys(bg_filter *f, const void *const *keys, const size_t *lens,
+                             size_t count, uint8_t *results, bool adding)
+{
+    bool pf = f->nwords * 8 > PREFETCH_MIN_BYTES;
+    if (adding)
+        return (pf ? add_keys_pf : add_keys)(f, keys, lens, count, results);
+    return (pf ? contains_keys_pf : contains_keys)(f, keys, lens, count, results);
+}
+
+static const bg__filter_ops avx2_ops = {
+    .variant = BG_VARIANT_BLOCKED,
+    .name = "blocked",
+    .cell_bits = 1,
+    .add = avx2_add,
+    .contains = avx2_contains,
+    .prefetch_group = avx2_prefetch_group,
+    .run_group = avx2_run_group,
+    .run_keys = avx2_run_keys,
+    .items_for_bits = bg__blocked_items_for_bits,
+    .estimate = bg__blocked_estimate,
+};
+
+const bg__filter_ops *bg__blocked_avx2_ops(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2"))
+        return &avx2_ops;
+    return NULL;
+}
+
+#else
+
+const bg__filter_ops *bg__blocked_avx2_ops(void)
+{
+    return NULL;
+}
+
+#endif
