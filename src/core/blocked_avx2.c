@@ -360,7 +360,8 @@ static inline unsigned lens_in(const size_t *lens, unsigned live, size_t lo, siz
 static const uint8_t pad[64];
 
 /* Hashes keys[0..4) where `live` has their bit into h1[], h2[] (all four
- * slots may be written). */
+ * slots may be written). A class needs three of the four keys (not tuned;
+ * the keys batches usually see are all of one class). */
 #define HASH4_MIN_LANES 3
 BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const *keys,
                                         const size_t *lens, unsigned live, uint64_t seed,
@@ -423,7 +424,10 @@ BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const
 /* BATCHES OF KEYS
  * As blocked_avx512.c's: hash4 hashes keys [at, at + 4) into a ring of
  * AHEAD hashes, prefetching each key's line, while the loop probes the keys
- * hashed AHEAD keys earlier. */
+ * hashed AHEAD keys earlier. On the AMD EPYC (Zen 3) measured, 32, 64 and
+ * 128 keys ahead, and a prefetch into L1 instead of L2, were equal within
+ * noise at n = 1e8 (docs/PERFORMANCE.md). Filters up to PREFETCH_MIN_BYTES,
+ * half of that CPU's 512 KiB L2 per core, skip the prefetch (not tuned). */
 #define AHEAD 64 /* a multiple of 4 */
 #define PREFETCH_MIN_BYTES (UINT64_C(256) << 10)
 
