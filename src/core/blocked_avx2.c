@@ -22,25 +22,10 @@
  *   (a lane of another length class reads a zeroed pad instead, so no load
  *   leaves its key).
  * Measured figures: docs/PERFORMANCE.md. */
-#include "filter_internal.h"
+#include "blocked_simd.h"
 #include "hash_inline.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(BG_NO_SIMD)
-#  if defined(__SANITIZE_THREAD__)
-#    define BG__AVX2 0
-#  elif defined(__has_feature)
-#    if __has_feature(thread_sanitizer)
-#      define BG__AVX2 0
-#    endif
-#  endif
-#  ifndef BG__AVX2
-#    define BG__AVX2 1
-#  endif
-#else
-#  define BG__AVX2 0
-#endif
-
-#if BG__AVX2
+#if BG__SIMD_X86
 #include <immintrin.h>
 
 #define BG__TARGET __attribute__((target("avx2,bmi2")))
@@ -343,20 +328,6 @@ BG__TARGET static BG__INLINE void hash4_17to64(const hash4_consts *c, const uint
     *h2 = _mm256_sub_epi64(_mm256_setzero_si256(), avalanche4(c, outh));
 }
 
-/* The keys hash4 leaves to XXH3's other paths; out of line, so that the
- * call (which clobbers every vector register) is not in the hot loop. */
-__attribute__((noinline)) static void hash_rest(const void *const *keys, const size_t *lens,
-                                                unsigned rest, uint64_t seed, uint64_t *h1,
-                                                uint64_t *h2)
-{
-    for (; rest; rest &= rest - 1) {
-        unsigned i = (unsigned)__builtin_ctz(rest);
-        bg_hash h = bg__hash(keys[i], lens[i], seed);
-        h1[i] = h.h1;
-        h2[i] = h.h2;
-    }
-}
-
 /* The lanes of `live` whose length is in [lo, hi]. */
 static inline unsigned lens_in(const size_t *lens, unsigned live, size_t lo, size_t hi)
 {
@@ -396,7 +367,7 @@ BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const
     else if (BG__MOST(vec = lens_in(lens, live, 33, 64)))
         cls = C33TO64;
     else {
-        hash_rest(keys, lens, live, seed, h1, h2);
+        bg__hash_rest(keys, lens, live, seed, h1, h2);
         return;
     }
 #undef BG__MOST
@@ -429,7 +400,7 @@ BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const
     _mm256_storeu_si256((__m256i *)(void *)h1, x1);
     _mm256_storeu_si256((__m256i *)(void *)h2, x2);
     if (__builtin_expect(live & ~vec, 0))
-        hash_rest(keys, lens, live & ~vec, seed, h1, h2);
+        bg__hash_rest(keys, lens, live & ~vec, seed, h1, h2);
 }
 
 /* BATCHES OF KEYS
@@ -479,27 +450,7 @@ BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *k
     return hits;
 }
 
-/* One copy of the loop per (adding, prefetch), so neither is tested per key. */
-#define BG__RUN_KEYS_COPY(NAME, ADDING, PREFETCH)                                           \
-    BG__TARGET __attribute__((noinline)) static int64_t NAME(                               \
-        bg_filter *f, const void *const *keys, const size_t *lens, size_t count,            \
-        uint8_t *results)                                                                   \
-    {                                                                                       \
-        return run_keys(f, keys, lens, count, results, ADDING, PREFETCH);                   \
-    }
-BG__RUN_KEYS_COPY(contains_keys, false, false)
-BG__RUN_KEYS_COPY(contains_keys_pf, false, true)
-BG__RUN_KEYS_COPY(add_keys, true, false)
-BG__RUN_KEYS_COPY(add_keys_pf, true, true)
-
-static int64_t avx2_run_keys(bg_filter *f, const void *const *keys, const size_t *lens,
-                             size_t count, uint8_t *results, bool adding)
-{
-    bool pf = f->nwords * 8 > PREFETCH_MIN_BYTES;
-    if (adding)
-        return (pf ? add_keys_pf : add_keys)(f, keys, lens, count, results);
-    return (pf ? contains_keys_pf : contains_keys)(f, keys, lens, count, results);
-}
+BG__DEFINE_SIMD_RUN_KEYS(avx2, BG__TARGET, PREFETCH_MIN_BYTES)
 
 static const bg__filter_ops avx2_ops = {
     .variant = BG_VARIANT_BLOCKED,

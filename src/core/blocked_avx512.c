@@ -28,25 +28,10 @@
  * the one place that relies on the platform instead.) ThreadSanitizer cannot
  * see through vector accesses, so TSan builds use the portable
  * implementation, where every access is a C11 atomic. */
-#include "filter_internal.h"
+#include "blocked_simd.h"
 #include "hash_inline.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(BG_NO_SIMD)
-#  if defined(__SANITIZE_THREAD__)
-#    define BG__AVX512 0
-#  elif defined(__has_feature)
-#    if __has_feature(thread_sanitizer)
-#      define BG__AVX512 0
-#    endif
-#  endif
-#  ifndef BG__AVX512
-#    define BG__AVX512 1
-#  endif
-#else
-#  define BG__AVX512 0
-#endif
-
-#if BG__AVX512
+#if BG__SIMD_X86
 #include <immintrin.h>
 
 #define BG__TARGET __attribute__((target("avx512f,avx512dq,avx512bw")))
@@ -283,20 +268,6 @@ BG__TARGET __attribute__((noinline)) static void hash8_init(hash8_consts *c, uin
                                 0x08090a0b0c0d0e0fLL, 0x0001020304050607LL);
 }
 
-/* The keys hash8 leaves to XXH3's other paths; out of line, so that the
- * call (which clobbers every vector register) is not in the hot loop. */
-__attribute__((noinline)) static void hash_rest(const void *const *keys, const size_t *lens,
-                                                unsigned rest, uint64_t seed, uint64_t *h1,
-                                                uint64_t *h2)
-{
-    for (; rest; rest &= rest - 1) {
-        unsigned i = (unsigned)__builtin_ctz(rest);
-        bg_hash h = bg__hash(keys[i], lens[i], seed);
-        h1[i] = h.h1;
-        h2[i] = h.h2;
-    }
-}
-
 /* XXH3_len_4to8_128b: one 64-bit word from the first and last 4 bytes,
  * keyed, one 64x64->128 product by a length-dependent prime, mixed. */
 BG__TARGET static BG__INLINE void hash8_4to8(const hash8_consts *c, __m512i ptr, __m512i len,
@@ -412,14 +383,14 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
     else if (BG__MOST(vec = lens_in(live, len, 33, 64)))
         hash8_17to64(c, ptr, len, vec, true, &x1, &x2);
     else {
-        hash_rest(keys, lens, live, seed, h1, h2);
+        bg__hash_rest(keys, lens, live, seed, h1, h2);
         return;
     }
 #undef BG__MOST
     _mm512_storeu_si512((void *)h1, x1);
     _mm512_storeu_si512((void *)h2, x2);
     if (__builtin_expect(live & ~vec, 0))
-        hash_rest(keys, lens, (unsigned)(live & ~vec), seed, h1, h2);
+        bg__hash_rest(keys, lens, (unsigned)(live & ~vec), seed, h1, h2);
 }
 
 /* BATCHES OF KEYS
@@ -488,27 +459,7 @@ BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *k
     return hits;
 }
 
-/* One copy of the loop per (adding, prefetch), so neither is tested per key. */
-#define BG__RUN_KEYS_COPY(NAME, ADDING, PREFETCH)                                           \
-    BG__TARGET __attribute__((noinline)) static int64_t NAME(                               \
-        bg_filter *f, const void *const *keys, const size_t *lens, size_t count,            \
-        uint8_t *results)                                                                   \
-    {                                                                                       \
-        return run_keys(f, keys, lens, count, results, ADDING, PREFETCH);                   \
-    }
-BG__RUN_KEYS_COPY(contains_keys, false, false)
-BG__RUN_KEYS_COPY(contains_keys_pf, false, true)
-BG__RUN_KEYS_COPY(add_keys, true, false)
-BG__RUN_KEYS_COPY(add_keys_pf, true, true)
-
-static int64_t avx512_run_keys(bg_filter *f, const void *const *keys, const size_t *lens,
-                               size_t count, uint8_t *results, bool adding)
-{
-    bool pf = f->nwords * 8 > PREFETCH_MIN_BYTES;
-    if (adding)
-        return (pf ? add_keys_pf : add_keys)(f, keys, lens, count, results);
-    return (pf ? contains_keys_pf : contains_keys)(f, keys, lens, count, results);
-}
+BG__DEFINE_SIMD_RUN_KEYS(avx512, BG__TARGET, PREFETCH_MIN_BYTES)
 
 static const bg__filter_ops avx512_ops = {
     .variant = BG_VARIANT_BLOCKED,
