@@ -15,12 +15,14 @@
  *   lo(a) lo(b) + ((hi(a) lo(b) + lo(a) hi(b)) << 32), and a full
  *   128-bit product four (the portable XXH_mult64to128 method); a probe's
  *   bit number, the top 6 bits only, one vpmuludq and one vpmulld;
- * - the lanes of a key's k words are kept by an AND with a lane mask
- *   instead of a mask register;
+ * - the words that are not the key's get no bit from a shift count of 64
+ *   or more (probe_row), instead of a mask register;
  * - batches hash four keys per vector, loading each key's bytes with one
  *   or two 16-byte loads and transposing them into lanes, not gathering
  *   (a lane of another length class reads a zeroed pad instead, so no load
- *   leaves its key).
+ *   leaves its key);
+ * - a batch works out each key's block offset, probe row and h2 in lanes,
+ *   four keys at a time, before it probes (BATCHES OF KEYS).
  * Measured figures: docs/PERFORMANCE.md. */
 #include "blocked_simd.h"
 #include "hash_inline.h"
@@ -44,60 +46,79 @@ BG__TARGET static BG__INLINE __m256i mullo64(__m256i a, __m256i b, __m256i bh)
     return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
 }
 
-/* One bit in every word w of the block: probe (w - s) mod 8's bit, bit
- * (h2 * salt) >> 58 in payload numbering, which is machine bit b ^ 7
- * (filter_internal.h); `keep` zeroes the words that are not the key's. */
-BG__TARGET static BG__INLINE v512 key_mask(uint64_t h2, unsigned s, v512 keep)
+/* WHAT A PROBE NEEDS, PER START WORD
+ * For a key whose probes start at word s, the eight words' salts
+ * (bg__blocked_salt_rot[s]), the same with each salt's 32-bit halves
+ * swapped (for vpmulld, below), and per word the XOR that turns the top 6
+ * bits of h2 * salt into the machine bit number: 7 in the key's k words
+ * (payload bit b is machine bit b ^ 7, filter_internal.h) and 7 | 64 in
+ * the others, whose shift count of 64 or more makes vpsllvq give 0, so the
+ * words that are not the key's need no AND with a lane mask. A batch call
+ * builds the rows for all eight s (probe_table); a single call builds its
+ * key's row in registers. */
+typedef struct probe_row {
+    __m256i salt[2], salt_swapped[2], bit_xor[2];
+} probe_row;
+
+typedef struct probe_table {
+    probe_row s[8];
+} probe_table;
+
+/* A row's byte offset in probe_table is s * ROW_BYTES. */
+#define ROW_BYTES ((long long)sizeof(probe_row))
+
+BG__TARGET static BG__INLINE probe_row probe_row_of(uint32_t k, unsigned s)
 {
-    const __m256i a = _mm256_set1_epi64x((long long)h2);
-    const __m256i seven = _mm256_set1_epi64x(7), one = _mm256_set1_epi64x(1);
-    v512 r;
+    /* the key's k words: s, s + 1, ..., s + k - 1 mod 8 */
+    unsigned pk = (1u << k) - 1, words = ((pk << s) | (pk >> (8 - s))) & 0xff;
+    const __m256i all = _mm256_set1_epi64x(words), seven = _mm256_set1_epi64x(7),
+                  not_key = _mm256_set1_epi64x(64);
+    const __m256i lane[2] = {_mm256_set_epi64x(8, 4, 2, 1), _mm256_set_epi64x(128, 64, 32, 16)};
+    probe_row r;
     for (int i = 0; i < 2; i++) {
-        __m256i salt = _mm256_loadu_si256((const __m256i *)&bg__blocked_salt_rot[s][4 * i]);
-        /* Only bits 58..63 of the product are used: the high 32 bits of
-         * lo(a) lo(b) plus the low 32 bits of the cross terms
-         * hi(a) lo(b) + lo(a) hi(b), which one vpmulld gives (b's halves
-         * swapped, the two 32-bit products summed) instead of mullo64's
-         * two vpmuludq. On the AMD EPYC (Zen 3) measured: 4% fewer
-         * instructions per batched query, best-of-5 times 15.2 -> 14.5 ns
-         * at n = 1e6 and 20.5 -> 18.2 at 1e8 (on Intel client cores
-         * vpmulld is 2 uops and this may be a wash). */
-        __m256i cross = _mm256_mullo_epi32(a, _mm256_shuffle_epi32(salt, 0xb1));
-        cross = _mm256_add_epi32(cross, _mm256_slli_epi64(cross, 32));
-        __m256i prod = _mm256_add_epi32(_mm256_mul_epu32(a, salt), cross);
-        __m256i bit = _mm256_xor_si256(_mm256_srli_epi64(prod, 58), seven);
-        r.w[i] = _mm256_and_si256(_mm256_sllv_epi64(one, bit), keep.w[i]);
+        r.salt[i] = _mm256_load_si256((const __m256i *)&bg__blocked_salt_rot[s][4 * i]);
+        r.salt_swapped[i] = _mm256_shuffle_epi32(r.salt[i], 0xb1);
+        __m256i in_key = _mm256_cmpeq_epi64(_mm256_and_si256(all, lane[i]), lane[i]);
+        r.bit_xor[i] = _mm256_or_si256(seven, _mm256_andnot_si256(in_key, not_key));
     }
     return r;
 }
 
-/* All ones in the lanes of the words that hold one of the key's k probes
- * when they start at word s (words s, s + 1, ..., s + k - 1 mod 8). */
-BG__TARGET static BG__INLINE v512 key_words(uint32_t k, unsigned s)
+/* Half i of the key's mask: in each word, the bit of the probe that lands
+ * there, bit (h2 * salt) >> 58 in payload numbering, or 0 in the words
+ * that are not the key's. Only bits 58..63 of the product are used: the
+ * high 32 bits of lo(h2) lo(salt) plus the low 32 bits of the cross terms
+ * hi(h2) lo(salt) + lo(h2) hi(salt), which one vpmulld gives (the salt's
+ * halves swapped, the two 32-bit products then summed) instead of two more
+ * vpmuludq. On the AMD EPYC (Zen 3) measured: 4% fewer instructions per
+ * batched query, best-of-5 15.2 -> 14.5 ns at n = 1e6 and 20.5 -> 18.2 at
+ * 1e8 (on Intel client cores vpmulld is 2 uops and this may be a wash).
+ * h2 is broadcast to every lane. */
+BG__TARGET static BG__INLINE __m256i mask_half(__m256i h2, const probe_row *row, int i)
 {
-    unsigned pk = (1u << k) - 1, words = ((pk << s) | (pk >> (8 - s))) & 0xff;
-    const __m256i all = _mm256_set1_epi64x(words);
-    const __m256i lane[2] = {_mm256_set_epi64x(8, 4, 2, 1), _mm256_set_epi64x(128, 64, 32, 16)};
-    v512 r;
-    for (int i = 0; i < 2; i++)
-        r.w[i] = _mm256_cmpeq_epi64(_mm256_and_si256(all, lane[i]), lane[i]);
-    return r;
+    __m256i cross = _mm256_mullo_epi32(h2, row->salt_swapped[i]);
+    cross = _mm256_add_epi32(cross, _mm256_slli_epi64(cross, 32));
+    __m256i prod = _mm256_add_epi32(_mm256_mul_epu32(h2, row->salt[i]), cross);
+    __m256i bit = _mm256_xor_si256(_mm256_srli_epi64(prod, 58), row->bit_xor[i]);
+    return _mm256_sllv_epi64(_mm256_set1_epi64x(1), bit);
 }
 
-BG__TARGET static BG__INLINE int contains_in(const bg_filter *f, bg_hash h, v512 keep)
+BG__TARGET static BG__INLINE v512 key_mask(__m256i h2, const probe_row *row)
 {
-    const __m256i *block = (const __m256i *)bg__block_of(f, h.h1);
-    v512 m = key_mask(h.h2, bg__block_start(h.h1), keep);
-    __m256i miss = _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(block), m.w[0]),
-                                   _mm256_andnot_si256(_mm256_loadu_si256(block + 1), m.w[1]));
+    return (v512){{mask_half(h2, row, 0), mask_half(h2, row, 1)}};
+}
+
+BG__TARGET static BG__INLINE int contains_in(const uint64_t *block, v512 m)
+{
+    const __m256i *half = (const __m256i *)(const void *)block;
+    __m256i miss = _mm256_or_si256(_mm256_andnot_si256(_mm256_loadu_si256(half), m.w[0]),
+                                   _mm256_andnot_si256(_mm256_loadu_si256(half + 1), m.w[1]));
     return _mm256_testz_si256(miss, miss);
 }
 
-BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, v512 keep)
+BG__TARGET static BG__INLINE int add_in(const bg_filter *f, _Atomic uint64_t *block, v512 m)
 {
-    _Atomic uint64_t *block = bg__block_of(f, h.h1);
-    __m256i *half = (__m256i *)block;
-    v512 m = key_mask(h.h2, bg__block_start(h.h1), keep);
+    __m256i *half = (__m256i *)(void *)block;
     __m256i w0 = _mm256_loadu_si256(half), w1 = _mm256_loadu_si256(half + 1);
     __m256i miss0 = _mm256_andnot_si256(w0, m.w[0]), miss1 = _mm256_andnot_si256(w1, m.w[1]);
     __m256i miss = _mm256_or_si256(miss0, miss1);
@@ -123,19 +144,22 @@ BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, v512 keep)
 
 BG__TARGET static int avx2_contains(const bg_filter *f, bg_hash h)
 {
-    return contains_in(f, h, key_words(f->k, bg__block_start(h.h1)));
+    probe_row row = probe_row_of(f->k, bg__block_start(h.h1));
+    v512 m = key_mask(_mm256_set1_epi64x((long long)h.h2), &row);
+    return contains_in((const uint64_t *)bg__block_of(f, h.h1), m);
 }
 
 BG__TARGET static int avx2_add(bg_filter *f, bg_hash h)
 {
-    return add_in(f, h, key_words(f->k, bg__block_start(h.h1)));
+    probe_row row = probe_row_of(f->k, bg__block_start(h.h1));
+    v512 m = key_mask(_mm256_set1_epi64x((long long)h.h2), &row);
+    return add_in(f, bg__block_of(f, h.h1), m);
 }
 
 static void avx2_prefetch(const bg_filter *f, bg_hash h)
 {
     bg__prefetch(bg__block_of(f, h.h1));
 }
-
 BG__DEFINE_HASH_GROUP_OPS(avx2, BG__TARGET)
 
 /* FOUR HASHES AT ONCE
@@ -328,6 +352,32 @@ BG__TARGET static BG__INLINE void hash4_17to64(const hash4_consts *c, const uint
     *h2 = _mm256_sub_epi64(_mm256_setzero_si256(), avalanche4(c, outh));
 }
 
+/* XXH3's length classes that hash4 computes in vector lanes, and each
+ * one's shortest length and span (longest - shortest). */
+enum { C4TO8, C9TO16, C17TO32, C33TO64 };
+static const size_t class_lo[] = {4, 9, 17, 33}, class_span[] = {4, 7, 15, 31};
+
+/* The hashes of four keys of class `cls` (lengths l, also as lanes of len). */
+BG__TARGET static BG__INLINE void hash4_class(const hash4_consts *c, int cls,
+                                              const uint8_t *const p[4], const uint64_t l[4],
+                                              __m256i len, __m256i *h1, __m256i *h2)
+{
+    switch (cls) {
+    case C4TO8:
+        hash4_4to8(c, p, l, len, h1, h2);
+        break;
+    case C9TO16:
+        hash4_9to16(c, p, l, len, h1, h2);
+        break;
+    case C17TO32:
+        hash4_17to64(c, p, l, len, false, h1, h2);
+        break;
+    default:
+        hash4_17to64(c, p, l, len, true, h1, h2);
+        break;
+    }
+}
+
 /* The lanes of `live` whose length is in [lo, hi]. */
 static inline unsigned lens_in(const size_t *lens, unsigned live, size_t lo, size_t hi)
 {
@@ -342,23 +392,22 @@ static inline unsigned lens_in(const size_t *lens, unsigned live, size_t lo, siz
 static const uint8_t pad[64];
 
 /* Hashes keys[0..4) where `live` has their bit into h1[], h2[] (all four
- * slots may be written). A class needs three of the four keys (not tuned;
- * the keys batches usually see are all of one class). */
+ * slots may be written): the groups whose keys are not all of one class,
+ * and the last group of a batch when it has fewer than four (hash_group
+ * hashes the others itself). A class needs three of the four keys (not
+ * tuned; the keys batches usually see are all of one class). Not inlined,
+ * so that its register needs do not weigh on the batch loop. */
 #define HASH4_MIN_LANES 3
-BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const *keys,
-                                        const size_t *lens, unsigned live, uint64_t seed,
-                                        uint64_t *h1, uint64_t *h2)
+BG__TARGET __attribute__((noinline)) static void hash4_any(const hash4_consts *c,
+                                                           const void *const *keys,
+                                                           const size_t *lens, unsigned live,
+                                                           uint64_t seed, uint64_t *h1,
+                                                           uint64_t *h2)
 {
-    enum { C4TO8, C9TO16, C17TO32, C33TO64 } cls;
-    static const size_t lo[] = {4, 9, 17, 33}; /* each class's shortest length */
+    int cls;
     unsigned vec;
 #define BG__MOST(m) (__builtin_popcount(m) >= HASH4_MIN_LANES)
-    /* the usual group first, with no branch per key: four keys of 17..32 */
-    if (live == 0xf && ((lens[0] - 17 <= 15) & (lens[1] - 17 <= 15) & (lens[2] - 17 <= 15) &
-                        (lens[3] - 17 <= 15))) {
-        vec = 0xf;
-        cls = C17TO32;
-    } else if (BG__MOST(vec = lens_in(lens, live, 17, 32)))
+    if (BG__MOST(vec = lens_in(lens, live, 17, 32)))
         cls = C17TO32;
     else if (BG__MOST(vec = lens_in(lens, live, 9, 16)))
         cls = C9TO16;
@@ -376,27 +425,14 @@ BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const
     for (unsigned i = 0; i < 4; i++) {
         bool in = vec >> i & 1;
         p[i] = in ? (const uint8_t *)keys[i] : pad;
-        l[i] = in ? lens[i] : lo[cls];
+        l[i] = in ? lens[i] : class_lo[cls];
     }
     /* from registers: a vector load of the four stores just made would
      * wait for them (no store forwarding from narrower stores) */
     __m256i len = _mm256_set_epi64x((long long)l[3], (long long)l[2], (long long)l[1],
                                     (long long)l[0]),
             x1, x2;
-    switch (cls) {
-    case C4TO8:
-        hash4_4to8(c, p, l, len, &x1, &x2);
-        break;
-    case C9TO16:
-        hash4_9to16(c, p, l, len, &x1, &x2);
-        break;
-    case C17TO32:
-        hash4_17to64(c, p, l, len, false, &x1, &x2);
-        break;
-    default:
-        hash4_17to64(c, p, l, len, true, &x1, &x2);
-        break;
-    }
+    hash4_class(c, cls, p, l, len, &x1, &x2);
     _mm256_storeu_si256((__m256i *)(void *)h1, x1);
     _mm256_storeu_si256((__m256i *)(void *)h2, x2);
     if (__builtin_expect(live & ~vec, 0))
@@ -404,49 +440,141 @@ BG__TARGET static BG__INLINE void hash4(const hash4_consts *c, const void *const
 }
 
 /* BATCHES OF KEYS
- * As blocked_avx512.c's: hash4 hashes keys [at, at + 4) into a ring of
- * AHEAD hashes, prefetching each key's line, while the loop probes the keys
- * hashed AHEAD keys earlier. On the AMD EPYC (Zen 3) measured, 32, 64 and
- * 128 keys ahead, and a prefetch into L1 instead of L2, were equal within
- * noise at n = 1e8 (docs/PERFORMANCE.md). Filters up to PREFETCH_MIN_BYTES,
- * half of that CPU's 512 KiB L2 per core, skip the prefetch (not tuned). */
-#define AHEAD 64 /* a multiple of 4 */
+ * As blocked_avx512.c's: the loop hashes keys [at, at + 4) into a ring of
+ * AHEAD slots, prefetching each key's line, while it probes the keys hashed
+ * AHEAD keys earlier. Everything a probe needs is worked out once per group
+ * of four, in vector lanes, and kept in the ring: the block's byte offset,
+ * the byte offset of the key's probe_row and h2. Four keys of one length
+ * class, the usual group, are hashed inline; other groups by hash4_any.
+ * Measured on the AMD EPYC (Zen 3) guest at n = 1e8, in core cycles per
+ * batched absent query (perf stat, two runs each): 16 ahead 55-56, 24
+ * 54-57, 32 49-51, 40 53-55, 48 55-62, 64 51-58. The filter's pages there
+ * are 4 KiB in the TLB (the host's pages), so nearly every prefetch walks
+ * the page table; at 32 ahead the key's translation is still in the 64-entry
+ * L1 TLB when its probe loads the line (0.26 L1 TLB reloads from L2 per
+ * query, against 1.07 at 64), and 24 or fewer is too late for the line.
+ * A prefetch into L1 instead of L2 made no difference. Filters up to
+ * PREFETCH_MIN_BYTES, half of that CPU's 512 KiB L2 per core, skip the
+ * prefetch (not tuned). */
+#define AHEAD 32 /* a multiple of 4 */
 #define PREFETCH_MIN_BYTES (UINT64_C(256) << 10)
+
+typedef struct ring {
+    uint64_t block[AHEAD]; /* byte offset of the key's block in f->words */
+    uint64_t row[AHEAD];   /* byte offset of its probe_row in the probe_table */
+    uint64_t h2[AHEAD];
+} ring;
+
+/* The byte offsets of the blocks of the four keys whose h1 are the lanes:
+ * 64 * bg__reduce(h1, nblocks), the high 64 bits of h1 * nblocks. With
+ * nblocks < 2^32 (filters below 256 GiB), h1 = H 2^32 + L gives
+ *   floor(h1 nblocks / 2^64) = floor((H nblocks + floor(L nblocks / 2^32)) / 2^32)
+ * exactly (the dropped low 32 bits cannot carry into bit 64), and the sum
+ * is below 2^64, so two vpmuludq do it. Larger filters, one lane at a time. */
+BG__TARGET static BG__INLINE __m256i block_offsets(__m256i h1, uint64_t nblocks)
+{
+    if (__builtin_expect(nblocks >> 32 != 0, 0)) {
+        uint64_t h[4];
+        _mm256_storeu_si256((__m256i *)(void *)h, h1);
+        for (int i = 0; i < 4; i++)
+            h[i] = bg__reduce(h[i], nblocks) << 6;
+        return _mm256_loadu_si256((const __m256i *)(const void *)h);
+    }
+    const __m256i nb = _mm256_set1_epi64x((long long)nblocks);
+    __m256i low = _mm256_srli_epi64(_mm256_mul_epu32(h1, nb), 32);
+    __m256i sum = _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(h1, 32), nb), low);
+    return _mm256_slli_epi64(_mm256_srli_epi64(sum, 32), 6);
+}
+
+/* Hashes the four keys at keys[0..4) (n of them real: the others are
+ * hashed too but not used) into ring slots [slot, slot + 4), prefetching
+ * each one's line. */
+BG__TARGET static BG__INLINE void hash_group(const bg_filter *f, const hash4_consts *c,
+                                             const void *const *keys, const size_t *lens,
+                                             size_t n, ring *r, size_t slot, const bool prefetch)
+{
+    __m256i h1, h2;
+    /* the class of the first key; then whether all four are in it:
+     * unsigned len - lo <= span, by a signed compare with the sign flipped */
+    size_t l0 = lens[0];
+    int cls = l0 - 17 <= 15 ? C17TO32 : l0 - 9 <= 7 ? C9TO16 : l0 - 4 <= 4 ? C4TO8
+            : l0 - 33 <= 31 ? C33TO64 : -1;
+    __m256i len;
+    bool one_class = false;
+    if (n == 4 && cls >= 0) {
+        const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
+        len = _mm256_loadu_si256((const __m256i *)(const void *)lens);
+        __m256i from_lo = _mm256_xor_si256(
+            _mm256_sub_epi64(len, _mm256_set1_epi64x((long long)class_lo[cls])), sign);
+        __m256i beyond = _mm256_cmpgt_epi64(
+            from_lo, _mm256_xor_si256(_mm256_set1_epi64x((long long)class_span[cls]), sign));
+        one_class = _mm256_testz_si256(beyond, beyond);
+    }
+    if (one_class) {
+        hash4_class(c, cls, (const uint8_t *const *)keys, (const uint64_t *)lens, len, &h1, &h2);
+    } else {
+        uint64_t a[4], b[4];
+        hash4_any(c, keys, lens, (1u << n) - 1, f->seed, a, b);
+        h1 = _mm256_loadu_si256((const __m256i *)(const void *)a);
+        h2 = _mm256_loadu_si256((const __m256i *)(const void *)b);
+    }
+    __m256i row = _mm256_mul_epu32(_mm256_and_si256(h1, _mm256_set1_epi64x(7)),
+                                   _mm256_set1_epi64x(ROW_BYTES));
+    _mm256_storeu_si256((__m256i *)(void *)&r->block[slot], block_offsets(h1, f->nblocks));
+    _mm256_storeu_si256((__m256i *)(void *)&r->row[slot], row);
+    _mm256_storeu_si256((__m256i *)(void *)&r->h2[slot], h2);
+    const char *words = (const char *)f->words;
+    for (size_t i = 0; prefetch && i < n; i++)
+        bg__prefetch(words + r->block[slot + i]);
+}
+
+/* Adds or looks up keys [first, first + n) (n <= 4), hashed into the ring
+ * AHEAD keys earlier. */
+BG__TARGET static BG__INLINE int64_t probe_group(bg_filter *f, char *words, const probe_table *t,
+                                                 const ring *r, size_t first, size_t n,
+                                                 uint8_t *results, const bool adding)
+{
+    int64_t hits = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t slot = (first + i) % AHEAD;
+        const probe_row *row = (const probe_row *)(const void *)((const char *)t + r->row[slot]);
+        _Atomic uint64_t *block = (_Atomic uint64_t *)(void *)(words + r->block[slot]);
+        __m256i h2 = _mm256_broadcastq_epi64(_mm_loadl_epi64((const __m128i *)&r->h2[slot]));
+        v512 m = key_mask(h2, row);
+        int found = adding ? add_in(f, block, m) : contains_in((const uint64_t *)block, m);
+        if (results)
+            results[first + i] = (uint8_t)found;
+        hits += found;
+    }
+    return hits;
+}
 
 BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *keys,
                                               const size_t *lens, size_t count,
                                               uint8_t *results, const bool adding,
                                               const bool prefetch)
 {
-    int64_t hits = 0;
-    uint64_t seed = f->seed;
     hash4_consts c;
-    hash4_init(&c, seed);
-    v512 words_of[8];
+    hash4_init(&c, f->seed);
+    probe_table t;
     for (unsigned s = 0; s < 8; s++)
-        words_of[s] = key_words(f->k, s);
-    uint64_t ring1[AHEAD], ring2[AHEAD];
-    for (size_t at = 0; at < count + AHEAD; at += 4) {
-        if (at >= AHEAD) {
-            size_t first = at - AHEAD;
-            size_t end = count - first < 4 ? count : first + 4;
-            for (size_t i = first; i < end; i++) {
-                bg_hash h = {ring1[i % AHEAD], ring2[i % AHEAD]};
-                v512 w = words_of[bg__block_start(h.h1)];
-                int r = adding ? add_in(f, h, w) : contains_in(f, h, w);
-                if (results)
-                    results[i] = (uint8_t)r;
-                hits += r;
-            }
-        }
-        if (at < count) {
-            size_t n = count - at < 4 ? count - at : 4;
-            size_t slot = at % AHEAD;
-            hash4(&c, keys + at, lens + at, (1u << n) - 1, seed, ring1 + slot, ring2 + slot);
-            for (size_t i = 0; prefetch && i < n; i++)
-                bg__prefetch(bg__block_of(f, ring1[slot + i]));
-        }
+        t.s[s] = probe_row_of(f->k, s);
+    char *words = (char *)f->words;
+    ring r;
+    int64_t hits = 0;
+    size_t at = 0;
+    for (; at < count && at < AHEAD; at += 4)
+        hash_group(f, &c, keys + at, lens + at, count - at < 4 ? count - at : 4, &r,
+                   at % AHEAD, prefetch);
+    /* the steady state: the group probed, hashed AHEAD keys ago, is whole */
+    for (; at < count; at += 4) {
+        hits += probe_group(f, words, &t, &r, at - AHEAD, 4, results, adding);
+        hash_group(f, &c, keys + at, lens + at, count - at < 4 ? count - at : 4, &r,
+                   at % AHEAD, prefetch);
     }
+    for (size_t first = at > AHEAD ? at - AHEAD : 0; first < count; first += 4)
+        hits += probe_group(f, words, &t, &r, first, count - first < 4 ? count - first : 4,
+                            results, adding);
     return hits;
 }
 
