@@ -440,23 +440,30 @@ BG__TARGET __attribute__((noinline)) static void hash4_any(const hash4_consts *c
 }
 
 /* BATCHES OF KEYS
- * As blocked_avx512.c's: the loop hashes keys [at, at + 4) into a ring of
- * AHEAD slots, prefetching each key's line, while it probes the keys hashed
- * AHEAD keys earlier. Everything a probe needs is worked out once per group
- * of four, in vector lanes, and kept in the ring: the block's byte offset,
- * the byte offset of the key's probe_row and h2. Four keys of one length
- * class, the usual group, are hashed inline; other groups by hash4_any.
- * Measured on the AMD EPYC (Zen 3) guest at n = 1e8, in core cycles per
- * batched absent query (perf stat, two runs each): 16 ahead 55-56, 24
- * 54-57, 32 49-51, 40 53-55, 48 55-62, 64 51-58. The filter's pages there
- * are 4 KiB in the TLB (the host's pages), so nearly every prefetch walks
- * the page table; at 32 ahead the key's translation is still in the 64-entry
- * L1 TLB when its probe loads the line (0.26 L1 TLB reloads from L2 per
- * query, against 1.07 at 64), and 24 or fewer is too late for the line.
- * A prefetch into L1 instead of L2 made no difference. Filters up to
- * PREFETCH_MIN_BYTES, half of that CPU's 512 KiB L2 per core, skip the
- * prefetch (not tuned). */
-#define AHEAD 32 /* a multiple of 4 */
+ * A pipeline over groups of four keys. Each step hashes the group at `at`
+ * into a ring of AHEAD slots, prefetches the lines of the group hashed
+ * PREFETCH_LAG keys earlier and probes the group hashed AHEAD keys
+ * earlier. Everything a probe needs is worked out once per group, in
+ * vector lanes, and kept in the ring: the block's byte offset, the byte
+ * offset of the key's probe_row and h2. Four keys of one length class, the
+ * usual group, are hashed inline; other groups by hash4_any.
+ *
+ * Why the prefetch lags: on the AMD EPYC (Zen 3) guest, the filter's pages
+ * are 4 KiB in the TLB (the host's pages), so at n = 1e8 nearly every
+ * prefetch walks the page table, and a walk stalls the core once the
+ * prefetch is the oldest instruction. The lag lets the prefetch's address
+ * be known when it enters the core, so its walk starts at once. Core cycles
+ * per batched absent query at n = 1e8 there (perf stat, two runs each):
+ * prefetch right after hashing, 16 ahead 55-56, 24 54-57, 32 49-55, 40
+ * 53-55, 64 51-58; with a lag of 8 and 32 ahead 45-46 (lag 4: 45-47; 40
+ * ahead with lag 8 or 12: 47-49; 48 with 16: 48-54). At 32 ahead the key's
+ * translation is still in the 64-entry L1 TLB when its probe loads the line
+ * (0.26 L1 TLB reloads from L2 per query, against 1.07 at 64). n = 1e6
+ * showed no difference. A prefetch into L1 instead of L2 made none either.
+ * Filters up to PREFETCH_MIN_BYTES, half of that CPU's 512 KiB L2 per core,
+ * skip the prefetch (not tuned). */
+#define AHEAD 32       /* a multiple of 4 */
+#define PREFETCH_LAG 8 /* a multiple of 4, at least 4 */
 #define PREFETCH_MIN_BYTES (UINT64_C(256) << 10)
 
 typedef struct ring {
@@ -486,12 +493,10 @@ BG__TARGET static BG__INLINE __m256i block_offsets(__m256i h1, uint64_t nblocks)
     return _mm256_slli_epi64(_mm256_srli_epi64(sum, 32), 6);
 }
 
-/* Hashes the four keys at keys[0..4) (n of them real: the others are
- * hashed too but not used) into ring slots [slot, slot + 4), prefetching
- * each one's line. */
+/* Hashes keys[0..n) (n <= 4) into ring slots [slot, slot + n). */
 BG__TARGET static BG__INLINE void hash_group(const bg_filter *f, const hash4_consts *c,
                                              const void *const *keys, const size_t *lens,
-                                             size_t n, ring *r, size_t slot, const bool prefetch)
+                                             size_t n, ring *r, size_t slot)
 {
     __m256i h1, h2;
     /* the class of the first key; then whether all four are in it:
@@ -523,9 +528,6 @@ BG__TARGET static BG__INLINE void hash_group(const bg_filter *f, const hash4_con
     _mm256_storeu_si256((__m256i *)(void *)&r->block[slot], block_offsets(h1, f->nblocks));
     _mm256_storeu_si256((__m256i *)(void *)&r->row[slot], row);
     _mm256_storeu_si256((__m256i *)(void *)&r->h2[slot], h2);
-    const char *words = (const char *)f->words;
-    for (size_t i = 0; prefetch && i < n; i++)
-        bg__prefetch(words + r->block[slot + i]);
 }
 
 /* Adds or looks up keys [first, first + n) (n <= 4), hashed into the ring
@@ -549,6 +551,11 @@ BG__TARGET static BG__INLINE int64_t probe_group(bg_filter *f, char *words, cons
     return hits;
 }
 
+static inline size_t up_to_4(size_t left)
+{
+    return left < 4 ? left : 4;
+}
+
 BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *keys,
                                               const size_t *lens, size_t count,
                                               uint8_t *results, const bool adding,
@@ -562,19 +569,16 @@ BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *k
     char *words = (char *)f->words;
     ring r;
     int64_t hits = 0;
-    size_t at = 0;
-    for (; at < count && at < AHEAD; at += 4)
-        hash_group(f, &c, keys + at, lens + at, count - at < 4 ? count - at : 4, &r,
-                   at % AHEAD, prefetch);
-    /* the steady state: the group probed, hashed AHEAD keys ago, is whole */
-    for (; at < count; at += 4) {
-        hits += probe_group(f, words, &t, &r, at - AHEAD, 4, results, adding);
-        hash_group(f, &c, keys + at, lens + at, count - at < 4 ? count - at : 4, &r,
-                   at % AHEAD, prefetch);
+    for (size_t at = 0; at < count + AHEAD; at += 4) {
+        if (at >= AHEAD && at - AHEAD < count)
+            hits += probe_group(f, words, &t, &r, at - AHEAD, up_to_4(count - (at - AHEAD)),
+                                results, adding);
+        if (prefetch && at >= PREFETCH_LAG && at - PREFETCH_LAG < count)
+            for (size_t i = 0, n = up_to_4(count - (at - PREFETCH_LAG)); i < n; i++)
+                bg__prefetch(words + r.block[(at - PREFETCH_LAG + i) % AHEAD]);
+        if (at < count)
+            hash_group(f, &c, keys + at, lens + at, up_to_4(count - at), &r, at % AHEAD);
     }
-    for (size_t first = at > AHEAD ? at - AHEAD : 0; first < count; first += 4)
-        hits += probe_group(f, words, &t, &r, first, count - first < 4 ? count - first : 4,
-                            results, adding);
     return hits;
 }
 
