@@ -518,7 +518,7 @@ BG__TARGET static BG__INLINE void hash_group(const bg_filter *f, const hash4_con
     if (one_class) {
         hash4_class(c, cls, (const uint8_t *const *)keys, (const uint64_t *)lens, len, &h1, &h2);
     } else {
-        uint64_t a[4], b[4];
+        uint64_t a[4] = {0}, b[4] = {0}; /* lanes without a key stay 0 */
         hash4_any(c, keys, lens, (1u << n) - 1, f->seed, a, b);
         h1 = _mm256_loadu_si256((const __m256i *)(const void *)a);
         h2 = _mm256_loadu_si256((const __m256i *)(const void *)b);
@@ -556,28 +556,61 @@ static inline size_t up_to_4(size_t left)
     return left < 4 ? left : 4;
 }
 
+/* The state of one batch call. */
+typedef struct batch {
+    bg_filter *f;
+    char *words;
+    const void *const *keys;
+    const size_t *lens;
+    size_t count;
+    uint8_t *results;
+    hash4_consts c;
+    probe_table t;
+    ring r;
+} batch;
+
+/* One step of the pipeline at key `at`. `whole`: every group it touches
+ * has four keys (at >= AHEAD and at + 4 <= count), the steady state, where
+ * the compiler drops the bounds. */
+BG__TARGET static BG__INLINE int64_t step(batch *b, size_t at, const bool whole,
+                                          const bool adding, const bool prefetch)
+{
+    int64_t hits = 0;
+    if (whole || (at >= AHEAD && at - AHEAD < b->count))
+        hits = probe_group(b->f, b->words, &b->t, &b->r, at - AHEAD,
+                           whole ? 4 : up_to_4(b->count - (at - AHEAD)), b->results, adding);
+    if (prefetch && (whole || (at >= PREFETCH_LAG && at - PREFETCH_LAG < b->count))) {
+        size_t first = at - PREFETCH_LAG, n = whole ? 4 : up_to_4(b->count - first);
+        for (size_t i = 0; i < n; i++)
+            bg__prefetch(b->words + b->r.block[(first + i) % AHEAD]);
+    }
+    if (whole || at < b->count)
+        hash_group(b->f, &b->c, b->keys + at, b->lens + at, whole ? 4 : up_to_4(b->count - at),
+                   &b->r, at % AHEAD);
+    return hits;
+}
+
 BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *keys,
                                               const size_t *lens, size_t count,
                                               uint8_t *results, const bool adding,
                                               const bool prefetch)
 {
-    hash4_consts c;
-    hash4_init(&c, f->seed);
-    probe_table t;
+    batch b; /* not zeroed: each ring slot is written before it is read */
+    b.f = f;
+    b.words = (char *)f->words;
+    b.keys = keys;
+    b.lens = lens;
+    b.count = count;
+    b.results = results;
+    hash4_init(&b.c, f->seed);
     for (unsigned s = 0; s < 8; s++)
-        t.s[s] = probe_row_of(f->k, s);
-    char *words = (char *)f->words;
-    ring r;
+        b.t.s[s] = probe_row_of(f->k, s);
     int64_t hits = 0;
     for (size_t at = 0; at < count + AHEAD; at += 4) {
-        if (at >= AHEAD && at - AHEAD < count)
-            hits += probe_group(f, words, &t, &r, at - AHEAD, up_to_4(count - (at - AHEAD)),
-                                results, adding);
-        if (prefetch && at >= PREFETCH_LAG && at - PREFETCH_LAG < count)
-            for (size_t i = 0, n = up_to_4(count - (at - PREFETCH_LAG)); i < n; i++)
-                bg__prefetch(words + r.block[(at - PREFETCH_LAG + i) % AHEAD]);
-        if (at < count)
-            hash_group(f, &c, keys + at, lens + at, up_to_4(count - at), &r, at % AHEAD);
+        if (at >= AHEAD && at + 4 <= count)
+            hits += step(&b, at, true, adding, prefetch);
+        else
+            hits += step(&b, at, false, adding, prefetch);
     }
     return hits;
 }
