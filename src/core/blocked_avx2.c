@@ -160,6 +160,7 @@ static void avx2_prefetch(const bg_filter *f, bg_hash h)
 {
     bg__prefetch(bg__block_of(f, h.h1));
 }
+
 BG__DEFINE_HASH_GROUP_OPS(avx2, BG__TARGET)
 
 /* FOUR HASHES AT ONCE
