@@ -355,8 +355,25 @@ BG__TARGET static BG__INLINE void hash4_17to64(const hash4_consts *c, const uint
 
 /* XXH3's length classes that hash4 computes in vector lanes, and each
  * one's shortest length and span (longest - shortest). */
-enum { C4TO8, C9TO16, C17TO32, C33TO64 };
+enum { C4TO8, C9TO16, C17TO32, C33TO64, NCLASSES };
 static const size_t class_lo[] = {4, 9, 17, 33}, class_span[] = {4, 7, 15, 31};
+
+/* The order classes are tried in: the usual keys ("product:<id>") first. */
+static const int class_order[NCLASSES] = {C17TO32, C9TO16, C4TO8, C33TO64};
+
+static inline bool in_class(size_t len, int cls)
+{
+    return len - class_lo[cls] <= class_span[cls];
+}
+
+/* The class of a key `len` bytes long, or -1 (0-3 or over 64 bytes). */
+static inline int class_of(size_t len)
+{
+    for (int i = 0; i < NCLASSES; i++)
+        if (in_class(len, class_order[i]))
+            return class_order[i];
+    return -1;
+}
 
 /* The hashes of four keys of class `cls` (lengths l, also as lanes of len). */
 BG__TARGET static BG__INLINE void hash4_class(const hash4_consts *c, int cls,
@@ -379,12 +396,12 @@ BG__TARGET static BG__INLINE void hash4_class(const hash4_consts *c, int cls,
     }
 }
 
-/* The lanes of `live` whose length is in [lo, hi]. */
-static inline unsigned lens_in(const size_t *lens, unsigned live, size_t lo, size_t hi)
+/* The lanes of `live` whose key is of class `cls`. */
+static inline unsigned lens_in(const size_t *lens, unsigned live, int cls)
 {
     unsigned in = 0;
     for (unsigned i = 0; i < 4; i++)
-        in |= (unsigned)((live >> i & 1) && lens[i] - lo <= hi - lo) << i;
+        in |= (unsigned)((live >> i & 1) && in_class(lens[i], cls)) << i;
     return in;
 }
 
@@ -395,9 +412,10 @@ static const uint8_t pad[64];
 /* Hashes keys[0..4) where `live` has their bit into h1[], h2[] (all four
  * slots may be written): the groups whose keys are not all of one class,
  * and the last group of a batch when it has fewer than four (hash_group
- * hashes the others itself). A class needs three of the four keys (not
- * tuned; the keys batches usually see are all of one class). Not inlined,
- * so that its register needs do not weigh on the batch loop. */
+ * hashes the others itself). A class needs three of the four keys (so at
+ * most one class qualifies; not tuned: the keys batches usually see are all
+ * of one class). Not inlined, so that its register needs do not weigh on
+ * the batch loop. */
 #define HASH4_MIN_LANES 3
 BG__TARGET __attribute__((noinline)) static void hash4_any(const hash4_consts *c,
                                                            const void *const *keys,
@@ -405,22 +423,15 @@ BG__TARGET __attribute__((noinline)) static void hash4_any(const hash4_consts *c
                                                            uint64_t seed, uint64_t *h1,
                                                            uint64_t *h2)
 {
-    int cls;
-    unsigned vec;
-#define BG__MOST(m) (__builtin_popcount(m) >= HASH4_MIN_LANES)
-    if (BG__MOST(vec = lens_in(lens, live, 17, 32)))
-        cls = C17TO32;
-    else if (BG__MOST(vec = lens_in(lens, live, 9, 16)))
-        cls = C9TO16;
-    else if (BG__MOST(vec = lens_in(lens, live, 4, 8)))
-        cls = C4TO8;
-    else if (BG__MOST(vec = lens_in(lens, live, 33, 64)))
-        cls = C33TO64;
-    else {
+    int cls = -1;
+    unsigned vec = 0;
+    for (int i = 0; i < NCLASSES && cls < 0; i++)
+        if (__builtin_popcount(vec = lens_in(lens, live, class_order[i])) >= HASH4_MIN_LANES)
+            cls = class_order[i];
+    if (cls < 0) {
         bg__hash_rest(keys, lens, live, seed, h1, h2);
         return;
     }
-#undef BG__MOST
     const uint8_t *p[4];
     uint64_t l[4];
     for (unsigned i = 0; i < 4; i++) {
@@ -502,9 +513,7 @@ BG__TARGET static BG__INLINE void hash_group(const bg_filter *f, const hash4_con
     __m256i h1, h2;
     /* the class of the first key; then whether all four are in it:
      * unsigned len - lo <= span, by a signed compare with the sign flipped */
-    size_t l0 = lens[0];
-    int cls = l0 - 17 <= 15 ? C17TO32 : l0 - 9 <= 7 ? C9TO16 : l0 - 4 <= 4 ? C4TO8
-            : l0 - 33 <= 31 ? C33TO64 : -1;
+    int cls = class_of(lens[0]);
     __m256i len;
     bool one_class = false;
     if (n == 4 && cls >= 0) {
@@ -560,7 +569,7 @@ static inline size_t up_to_4(size_t left)
 /* The state of one batch call. */
 typedef struct batch {
     bg_filter *f;
-    char *words;
+    char *words; /* f->words, read once per call */
     const void *const *keys;
     const size_t *lens;
     size_t count;
