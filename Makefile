@@ -13,7 +13,7 @@ deps:
 	@scripts/deps.sh
 
 build: deps
-	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DBG_WERROR=ON $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DBG_WERROR=ON -DBG_BUILD_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The cache-penetration demo: the products service over SQLite with 10^6

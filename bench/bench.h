@@ -98,4 +98,16 @@ double bench_anon_huge_mib(void);
 /* Returns 0, or -1 when the buffer cannot be allocated. */
 int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time);
 
+/* The independent-read measurement alone, over a buffer that stays
+ * allocated between calls, for figures taken in rounds interleaved with
+ * other measurements (bloomgate-bench's SIDE BY SIDE). bench_reader_new
+ * returns NULL when the buffer cannot be allocated. bench_reader_ns makes
+ * one plain and one prefetched pass over the same random lines as
+ * bench_probe_run's independent reads and returns the better, in ns per
+ * read. */
+typedef struct bench_reader bench_reader;
+bench_reader *bench_reader_new(uint64_t bytes, int huge);
+double bench_reader_ns(bench_reader *r);
+void bench_reader_free(bench_reader *r);
+
 #endif

@@ -73,10 +73,15 @@ static void reps_start(reps *r)
     r->t0 = bench_now();
 }
 
+static void reps_add(reps *r, double seconds)
+{
+    r->t[r->n] = seconds;
+    r->total += r->t[r->n++];
+}
+
 static void reps_stop(reps *r)
 {
-    r->t[r->n] = bench_now() - r->t0;
-    r->total += r->t[r->n++];
+    reps_add(r, bench_now() - r->t0);
 }
 
 /* The median repetition's ns per operation, `ops` operations each. */
@@ -117,35 +122,50 @@ static double dependent_ns(uint64_t *words, size_t lines, double min_time)
     return reps_median_ns(&rp, (double)CHASE_STEPS);
 }
 
-/* Independent reads of random lines, summed. With `ahead`, the line read
- * `ahead` iterations later is prefetched first. */
-static double independent_ns(const uint64_t *words, size_t lines, int ahead, double min_time)
+/* INDEP_READS random line numbers below `lines`, then PREFETCH_AHEAD zeros
+ * for the prefetching loop to run past the end on. */
+static uint32_t *random_lines(size_t lines)
 {
     uint32_t *idx = malloc((INDEP_READS + PREFETCH_AHEAD) * sizeof *idx);
     if (idx == NULL)
-        return -1;
+        return NULL;
     uint64_t rng = 0x696e646570;
     for (size_t i = 0; i < INDEP_READS; i++)
         idx[i] = (uint32_t)below(&rng, lines);
     for (size_t i = INDEP_READS; i < INDEP_READS + PREFETCH_AHEAD; i++)
         idx[i] = 0;
+    return idx;
+}
 
-    reps rp = {0};
+/* One pass of independent reads of the lines `idx` names, summed; with
+ * `ahead`, the line read PREFETCH_AHEAD iterations later is prefetched
+ * first. Returns the seconds it took. */
+static double read_pass(const uint64_t *words, const uint32_t *idx, int ahead)
+{
     uint64_t sum = 0;
-    while (reps_more(&rp, min_time)) {
-        reps_start(&rp);
-        if (ahead) {
-            for (size_t i = 0; i < INDEP_READS; i++) {
-                __builtin_prefetch(&words[(size_t)idx[i + PREFETCH_AHEAD] * LINE_WORDS], 0, 3);
-                sum += words[(size_t)idx[i] * LINE_WORDS];
-            }
-        } else {
-            for (size_t i = 0; i < INDEP_READS; i++)
-                sum += words[(size_t)idx[i] * LINE_WORDS];
+    double t0 = bench_now();
+    if (ahead) {
+        for (size_t i = 0; i < INDEP_READS; i++) {
+            __builtin_prefetch(&words[(size_t)idx[i + PREFETCH_AHEAD] * LINE_WORDS], 0, 3);
+            sum += words[(size_t)idx[i] * LINE_WORDS];
         }
-        reps_stop(&rp);
+    } else {
+        for (size_t i = 0; i < INDEP_READS; i++)
+            sum += words[(size_t)idx[i] * LINE_WORDS];
     }
+    double t = bench_now() - t0;
     probe_sink = sum;
+    return t;
+}
+
+static double independent_ns(const uint64_t *words, size_t lines, int ahead, double min_time)
+{
+    uint32_t *idx = random_lines(lines);
+    if (idx == NULL)
+        return -1;
+    reps rp = {0};
+    while (reps_more(&rp, min_time))
+        reps_add(&rp, read_pass(words, idx, ahead));
     free(idx);
     return reps_median_ns(&rp, (double)INDEP_READS);
 }
@@ -202,4 +222,46 @@ int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time)
                               ? out->independent_plain_ns
                               : out->independent_prefetch_ns;
     return 0;
+}
+
+struct bench_reader {
+    buffer b;
+    uint32_t *idx;
+};
+
+bench_reader *bench_reader_new(uint64_t bytes, int huge)
+{
+    size_t lines = (size_t)(bytes / 64);
+    if (lines < 2 || lines > UINT32_MAX)
+        return NULL;
+    bench_reader *r = malloc(sizeof *r);
+    if (r == NULL)
+        return NULL;
+    if (buffer_alloc(&r->b, lines * 64, huge) != 0) {
+        free(r);
+        return NULL;
+    }
+    r->idx = random_lines(lines);
+    if (r->idx == NULL) {
+        bench_reader_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+double bench_reader_ns(bench_reader *r)
+{
+    double plain = read_pass(r->b.words, r->idx, 0);
+    double prefetched = read_pass(r->b.words, r->idx, 1);
+    return (plain < prefetched ? plain : prefetched) * 1e9 / (double)INDEP_READS;
+}
+
+void bench_reader_free(bench_reader *r)
+{
+    if (r == NULL)
+        return;
+    if (r->b.raw)
+        buffer_free(&r->b);
+    free(r->idx);
+    free(r);
 }
