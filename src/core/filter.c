@@ -291,16 +291,28 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
  * Hashes: groups of BG__BATCH, group g + 1 prefetched before group g is
  * probed. */
 
+/* Whether some key is NULL with a length (a NULL key of length 0 is the
+ * empty key). Every batch call checks its whole array first, so that bad
+ * input changes nothing. Without early exit and with an AVX2 clone, the
+ * compiler checks four keys per three vector instructions; the scalar loop
+ * took five instructions per key, 5% of a batched query's on the AMD EPYC
+ * guest (docs/PERFORMANCE.md). */
+__attribute__((target_clones("avx2", "default"))) static bool
+some_key_null(const void *const *keys, const size_t *lens, size_t count)
+{
+    uint64_t bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad |= (uint64_t)(keys[i] == NULL) & (uint64_t)(lens[i] != 0);
+    return bad != 0;
+}
+
 static int check_keys(const void *const *keys, const size_t *lens, size_t count)
 {
     if (count == 0)
         return BG_OK;
     if (keys == NULL || lens == NULL)
         return BG_EINVAL;
-    for (size_t i = 0; i < count; i++)
-        if (keys[i] == NULL && lens[i] != 0)
-            return BG_EINVAL;
-    return BG_OK;
+    return some_key_null(keys, lens, count) ? BG_EINVAL : BG_OK;
 }
 
 static size_t group_len(size_t count, size_t at)
