@@ -958,6 +958,7 @@ static void print_targets(FILE *out, const options *o)
     const row *bl = query_row(SIDE_N, SIDE_P, V_BLOCKED), *lb = query_row(SIDE_N, SIDE_P, V_LIBBLOOM);
     const probe_set *ps = find_probe(SIDE_N, SIDE_P);
     side_ratio sa = side_ratio_of(0), sb = side_ratio_of(1);
+    double probe_cell = ps ? best_independent(ps) : NAN; /* the rounds need no cell */
     if (side_round_count)
         verdict(out, &t, sa.median >= 15,
                 "T1a n=1e8 p=0.01: libbloom absent query / blocked batched absent query, median "
@@ -977,8 +978,8 @@ static void print_targets(FILE *out, const options *o)
                 "T1b n=1e8 p=0.01: blocked batched absent query / the probe's best independent "
                 "read, median of %zu side-by-side rounds: %.2fx (rounds %.2f-%.2fx; the table's "
                 "cells: %.2f vs %.2f ns, %.2fx) (target <= 1.5x)",
-                side_round_count, sb.median, sb.lo, sb.hi, bl->absent_batch,
-                best_independent(ps), bl->absent_batch / best_independent(ps));
+                side_round_count, sb.median, sb.lo, sb.hi, bl->absent_batch, probe_cell,
+                bl->absent_batch / probe_cell);
     else if (bl && ps)
         verdict(out, &t, bl->absent_batch <= 1.5 * best_independent(ps),
                 "T1b n=1e8 p=0.01: blocked batched absent query %.2f ns = %.2fx the probe's "
