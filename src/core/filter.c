@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
+#include "blocked_simd.h"
 #include "filter_internal.h"
 #include "hash_inline.h"
 #include "scalable_internal.h"
@@ -296,9 +297,16 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
  * input changes nothing. Without early exit and with an AVX2 clone, the
  * compiler checks four keys per three vector instructions; the scalar loop
  * took five instructions per key, 5% of a batched query's on the AMD EPYC
- * guest (docs/PERFORMANCE.md). */
-__attribute__((target_clones("avx2", "default"))) static bool
-some_key_null(const void *const *keys, const size_t *lens, size_t count)
+ * guest (docs/PERFORMANCE.md). Not in ThreadSanitizer builds (BG__SIMD_X86
+ * is 0 there): the clone's resolver runs while the dynamic loader
+ * relocates, before TSan's runtime is set up, and crashes it. */
+#if BG__SIMD_X86
+#  define BG__AVX2_CLONE __attribute__((target_clones("avx2", "default")))
+#else
+#  define BG__AVX2_CLONE
+#endif
+BG__AVX2_CLONE static bool some_key_null(const void *const *keys, const size_t *lens,
+                                         size_t count)
 {
     uint64_t bad = 0;
     for (size_t i = 0; i < count; i++)
