@@ -604,6 +604,21 @@ BG__TARGET static BG__INLINE uint64_t step(batch *b, size_t at, const bool whole
     return hits;
 }
 
+/* The pipeline's steps over the whole batch. */
+BG__TARGET static BG__INLINE uint64_t steps(batch *b, uint8_t *results, const bool adding,
+                                            const bool prefetch)
+{
+    uint64_t hits = 0;
+    const size_t count = b->count;
+    for (size_t at = 0; at < count + AHEAD; at += 4) {
+        if (at >= AHEAD && at + 4 <= count)
+            hits += step(b, at, true, results, adding, prefetch);
+        else
+            hits += step(b, at, false, results, adding, prefetch);
+    }
+    return hits;
+}
+
 BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *keys,
                                               const size_t *lens, size_t count,
                                               uint8_t *results, const bool adding,
@@ -618,25 +633,10 @@ BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *k
     hash4_init(&b.c, f->seed);
     for (unsigned s = 0; s < 8; s++)
         b.t.s[s] = probe_row_of(f->k, s);
-    uint64_t hits = 0;
     /* Two copies of the loop, with and without results, keep a test and a
      * branch per key out of each (2 of ~90 instructions per query). */
-    if (results) {
-        for (size_t at = 0; at < count + AHEAD; at += 4) {
-            if (at >= AHEAD && at + 4 <= count)
-                hits += step(&b, at, true, results, adding, prefetch);
-            else
-                hits += step(&b, at, false, results, adding, prefetch);
-        }
-    } else {
-        for (size_t at = 0; at < count + AHEAD; at += 4) {
-            if (at >= AHEAD && at + 4 <= count)
-                hits += step(&b, at, true, NULL, adding, prefetch);
-            else
-                hits += step(&b, at, false, NULL, adding, prefetch);
-        }
-    }
-    return (int64_t)hits;
+    return (int64_t)(results ? steps(&b, results, adding, prefetch)
+                             : steps(&b, NULL, adding, prefetch));
 }
 
 BG__DEFINE_SIMD_RUN_KEYS(avx2, BG__TARGET, PREFETCH_MIN_BYTES)

@@ -1,6 +1,7 @@
 /* What the blocked variant's SIMD implementations (blocked_avx512.c,
- * blocked_avx2.c) share: when they are compiled, the keys their vector
- * hashing leaves to bg__hash, and the copies of their batch loop. Internal. */
+ * blocked_avx2.c) share: when they are compiled (also whether filter.c
+ * compiles its AVX2 clone), the keys their vector hashing leaves to
+ * bg__hash, and the copies of their batch loop. Internal. */
 #ifndef BG_BLOCKED_SIMD_H
 #define BG_BLOCKED_SIMD_H
 

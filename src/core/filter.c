@@ -295,9 +295,9 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
 /* Whether some key is NULL with a length (a NULL key of length 0 is the
  * empty key). Every batch call checks its whole array first, so that bad
  * input changes nothing. Without early exit and with an AVX2 clone, the
- * compiler checks four keys per three vector instructions; the scalar loop
- * took five instructions per key, 5% of a batched query's on the AMD EPYC
- * guest (docs/PERFORMANCE.md). Not in ThreadSanitizer builds (BG__SIMD_X86
+ * compiler checks four keys per vector step, about 2 instructions per key
+ * (callgrind); the scalar loop took five, 5% of a batched query's on the
+ * AMD EPYC guest (docs/PERFORMANCE.md). Not in ThreadSanitizer builds (BG__SIMD_X86
  * is 0 there): the clone's resolver runs while the dynamic loader
  * relocates, before TSan's runtime is set up, and crashes it. */
 #if BG__SIMD_X86
