@@ -1,30 +1,12 @@
 /* What the blocked variant's SIMD implementations (blocked_avx512.c,
- * blocked_avx2.c) share: when they are compiled (also whether filter.c
- * compiles its AVX2 clone), the keys their vector hashing leaves to
- * bg__hash, and the copies of their batch loop. Internal. */
+ * blocked_avx2.c) share: when they are compiled (BG__SIMD_X86, cpu.h), the
+ * keys their vector hashing leaves to bg__hash, and the copies of their
+ * batch loop. Internal. */
 #ifndef BG_BLOCKED_SIMD_H
 #define BG_BLOCKED_SIMD_H
 
+#include "cpu.h"
 #include "filter_internal.h"
-
-/* 1 where the x86-64 SIMD code is compiled: a GCC-compatible compiler for
- * x86-64, no BG_NO_SIMD, and not ThreadSanitizer, which cannot see through
- * vector accesses (such builds use the portable code, where every access
- * is a C11 atomic). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(BG_NO_SIMD)
-#  if defined(__SANITIZE_THREAD__)
-#    define BG__SIMD_X86 0
-#  elif defined(__has_feature)
-#    if __has_feature(thread_sanitizer)
-#      define BG__SIMD_X86 0
-#    endif
-#  endif
-#  ifndef BG__SIMD_X86
-#    define BG__SIMD_X86 1
-#  endif
-#else
-#  define BG__SIMD_X86 0
-#endif
 
 /* Hashes keys[i] for each bit i of `rest` into h1[i], h2[i]: the keys a
  * vector hash left to XXH3's other paths (hash.c). A call, not inlined, so

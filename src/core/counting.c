@@ -74,6 +74,7 @@
  * more of it misses the caches. */
 #include <math.h>
 
+#include "cpu.h"
 #include "filter_internal.h"
 #include "hash_inline.h"
 
@@ -247,18 +248,20 @@ static inline uint64_t min_words(uint64_t a, uint64_t b)
  * neither lost nor double-counted. Intersection: the minimum, plain stores
  * (not concurrent-safe, filter.h). Counters past m are 0 in both, and stay
  * so. */
-static void counting_merge(bg_filter *dst, const bg_filter *src, bool is_union, uint64_t *before,
-                           uint64_t *after)
+BG__POPCNT_CLONE static void counting_merge(bg_filter *dst, const bg_filter *src, bool is_union,
+                                            uint64_t *before, uint64_t *after)
 {
-    for (uint64_t i = 0; i < dst->nwords; i++) {
-        uint64_t s = bg__load(&src->words[i]);
-        _Atomic uint64_t *w = &dst->words[i];
+    /* local copies, as filter.c's or_words */
+    _Atomic uint64_t *d = dst->words;
+    const _Atomic uint64_t *from = src->words;
+    uint64_t count = dst->nwords, b = 0, a = 0;
+    bool plain = !is_union || dst->single_writer;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t s = bg__load(&from[i]);
+        _Atomic uint64_t *w = &d[i];
         uint64_t old = bg__load(w), next;
-        if (!is_union) {
-            next = min_words(old, s);
-            atomic_store_explicit(w, next, memory_order_relaxed);
-        } else if (dst->single_writer) {
-            next = sat_add_words(old, s);
+        if (plain) {
+            next = is_union ? sat_add_words(old, s) : min_words(old, s);
             atomic_store_explicit(w, next, memory_order_relaxed);
         } else {
             do
@@ -267,9 +270,11 @@ static void counting_merge(bg_filter *dst, const bg_filter *src, bool is_union, 
                    !atomic_compare_exchange_weak_explicit(w, &old, next, memory_order_relaxed,
                                                           memory_order_relaxed));
         }
-        *before += popcount(nonzero_nibbles(old));
-        *after += popcount(nonzero_nibbles(next));
+        b += popcount(nonzero_nibbles(old));
+        a += popcount(nonzero_nibbles(next));
     }
+    *before += b;
+    *after += a;
 }
 
 /* ---- statistics -------------------------------------------------------- */
@@ -284,7 +289,7 @@ static double counting_items_for_bits(const bg_filter *f, double x)
 
 /* One pass: non-zero counters (the fill), saturated ones, and from the fill
  * the rate (X / m)^k and the cardinality, as the standard variant. */
-static void counting_estimate(const bg_filter *f, bg_filter_stats *st)
+BG__POPCNT_CLONE static void counting_estimate(const bg_filter *f, bg_filter_stats *st)
 {
     uint64_t nonzero = 0, saturated = 0;
     for (uint64_t i = 0; i < f->nwords; i++) {

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "alloc_internal.h"
-#include "blocked_simd.h"
+#include "cpu.h"
 #include "filter_internal.h"
 #include "hash_inline.h"
 #include "scalable_internal.h"
@@ -297,14 +297,7 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
  * input changes nothing. Without early exit and with an AVX2 clone, the
  * compiler checks four keys per vector step, about 2 instructions per key
  * (callgrind); the scalar loop took five, 5% of a batched query's on the
- * AMD EPYC guest (docs/PERFORMANCE.md). Not in ThreadSanitizer builds (BG__SIMD_X86
- * is 0 there): the clone's resolver runs while the dynamic loader
- * relocates, before TSan's runtime is set up, and crashes it. */
-#if BG__SIMD_X86
-#  define BG__AVX2_CLONE __attribute__((target_clones("avx2", "default")))
-#else
-#  define BG__AVX2_CLONE
-#endif
+ * AMD EPYC guest (docs/PERFORMANCE.md). */
 BG__AVX2_CLONE static bool some_key_null(const void *const *keys, const size_t *lens,
                                          size_t count)
 {
@@ -502,6 +495,51 @@ static uint64_t items_from_estimate(double est)
     return !(est < 18446744073709551616.0) ? UINT64_MAX : (uint64_t)llround(est);
 }
 
+/* dst |= src word by word, adding to *before and *after the bits of dst set
+ * before and after. The pointers and the count are local copies: stores
+ * through an _Atomic uint64_t * may alias the filter structs, and the
+ * compiler would reload them for every word. A single writer stores every
+ * word, no branch; concurrent writers OR in only the words that change. */
+BG__POPCNT_CLONE static void or_words(bg_filter *dst, const bg_filter *src, uint64_t *before,
+                                      uint64_t *after)
+{
+    _Atomic uint64_t *d = dst->words;
+    const _Atomic uint64_t *s = src->words;
+    uint64_t count = dst->nwords, b = 0, a = 0;
+    if (dst->single_writer) {
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t old = bg__load(&d[i]), next = old | bg__load(&s[i]);
+            b += (uint64_t)__builtin_popcountll(old);
+            a += (uint64_t)__builtin_popcountll(next);
+            atomic_store_explicit(&d[i], next, memory_order_relaxed);
+        }
+    } else {
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t w = bg__load(&s[i]), old = bg__load(&d[i]);
+            b += (uint64_t)__builtin_popcountll(old);
+            a += (uint64_t)__builtin_popcountll(old | w);
+            if (w & ~old)
+                (void)atomic_fetch_or_explicit(&d[i], w, memory_order_relaxed); /* lock or */
+        }
+    }
+    *before += b;
+    *after += a;
+}
+
+/* dst &= src word by word; returns the bits of dst then set. */
+BG__POPCNT_CLONE static uint64_t and_words(bg_filter *dst, const bg_filter *src)
+{
+    _Atomic uint64_t *d = dst->words;
+    const _Atomic uint64_t *s = src->words;
+    uint64_t count = dst->nwords, set = 0;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t w = bg__load(&d[i]) & bg__load(&s[i]);
+        set += (uint64_t)__builtin_popcountll(w);
+        atomic_store_explicit(&d[i], w, memory_order_relaxed);
+    }
+    return set;
+}
+
 /* dst |= src. The keys src brings are not known one by one, so the item
  * count grows by what the fill says they added: est(after) - est(before),
  * both counted in this one pass. Adding the difference, instead of storing
@@ -514,17 +552,10 @@ int bg_filter_union(bg_filter *dst, const bg_filter *src)
     if (dst == src)
         return BG_OK;
     uint64_t before = 0, after = 0;
-    if (dst->ops->merge) {
+    if (dst->ops->merge)
         dst->ops->merge(dst, src, true, &before, &after);
-    } else {
-        for (uint64_t i = 0; i < dst->nwords; i++) {
-            uint64_t w = bg__load(&src->words[i]), old = bg__load(&dst->words[i]);
-            before += (uint64_t)__builtin_popcountll(old);
-            after += (uint64_t)__builtin_popcountll(old | w);
-            if (w & ~old)
-                bg__set_bits(dst, &dst->words[i], w);
-        }
-    }
+    else
+        or_words(dst, src, &before, &after);
     double gained = dst->ops->items_for_bits(dst, (double)after) -
                     dst->ops->items_for_bits(dst, (double)before);
     count_new(dst, gained > 0 ? items_from_estimate(gained) : 0);
@@ -546,23 +577,26 @@ int bg_filter_intersect(bg_filter *dst, const bg_filter *src)
         uint64_t before = 0;
         dst->ops->merge(dst, src, false, &before, &set);
     } else {
-        for (uint64_t i = 0; i < dst->nwords; i++) {
-            uint64_t w = bg__load(&dst->words[i]) & bg__load(&src->words[i]);
-            set += (uint64_t)__builtin_popcountll(w);
-            atomic_store_explicit(&dst->words[i], w, memory_order_relaxed);
-        }
+        set = and_words(dst, src);
     }
     atomic_store_explicit(&dst->items, items_from_estimate(dst->ops->items_for_bits(dst, (double)set)),
                           memory_order_relaxed);
     return BG_OK;
 }
 
-uint64_t bg__popcount(const _Atomic uint64_t *words, uint64_t from, uint64_t to)
+/* A plain wrapper around the clones (cpu.h). */
+BG__POPCNT_CLONE static uint64_t popcount_words(const _Atomic uint64_t *words, uint64_t from,
+                                                uint64_t to)
 {
     uint64_t n = 0;
     for (uint64_t i = from; i < to; i++)
         n += (uint64_t)__builtin_popcountll(bg__load(&words[i]));
     return n;
+}
+
+uint64_t bg__popcount(const _Atomic uint64_t *words, uint64_t from, uint64_t to)
+{
+    return popcount_words(words, from, to);
 }
 
 int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out)
