@@ -6,7 +6,11 @@
  * mask 0x80 >> (i % 8)), and require exactly those bits, no others. They
  * run every blocked implementation this CPU has (portable, AVX2, AVX-512),
  * which must produce the same array bit for bit. */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "test_util.h"
+
+#include <sys/mman.h>
+#include <sys/prctl.h>
 
 #include "../src/core/filter_internal.h"
 
@@ -275,6 +279,295 @@ static void batch_edges(void **state)
             batch_edges_impl(BG_VARIANT_BLOCKED, (bg__simd)simd);
 }
 
+/* POSITIONS PAST 2^32
+ * Where 32-bit indexes, hashes or products break a filter (every position
+ * folded into the first 2^32, rates many times p past ~1e8 keys), small
+ * arrays cannot tell: these tests use arrays of more than 2^32 positions
+ * (2^33 bits; 1.25 x 2^32 counters; 2^32 - 3 blocks, the most the AVX2 batch
+ * code reduces in vector lanes, and 1.5 x 2^32 blocks, 384 GiB, which it
+ * reduces one lane at a time). The allocator hooks map such an array with
+ * MAP_NORESERVE, and transparent huge pages are off for the test, so only
+ * the 4 KiB pages the keys touch take memory (under 100 MB). The model is
+ * sparse: the sorted list of the positions the formulas above give.
+ * Checked: each position holds what the model says (a counter, the number
+ * of probes that hit it, up to BG_COUNTER_MAX); every touched page holds
+ * nothing else; the position a 32-bit truncation would pick is clear; the
+ * share of positions past 2^32 is what a uniform spread gives; the whole
+ * array holds nothing else (bg_filter_stats_get's count, standard and
+ * counting, once each: 1 and 2.5 GiB of reads); added keys are found by
+ * single and batch queries, and absent keys answer as the model does.
+ * Skipped where the kernel refuses the mapping (vm.overcommit_memory = 2,
+ * a ulimit) or cannot turn huge pages off (each touched page would take
+ * 2 MiB). */
+#define BIG_ARRAY ((size_t)1 << 30) /* mapped sparse from this size up */
+static struct {
+    void *addr;
+    size_t len;
+} big_map;
+
+static void *big_malloc(size_t size)
+{
+    return malloc(size);
+}
+
+static void *big_calloc(size_t count, size_t size)
+{
+    if (size != 0 && count > SIZE_MAX / size)
+        return NULL;
+    if (count * size < BIG_ARRAY)
+        return calloc(count, size);
+    if (big_map.addr != NULL)
+        return NULL; /* one at a time */
+    void *p = mmap(NULL, count * size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    big_map.addr = p;
+    big_map.len = count * size;
+    return p;
+}
+
+static void *big_realloc(void *ptr, size_t size)
+{
+    return ptr != NULL && ptr == big_map.addr ? NULL : realloc(ptr, size);
+}
+
+static void big_free(void *ptr)
+{
+    if (ptr != NULL && ptr == big_map.addr) {
+        munmap(ptr, big_map.len);
+        big_map.addr = NULL;
+        return;
+    }
+    free(ptr);
+}
+
+static const bg_allocator big_allocator = {big_malloc, big_calloc, big_realloc, big_free};
+
+#define BIG_KEYS 2000u   /* added: half one by one, half in one batch */
+#define BIG_ABSENT 2000u /* queried, never added */
+#define TWO_32 (UINT64_C(1) << 32)
+
+/* Cell i of f's array: bit i, or counter i (payload byte i / 2, the high
+ * nibble for even i: filter.h COUNTING). */
+static unsigned cell(const bg_filter *f, uint64_t i)
+{
+    if (f->ops->variant != BG_VARIANT_COUNTING)
+        return (unsigned)payload_bit(f, i);
+    unsigned byte = ((const unsigned char *)f->words)[i / 2];
+    return i % 2 ? byte & 15u : byte >> 4;
+}
+
+/* Cells in a 4 KiB page. */
+static uint64_t page_cells(const bg_filter *f)
+{
+    return f->ops->variant == BG_VARIANT_COUNTING ? 8192 : 32768;
+}
+
+/* The non-zero cells of page `page` of f's array (a byte at a time, not
+ * cell(): thousands of pages are counted). */
+static uint64_t page_nonzero(const bg_filter *f, uint64_t page)
+{
+    const unsigned char *b = (const unsigned char *)f->words + page * 4096;
+    uint64_t bytes = f->nwords * 8 - page * 4096, n = 0;
+    for (uint64_t i = 0; i < 4096 && i < bytes; i++)
+        n += f->ops->variant == BG_VARIANT_COUNTING
+                 ? (uint64_t)((b[i] >> 4) != 0) + (uint64_t)((b[i] & 15) != 0)
+                 : (uint64_t)__builtin_popcount(b[i]);
+    return n;
+}
+
+/* Key h's k positions, from the formulas in <bloomgate/filter.h>. */
+static void positions_of(const bg_filter *f, bg_hash h, uint64_t *out)
+{
+    uint64_t m = f->m; /* bits or counters */
+    if (f->ops->variant == BG_VARIANT_BLOCKED) {
+        uint64_t block = mulhi(h.h1, m / 512), start = h.h1 & 7;
+        for (uint32_t j = 0; j < f->k; j++)
+            out[j] = block * 512 + ((start + j) % 8) * 64 + ((h.h2 * salt[j]) >> 58);
+        return;
+    }
+    uint64_t x = mulhi(h.h1, m), y = mulhi(h.h2, m - 1) + 1;
+    for (uint32_t j = 0; j < f->k; j++) {
+        out[j] = x;
+        x = (x + y) % m;
+        y = (y + j) % m;
+    }
+}
+
+/* Where a 32-bit index would have put position p: the block number cut to
+ * 32 bits (blocked), or p itself (the others). */
+static uint64_t truncated(const bg_filter *f, uint64_t p)
+{
+    if (f->ops->variant == BG_VARIANT_BLOCKED)
+        return (p / 512 % TWO_32) * 512 + p % 512;
+    return p % TWO_32;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many times p is in the sorted model. */
+static uint64_t hits_of(const uint64_t *model, size_t n, uint64_t p)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (model[mid] < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t c = 0;
+    while (lo + c < n && model[lo + c] == p)
+        c++;
+    return c;
+}
+
+/* Checks one filter; false if its array could not be mapped. */
+static bool check_past_32_bits(const bg_filter_options *o, bool scan_all)
+{
+    bg_filter *f = NULL;
+    int rc = bg_filter_new(&f, o);
+    if (rc == BG_ENOMEM)
+        return false;
+    TU_EQ_I(rc, BG_OK);
+    uint32_t k = f->k;
+    size_t npos = (size_t)BIG_KEYS * k;
+    uint64_t *model = malloc(npos * sizeof *model);
+    assert_non_null(model);
+    tu_batch keys;
+    tu_batch_init(&keys, BIG_KEYS);
+    tu_batch_fill(&keys, 0, 61, 0, BIG_KEYS);
+    for (size_t i = 0; i < BIG_KEYS; i++) {
+        bg_hash h;
+        TU_EQ_I(bg_filter_hash(f, keys.keys[i], keys.lens[i], &h), BG_OK);
+        positions_of(f, h, model + i * k);
+    }
+    for (size_t i = 0; i < BIG_KEYS / 2; i++)
+        TU_EQ_I(bg_filter_add(f, keys.keys[i], keys.lens[i]), BG_OK);
+    /* every key is new: that the others took all k of a key's positions
+     * (among over 2^32) is vanishingly unlikely */
+    TU_EQ_I(bg_filter_add_many(f, keys.keys + BIG_KEYS / 2, keys.lens + BIG_KEYS / 2,
+                               BIG_KEYS / 2, NULL),
+            BIG_KEYS / 2);
+    qsort(model, npos, sizeof *model, cmp_u64);
+
+    /* Each distinct position holds the model's value; the positions past
+     * 2^32 (blocked: in blocks past 2^32) are their uniform share. */
+    uint64_t distinct = 0, past = 0;
+    uint64_t unit = f->ops->variant == BG_VARIANT_BLOCKED ? 512 : 1;
+    for (size_t i = 0; i < npos; i++) {
+        past += model[i] / unit >= TWO_32;
+        if (i > 0 && model[i] == model[i - 1])
+            continue;
+        distinct++;
+        uint64_t c = hits_of(model, npos, model[i]);
+        unsigned want = f->ops->variant == BG_VARIANT_COUNTING
+                            ? (unsigned)(c < BG_COUNTER_MAX ? c : BG_COUNTER_MAX)
+                            : 1u;
+        TU_EQ_U(cell(f, model[i]), want);
+        uint64_t t = truncated(f, model[i]);
+        if (hits_of(model, npos, t) == 0)
+            TU_EQ_U(cell(f, t), 0);
+    }
+    uint64_t units = f->m / unit;
+    double share = units > TWO_32 ? (double)(units - TWO_32) / (double)units : 0.0;
+    double sd = sqrt(share * (1 - share) / (double)npos);
+    TU_IN_RANGE_D((double)past / (double)npos, share - 5 * sd - 1e-9, share + 5 * sd + 1e-9);
+
+    /* Each page a position is in holds nothing but the model's cells. */
+    uint64_t per_page = page_cells(f);
+    for (size_t i = 0; i < npos;) {
+        uint64_t page = model[i] / per_page, in_model = 0;
+        for (; i < npos && model[i] / per_page == page; i++)
+            in_model += i == 0 || model[i] != model[i - 1];
+        TU_EQ_U(page_nonzero(f, page), in_model);
+    }
+    /* ... and so does the whole array, where reading it is affordable. */
+    if (scan_all) {
+        bg_filter_stats st;
+        TU_EQ_I(bg_filter_stats_get(f, &st), BG_OK);
+        TU_EQ_U(st.bits_set, distinct);
+    }
+
+    /* Queries: the added keys by both paths, then absent keys as modelled. */
+    uint8_t *res = malloc(BIG_KEYS);
+    assert_non_null(res);
+    TU_EQ_I(bg_filter_contains_many(f, keys.keys, keys.lens, BIG_KEYS, res), BIG_KEYS);
+    for (size_t i = 0; i < BIG_KEYS; i += 97)
+        TU_EQ_I(bg_filter_contains(f, keys.keys[i], keys.lens[i]), 1);
+    tu_batch_fill(&keys, 0, 62, 0, BIG_ABSENT);
+    int64_t want = 0;
+    for (size_t i = 0; i < BIG_ABSENT; i++) {
+        bg_hash h;
+        uint64_t pos[BG_MAX_K];
+        TU_EQ_I(bg_filter_hash(f, keys.keys[i], keys.lens[i], &h), BG_OK);
+        positions_of(f, h, pos);
+        int all = 1;
+        for (uint32_t j = 0; j < k; j++)
+            all &= hits_of(model, npos, pos[j]) > 0;
+        want += all;
+    }
+    TU_EQ_I(bg_filter_contains_many(f, keys.keys, keys.lens, BIG_ABSENT, res), want);
+    free(res);
+    free(model);
+    tu_batch_free(&keys);
+    bg_filter_free(f);
+    return true;
+}
+
+static bg_filter_options big_options(bg_variant v, uint64_t bits, uint64_t seed, int sw)
+{
+    return (bg_filter_options){.variant = v, .bits = bits, .hashes = 7, .seed = seed,
+                               .max_bytes = UINT64_C(1) << 40,
+                               .concurrency = sw ? BG_SINGLE_WRITER : BG_CONCURRENT_WRITERS};
+}
+
+static void positions_past_32_bits(void **state)
+{
+    (void)state;
+    if (SIZE_MAX < UINT64_C(1) << 40)
+        skip(); /* a 32-bit build cannot address such arrays */
+    if (prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) != 0) {
+        print_message("    cannot turn transparent huge pages off (prctl)\n");
+        skip();
+    }
+    TU_EQ_I(bg_set_allocator(&big_allocator), BG_OK);
+    static const uint64_t nblocks[] = {TWO_32 - 3, 3 * (TWO_32 / 2) + 4099};
+    bool mapped = true;
+    for (int sw = 0; sw < 2 && mapped; sw++) {
+        bg_filter_options o;
+        tu_ctx("standard m=2^33+1237 single_writer=%d", sw);
+        o = big_options(BG_VARIANT_STANDARD, (UINT64_C(1) << 33) + 1237, 3, sw);
+        mapped = check_past_32_bits(&o, sw == 0);
+        tu_ctx("counting m=1.25*2^32+1237 single_writer=%d", sw);
+        o = big_options(BG_VARIANT_COUNTING, TWO_32 + TWO_32 / 4 + 1237, 4, sw);
+        mapped = mapped && check_past_32_bits(&o, sw == 0);
+        for (int simd = BG__SIMD_NONE; simd <= BG__SIMD_AVX512 && mapped; simd++) {
+            if (bg__blocked_ops_at((bg__simd)simd) == NULL)
+                continue;
+            bg__blocked_simd = (bg__simd)simd;
+            for (size_t b = 0; b < 2 && mapped; b++) {
+                tu_ctx("blocked %s nblocks=%" PRIu64 " single_writer=%d", simd_name[simd],
+                       nblocks[b], sw);
+                o = big_options(BG_VARIANT_BLOCKED, nblocks[b] * 512, 5, sw);
+                mapped = check_past_32_bits(&o, false);
+            }
+        }
+        bg__blocked_simd = BG__SIMD_AVX512;
+    }
+    (void)prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
+    TU_EQ_I(bg_set_allocator(NULL), BG_OK);
+    if (!mapped) {
+        print_message("    [%s] the kernel refused a sparse mapping of the array\n", tu_ctx_buf());
+        skip();
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +579,7 @@ int main(void)
         cmocka_unit_test(avx2_answers_match),
         cmocka_unit_test(avx512_answers_match),
         cmocka_unit_test(batch_edges),
+        cmocka_unit_test(positions_past_32_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
