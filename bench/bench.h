@@ -110,4 +110,19 @@ bench_reader *bench_reader_new(uint64_t bytes, int huge);
 double bench_reader_ns(bench_reader *r);
 void bench_reader_free(bench_reader *r);
 
+/* STREAMING
+ * The plain loops a scan of a filter's whole array is set beside: the sum
+ * of `bytes` bytes of 64-bit words (what bg_filter_stats_get reads) and
+ * dst |= src over two such arrays (what bg_filter_union reads and writes),
+ * on buffers with transparent huge pages asked for, as the library's
+ * arrays are, every page touched before timing. Median seconds per pass.
+ * Returns 0, or -1 when the buffers cannot be allocated. */
+typedef struct bench_stream {
+    uint64_t bytes;
+    double read_s; /* sum of the words */
+    double or_s;   /* dst[i] |= src[i] */
+} bench_stream;
+
+int bench_stream_run(bench_stream *out, uint64_t bytes, double min_time);
+
 #endif

@@ -18,7 +18,9 @@
  * LONG_PASS_S (at most MAX_REPS passes), and the figure is the median pass
  * divided by its calls.
  * Every figure is therefore throughput: back-to-back calls on independent
- * keys, which the CPU may overlap, not the latency of one isolated call. */
+ * keys, which the CPU may overlap, not the latency of one isolated call.
+ * Scans of the whole array (statistics, union) are timed call by call
+ * instead, beside plain loops over as many bytes (SCANS). */
 #define _POSIX_C_SOURCE 200809L
 
 #include <assert.h>
@@ -100,6 +102,8 @@ typedef struct row {
     uint64_t absent_queried, fp_count;
     double model_p;
     double huge_mib; /* of the filter's array on transparent huge pages; -1 unknown */
+    double stats_s, union_s; /* SCANS: median seconds per call; NAN: not measured */
+    bench_stream stream;     /* the plain loops over r->bytes, measured right after */
 } row;
 
 /* The probes of one (n, p): the filter's size and, once per run, 1 GiB. */
@@ -364,6 +368,8 @@ static row *new_row(uint64_t n, double p, int variant, int writers)
     r->capacity_p = NAN;
     r->model_p = NAN;
     r->huge_mib = -1;
+    r->stats_s = r->union_s = NAN;
+    r->stream.read_s = r->stream.or_s = NAN;
     return r;
 }
 
@@ -477,6 +483,59 @@ static void run_removes(row *r, pass_ctx *c, const options *o)
 }
 
 /* Whether (n, p) is T1's cell and everything its rounds need is measured. */
+/* SCANS
+ * The calls that read a filter's whole array, on the filled filter:
+ * bg_filter_stats_get, and bg_filter_union of it into an empty filter of
+ * the same shape (cleared before each call, untimed) made for a single
+ * writer, as `bloomgate merge` makes its own (into a filter for concurrent
+ * writers, each word that changes costs a locked OR, the probe's
+ * locked_or_ns, and that is what such a union measures). Each call is
+ * timed alone, at least three times and until --min-time seconds have gone
+ * by; the figure is the median. Right after, the plain loops over as many
+ * bytes (bench.h STREAMING): how close a scan comes to this machine's
+ * streaming speed. The union must leave the copy with the filter's bits. */
+static void run_scans(row *r, const bg_filter *f, const bg_filter_options *fo, const options *o)
+{
+    bg_filter_options go = *fo;
+    go.concurrency = BG_SINGLE_WRITER;
+    bg_filter *g;
+    if (bg_filter_new(&g, &go) != BG_OK) {
+        progress("%s: scans skipped (no memory for a second filter)", variant_names[r->variant]);
+        return;
+    }
+    progress("%s: scans (statistics, union)", variant_names[r->variant]);
+    double ts[MAX_REPS], tu[MAX_REPS], total = 0;
+    size_t reps = 0;
+    bg_filter_stats st, gs;
+    while (reps < MAX_REPS && (reps < 3 || total < o->min_time)) {
+        double t0 = bench_now();
+        bg_filter_stats_get(f, &st);
+        ts[reps] = bench_now() - t0;
+        bg_filter_clear(g);
+        t0 = bench_now();
+        int rc = bg_filter_union(g, f);
+        tu[reps] = bench_now() - t0;
+        if (rc != BG_OK) {
+            fprintf(stderr, "bloomgate-bench: bg_filter_union: %s\n", bg_strerror(rc));
+            exit(1);
+        }
+        total += ts[reps] + tu[reps];
+        reps++;
+    }
+    bg_filter_stats_get(g, &gs);
+    bg_filter_free(g);
+    if (gs.bits_set != st.bits_set || st.bits_set != r->bits_set) {
+        fprintf(stderr, "bloomgate-bench: %s: the union's copy has %llu bits set, the filter %llu\n",
+                variant_names[r->variant], (unsigned long long)gs.bits_set,
+                (unsigned long long)st.bits_set);
+        exit(1);
+    }
+    r->stats_s = bench_median(ts, reps);
+    r->union_s = bench_median(tu, reps);
+    if (bench_stream_run(&r->stream, r->bytes, o->min_time) != 0)
+        r->stream.read_s = r->stream.or_s = NAN;
+}
+
 static bool side_by_side_cell(uint64_t n, double p, const options *o)
 {
     return n == SIDE_N && p == SIDE_P && o->variant[V_BLOCKED] && o->variant[V_LIBBLOOM] &&
@@ -532,6 +591,8 @@ static void run_bloomgate(uint64_t n, double p, int variant, bench_keys *present
         record_shape(r, f);
         if (!queried) {
             run_queries(r, &c, bg_query_single, bg_query_batch, present, absent, o);
+            if (!scalable)
+                run_scans(r, f, &fo, o);
             queried = true;
         }
         if (variant == V_COUNTING) {
@@ -921,6 +982,16 @@ static void print_block(FILE *out, uint64_t n, double p, const options *o)
     if (bl && lb)
         fprintf(out, "  libbloom absent query / blocked batched absent query = %.1fx\n",
                 lb->absent_single / bl->absent_batch);
+    for (size_t i = 0; i < row_count; i++) {
+        const row *r = &rows[i];
+        if (r->n != n || r->p != p || isnan(r->stats_s))
+            continue;
+        fprintf(out, "  scan, %-8s stats %7.2f ms (sum of the same bytes %7.2f ms: %.2fx), "
+                     "union %7.2f ms (plain or %7.2f ms: %.2fx)\n",
+                variant_names[r->variant], r->stats_s * 1e3, r->stream.read_s * 1e3,
+                r->stats_s / r->stream.read_s, r->union_s * 1e3, r->stream.or_s * 1e3,
+                r->union_s / r->stream.or_s);
+    }
     if (n == SIDE_N && p == SIDE_P && side_round_count)
         print_side_by_side(out);
 }
@@ -1186,7 +1257,11 @@ static void write_json(const char *path)
         json_num(out, "fp_rate", fp_rate(r), ", ");
         json_num(out, "model_p", r->model_p, ", ");
         json_num(out, "capacity_p", r->capacity_p, ", ");
-        json_num(out, "thp_mib", r->huge_mib, "");
+        json_num(out, "thp_mib", r->huge_mib, ", ");
+        json_num(out, "stats_ms", r->stats_s * 1e3, ", ");
+        json_num(out, "union_ms", r->union_s * 1e3, ", ");
+        json_num(out, "plain_sum_ms", r->stream.read_s * 1e3, ", ");
+        json_num(out, "plain_or_ms", r->stream.or_s * 1e3, "");
         fprintf(out, "}%s\n", i + 1 < row_count ? "," : "");
     }
     fprintf(out, "  ],\n  \"probes\": [\n");

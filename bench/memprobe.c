@@ -1,7 +1,8 @@
 /* The memory probe (see bench.h): what this machine's random 64-byte reads
  * cost over a buffer of a given size, dependent (one at a time) and
  * independent (as many in flight as the core allows), and what an atomic
- * fetch-or of one word costs there. */
+ * fetch-or of one word costs there; and the streaming loops that scans of a
+ * whole filter are set beside. */
 #define _GNU_SOURCE
 
 #include <stdlib.h>
@@ -264,4 +265,40 @@ void bench_reader_free(bench_reader *r)
         buffer_free(&r->b);
     free(r->idx);
     free(r);
+}
+
+int bench_stream_run(bench_stream *out, uint64_t bytes, double min_time)
+{
+    memset(out, 0, sizeof *out);
+    size_t words = (size_t)(bytes / 8);
+    buffer dst, src;
+    if (words == 0 || buffer_alloc(&dst, words * 8, 1) != 0)
+        return -1;
+    if (buffer_alloc(&src, words * 8, 1) != 0) {
+        buffer_free(&dst);
+        return -1;
+    }
+    out->bytes = (uint64_t)words * 8;
+    reps rp = {0};
+    uint64_t sum = 0;
+    while (reps_more(&rp, min_time)) {
+        reps_start(&rp);
+        for (size_t i = 0; i < words; i++)
+            sum += src.words[i];
+        reps_stop(&rp);
+    }
+    probe_sink = sum;
+    out->read_s = bench_median(rp.t, rp.n);
+    reps ro = {0};
+    while (reps_more(&ro, min_time)) {
+        reps_start(&ro);
+        for (size_t i = 0; i < words; i++)
+            dst.words[i] |= src.words[i];
+        reps_stop(&ro);
+    }
+    probe_sink = dst.words[words / 2];
+    out->or_s = bench_median(ro.t, ro.n);
+    buffer_free(&dst);
+    buffer_free(&src);
+    return 0;
 }
