@@ -123,7 +123,9 @@ double bg__blocked_items_for_bits(const bg_filter *f, double x)
  * stores (no store forwarding from 8-byte stores into a 32-byte load), and
  * one scalar sum would chain every block's adds to the last. A block took
  * 38-43 cycles here, against 267-320 for the scalar loop it replaced
- * (docs/PERFORMANCE.md, "Scans"); the rate is the same to the last bit. */
+ * (docs/PERFORMANCE.md, "Scans"). The sums are exact too while below
+ * 2^53 (on a filter of 1e6 keys the rate matched the scalar loop's to the
+ * last bit); beyond, both round in their last bits, differently. */
 
 /* GCC/Clang vectors of four: one AVX2 or two SSE2 operations each. */
 typedef uint64_t v4u __attribute__((vector_size(32)));
