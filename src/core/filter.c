@@ -499,7 +499,8 @@ static uint64_t items_from_estimate(double est)
  * before and after. The pointers and the count are local copies: stores
  * through an _Atomic uint64_t * may alias the filter structs, and the
  * compiler would reload them for every word. A single writer stores every
- * word, no branch; concurrent writers OR in only the words that change. */
+ * word, no branch; concurrent writers set bits (bg__set_bits: a locked OR)
+ * only in the words that change. */
 BG__POPCNT_CLONE static void or_words(bg_filter *dst, const bg_filter *src, uint64_t *before,
                                       uint64_t *after)
 {
@@ -519,7 +520,7 @@ BG__POPCNT_CLONE static void or_words(bg_filter *dst, const bg_filter *src, uint
             b += (uint64_t)__builtin_popcountll(old);
             a += (uint64_t)__builtin_popcountll(old | w);
             if (w & ~old)
-                (void)atomic_fetch_or_explicit(&d[i], w, memory_order_relaxed); /* lock or */
+                bg__set_bits(dst, &d[i], w);
         }
     }
     *before += b;
