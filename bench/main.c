@@ -102,9 +102,9 @@ typedef struct row {
     uint64_t absent_queried, fp_count;
     double model_p;
     double huge_mib; /* of the filter's array on transparent huge pages; -1 unknown */
-    /* SCANS: median seconds per call; NAN: not measured. union_shared_s: the
+    /* SCANS: median seconds per call; NAN: not measured. union_concurrent_s: the
      * union into a filter for concurrent writers. */
-    double stats_s, union_s, union_shared_s;
+    double stats_s, union_s, union_concurrent_s;
     bench_stream stream;     /* the plain loops over r->bytes, measured right after */
 } row;
 
@@ -370,7 +370,7 @@ static row *new_row(uint64_t n, double p, int variant, int writers)
     r->capacity_p = NAN;
     r->model_p = NAN;
     r->huge_mib = -1;
-    r->stats_s = r->union_s = r->union_shared_s = NAN;
+    r->stats_s = r->union_s = r->union_concurrent_s = NAN;
     r->stream.read_s = r->stream.or_s = NAN;
     return r;
 }
@@ -545,7 +545,7 @@ static void run_scans(row *r, const bg_filter *f, const bg_filter_options *fo, c
     }
     r->stats_s = bench_median(ts, reps);
     r->union_s = bench_median(tu[0], reps);
-    r->union_shared_s = bench_median(tu[1], reps);
+    r->union_concurrent_s = bench_median(tu[1], reps);
     if (bench_stream_run(&r->stream, r->bytes, o->min_time) != 0)
         r->stream.read_s = r->stream.or_s = NAN;
 }
@@ -1006,7 +1006,7 @@ static void print_block(FILE *out, uint64_t n, double p, const options *o)
                      "filter %7.2f ms)\n",
                 variant_names[r->variant], r->stats_s * 1e3, r->stream.read_s * 1e3,
                 r->stats_s / r->stream.read_s, r->union_s * 1e3, r->stream.or_s * 1e3,
-                r->union_s / r->stream.or_s, r->union_shared_s * 1e3);
+                r->union_s / r->stream.or_s, r->union_concurrent_s * 1e3);
     }
     if (n == SIDE_N && p == SIDE_P && side_round_count)
         print_side_by_side(out);
@@ -1276,7 +1276,7 @@ static void write_json(const char *path)
         json_num(out, "thp_mib", r->huge_mib, ", ");
         json_num(out, "stats_ms", r->stats_s * 1e3, ", ");
         json_num(out, "union_ms", r->union_s * 1e3, ", ");
-        json_num(out, "union_concurrent_ms", r->union_shared_s * 1e3, ", ");
+        json_num(out, "union_concurrent_ms", r->union_concurrent_s * 1e3, ", ");
         json_num(out, "plain_sum_ms", r->stream.read_s * 1e3, ", ");
         json_num(out, "plain_or_ms", r->stream.or_s * 1e3, "");
         fprintf(out, "}%s\n", i + 1 < row_count ? "," : "");

@@ -393,6 +393,8 @@ BG__AVX2_CLONE static void counting_merge(bg_filter *dst, const bg_filter *src, 
     for (uint64_t i = 0; i < count;) {
         uint64_t end = whole - i > 4 * RUN_GROUPS ? i + 4 * RUN_GROUPS : whole;
         v4u nb = V4(0), na = V4(0);
+        /* one loop per case, each with constant flags, so the inlined group
+         * has no branch on them; the tail takes the flags as they are */
         if (!is_union)
             for (; i < end; i += 4)
                 merge_group(d, from, i, 4, false, true, &nb, &na, fix);
