@@ -756,6 +756,29 @@ static void sleep_ms(long ms)
         ;
 }
 
+/* The server's clock in ms (TIME), the clock the lease scripts use. */
+static long long server_ms(redisContext *c)
+{
+    redisReply *r = redisCommand(c, "TIME");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 2);
+    long long ms = atoll(r->element[0]->str) * 1000 + atoll(r->element[1]->str) / 1000;
+    freeReplyObject(r);
+    return ms;
+}
+
+/* A pending rebuild's deadline (meta field next_lease), in the server's ms. */
+static long long lease_deadline(redisContext *c, const char *meta)
+{
+    redisReply *r = redisCommand(c, "HGET %s next_lease", meta);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    long long dl = atoll(r->str);
+    freeReplyObject(r);
+    return dl;
+}
+
 /* The rebuild's lease (remote.h): rebuild_add keeps a rebuild alive; one
  * whose rebuilder stopped is deleted by the next add after its lease ran
  * out (no more double writes; the late rebuilder gets BG_ESTALE); one past
@@ -777,27 +800,40 @@ static void bitmap_rebuild_lease(void **state)
     TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 0), BG_EINVAL);
     TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, BG_REMOTE_MAX_REBUILD_LEASE_MS + 1), BG_EINVAL);
 
-    /* Alive: 1.5 s of rebuilding under a 500 ms lease, renewed every 100 ms,
-     * with adds through another handle in between. */
-    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 500), BG_OK);
+    /* Alive: 2.5 s of rebuilding under a 2 s lease, renewed every 100 ms,
+     * with adds through another handle in between. Each renewal moves the
+     * deadline to the server's now + lease, checked against the server's
+     * clock read around it (which no stall of this host can fail). The lease
+     * is far above the 100 ms between renewals because a loaded CI host
+     * stalled a 500 ms one past its deadline once; only a stall of 1.9 s
+     * between a renewal and the next add could now end it early. */
+    enum { ALIVE_LEASE_MS = 2000, ROUNDS = 25 };
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, ALIVE_LEASE_MS), BG_OK);
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
-    for (size_t i = 0; i < 15; i++) {
+    for (size_t i = 0; i < ROUNDS; i++) {
+        long long before = server_ms(c);
         add_set(w, 6, i * 100, 100, 1);
+        long long after = server_ms(c), dl = lease_deadline(c, "{rl}:meta");
+        TU_TRUE(dl >= before + ALIVE_LEASE_MS && dl <= after + ALIVE_LEASE_MS);
         add_set(a, 8, i * 100, 100, 0);
         sleep_ms(100);
     }
     TU_EQ_I(ts_int(c, "HEXISTS {rl}:meta next"), 1);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
-    expect_all(a, 6, 1500);
-    expect_all(a, 8, 1500);
+    expect_all(a, 6, ROUNDS * 100);
+    expect_all(a, 8, ROUNDS * 100);
 
     /* Run out: the rebuilder stops calling; nothing happens until an add
-     * comes, which deletes the rebuild and writes the current bits. */
-    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 100), BG_OK);
+     * comes, which deletes the rebuild and writes the current bits. The
+     * lease is 1 s, so that the add right after begin falls within it even
+     * on a stalled host. */
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 1000), BG_OK);
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
     add_set(a, 10, 0, 100, 0); /* within the lease: both generations */
     TU_EQ_I(ts_count_keys(c, "{rl}*"), 3);
-    sleep_ms(300);
+    long long dl = lease_deadline(c, "{rl}:meta");
+    sleep_ms(1200);
+    TU_TRUE(server_ms(c) > dl);
     TU_EQ_I(ts_int(c, "HEXISTS {rl}:meta next"), 1);
     add_set(a, 10, 100, 100, 0);
     TU_EQ_I(ts_int(c, "HEXISTS {rl}:meta next"), 0);
