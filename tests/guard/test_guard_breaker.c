@@ -114,7 +114,9 @@ static void adapter_breaker(void **state)
     print_message("hung Redis: first call %.3f s, then 80 calls in %.6f s\n", first, open);
     TU_EQ_U(s1.attempts, s0.attempts);
     TU_EQ_U(s1.rejected, s0.rejected + 80);
-    TU_TRUE(open < 0.1 * TIMEOUT_MS / 1000.0);
+    /* The counters show no call reached the network; the clock only that
+     * none waited a timeout (loose: a loaded host stalls for 100s of ms). */
+    TU_TRUE(open < 0.5 * TIMEOUT_MS / 1000.0);
 
     /* Half-open: after the back-off, one call of 8 concurrent ones probes
      * (and waits its timeout); the others still fail at once. */
@@ -185,7 +187,9 @@ static void guard_with_hung_cache(void **state)
     TU_EQ_I(bg_guard_get(g, "p2", 2, &v), BG_GUARD_FOUND);
     double first = tu_now() - t0;
     TU_TRUE(first < 1.5 * TIMEOUT_MS / 1000.0);
-    /* Then 20 gets of keys that pass the filter: the source answers, fast. */
+    /* Then 20 gets of keys that pass the filter: the source answers, fast:
+     * the breaker refuses their cache calls without any network I/O. */
+    breaker_stats s0 = bstats(rc);
     char k[64];
     t0 = tu_now();
     for (long i = 0; i < 20; i++) {
@@ -194,7 +198,8 @@ static void guard_with_hung_cache(void **state)
     }
     double twenty = tu_now() - t0;
     print_message("hung cache: first get %.3f s, 20 more in %.6f s\n", first, twenty);
-    TU_TRUE(twenty < 0.1 * TIMEOUT_MS / 1000.0);
+    TU_EQ_U(bstats(rc).attempts, s0.attempts);
+    TU_TRUE(twenty < 0.5 * TIMEOUT_MS / 1000.0); /* none waited a timeout */
     bg_guard_counters c = gc(g);
     TU_EQ_U(c.cache_errors, 42); /* a GET and a SET each */
     TU_EQ_U(c.source_found, 22);
