@@ -336,6 +336,16 @@ static inline void cas_word(_Atomic uint64_t *w, uint64_t old, uint64_t next, ui
     }
 }
 
+/* One word of a concurrent union whose group loaded it as `loaded`: what a
+ * union of s stores, with fix[] as above. Tests call it with *w already
+ * changed, the race only threads reach otherwise. */
+uint64_t bg__counting_union_word(_Atomic uint64_t *w, uint64_t loaded, uint64_t s,
+                                 uint64_t fix[2])
+{
+    cas_word(w, loaded, sat_add_word(loaded, s), s, fix);
+    return bg__load(w);
+}
+
 /* Words [i, i + n) of dst merged with src's, n <= 4; the non-zero counters
  * before and after added nibble-wise to *before and *after. With n = 4 the
  * lanes are named one by one: an index the compiler cannot fold would keep

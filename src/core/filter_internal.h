@@ -115,6 +115,14 @@ int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *wo
 extern const bg__filter_ops bg__standard_ops;
 extern const bg__filter_ops bg__counting_ops;
 
+/* counting.c: one word of a union into a filter made for concurrent
+ * writers, loaded as `loaded` before another writer may have changed *w:
+ * stores the saturating sum of what *w holds and s; fix[0] and fix[1] get
+ * the change in non-zero counters, before and after the union, against
+ * what `loaded` gave (mod 2^64). Returns what *w holds after. */
+uint64_t bg__counting_union_word(_Atomic uint64_t *w, uint64_t loaded, uint64_t s,
+                                 uint64_t fix[2]);
+
 /* The ops of a variant with an array of its own (standard, blocked,
  * counting), or NULL. */
 const bg__filter_ops *bg__ops_for(bg_variant v);

@@ -13,7 +13,9 @@
 #define _GNU_SOURCE /* mkdtemp */
 #include "test_util.h"
 #include "test_tmpdir.h"
+#include "../src/core/filter_internal.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <unistd.h>
 
@@ -1043,6 +1045,50 @@ static uint64_t le(const uint8_t *p, unsigned n)
 }
 
 /* Any change to these bytes is a format change (see test_file.c). */
+/* A concurrent union's rare path, without threads: its group loaded a word,
+ * then an add or a remove changed it before the compare-and-swap. The union
+ * must store the saturating sum of what the writer left and the source's
+ * word (nothing of the writer's lost), and correct the group's counts of
+ * non-zero counters, before and after, by what the writer changed. Words
+ * are written as 16 nibbles, counter 0 lowest. */
+static void concurrent_union_race(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *what;
+        uint64_t loaded, now, s, want;
+        int64_t fix_before, fix_after;
+    } cases[] = {
+        /* no race: no correction */
+        {"none", 0x0000000000000010, 0x0000000000000010, 0x0000000000100000,
+         0x0000000000100010, 0, 0},
+        /* an add set counter 3; the union sets counter 5 */
+        {"add", 0x0000000000000010, 0x0000000000001010, 0x0000000000100000,
+         0x0000000000101010, 1, 1},
+        /* a remove cleared counter 1, which the union also raises */
+        {"remove", 0x0000000000000010, 0x0000000000000000, 0x0000000000000020,
+         0x0000000000000020, -1, 0},
+        /* an add took counter 0 to 14; the sum saturates at 15 */
+        {"saturating", 0x000000000000000c, 0x000000000000000e, 0x0000000000000003,
+         0x000000000000000f, 0, 0},
+        /* adds and removes over the whole word */
+        {"whole word", 0x1111111111111111, 0xf0f0f0f0f0f0f0f0, 0x0202020202020202,
+         0xf2f2f2f2f2f2f2f2, -8, 0},
+        /* the source adds nothing: the writer's word stays */
+        {"empty source", 0x0000000000000001, 0x0000000000000300, 0,
+         0x0000000000000300, 0, 0},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tu_ctx("%s", cases[c].what);
+        _Atomic uint64_t w = cases[c].now;
+        uint64_t fix[2] = {7, 7}; /* added to, not set */
+        TU_EQ_U(bg__counting_union_word(&w, cases[c].loaded, cases[c].s, fix), cases[c].want);
+        TU_EQ_U(atomic_load(&w), cases[c].want);
+        TU_EQ_I((int64_t)(fix[0] - 7), cases[c].fix_before);
+        TU_EQ_I((int64_t)(fix[1] - 7), cases[c].fix_after);
+    }
+}
+
 static void golden_bytes(void **state)
 {
     (void)state;
@@ -1306,6 +1352,7 @@ int main(void)
         cmocka_unit_test(remove_errors),
         cmocka_unit_test(batch_matches_single),
         cmocka_unit_test(union_and_intersection),
+        cmocka_unit_test(concurrent_union_race),
         cmocka_unit_test(golden_bytes),
         cmocka_unit_test(files_round_trip),
         cmocka_unit_test(counters_sit_on_standard_bits),
