@@ -26,6 +26,9 @@
 #define DEFAULT_ERROR_RATE 0.01
 #define DEFAULT_HEADROOM 2.0
 #define DEFAULT_CACHE_TTL_MS UINT64_C(300000)
+/* The cache adapter's own command timeout (redis_cache.c): a cache slower
+ * than that costs more than the database it saves. */
+#define DEFAULT_CACHE_TIMEOUT_MS 100u
 #define DEFAULT_NEGATIVE_TTL_MS UINT64_C(30000)
 #define DEFAULT_MAX_CONNECTIONS 1024u
 #define DEFAULT_TIMEOUT_S 30u
@@ -101,6 +104,11 @@ static void usage(FILE *f, const char *prog)
         "                         unix:///path (default %s)\n"
         "  --cache-ttl-ms N       TTL of cached products; needs --cache redis\n"
         "                         (default %llu)\n"
+        "  --cache-timeout-ms N   how long one cache command may take, 1..60000; a\n"
+        "                         lookup that times out goes on to the database, and\n"
+        "                         the cache is skipped for a back-off (200 ms, doubling\n"
+        "                         to 5 s); connecting may take 2 N; needs --cache redis\n"
+        "                         (default %u)\n"
         "  --negative-ttl-ms N    TTL of confirmed false positives; needs a filter\n"
         "                         (default %llu)\n"
         "Filter:\n"
@@ -133,7 +141,8 @@ static void usage(FILE *f, const char *prog)
         "limit cannot hold).\n",
         prog, DEFAULT_PORT, DEFAULT_BIND, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT_S,
         DEFAULT_DB_PATH, (unsigned long long)DEFAULT_SEED, DEFAULT_REDIS,
-        (unsigned long long)DEFAULT_CACHE_TTL_MS, (unsigned long long)DEFAULT_NEGATIVE_TTL_MS,
+        (unsigned long long)DEFAULT_CACHE_TTL_MS, DEFAULT_CACHE_TIMEOUT_MS,
+        (unsigned long long)DEFAULT_NEGATIVE_TTL_MS,
         DEFAULT_ERROR_RATE, DEFAULT_HEADROOM, DEFAULT_REDIS, DEFAULT_FILTER_NAME,
         DEFAULT_CHECK_SAMPLE_LOCAL, DEFAULT_CHECK_SAMPLE_REMOTE);
 }
@@ -318,7 +327,7 @@ static int check_size(const products_config *c, char *msg, size_t cap)
 
 enum {
     OPT_PORT = 256, OPT_BIND, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_DB, OPT_DB_PATH,
-    OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_NEG_TTL, OPT_FILTER,
+    OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_CACHE_TIMEOUT, OPT_NEG_TTL, OPT_FILTER,
     OPT_VARIANT, OPT_ERROR_RATE, OPT_CAPACITY, OPT_HEADROOM, OPT_FILTER_BACKEND,
     OPT_FILTER_URL, OPT_FILTER_NAME, OPT_REBUILD, OPT_CHECK_SAMPLE, OPT_HELP, OPT_VERSION,
 };
@@ -338,6 +347,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
         {"cache", required_argument, NULL, OPT_CACHE},
         {"redis-url", required_argument, NULL, OPT_REDIS_URL},
         {"cache-ttl-ms", required_argument, NULL, OPT_CACHE_TTL},
+        {"cache-timeout-ms", required_argument, NULL, OPT_CACHE_TIMEOUT},
         {"negative-ttl-ms", required_argument, NULL, OPT_NEG_TTL},
         {"filter", required_argument, NULL, OPT_FILTER},
         {"variant", required_argument, NULL, OPT_VARIANT},
@@ -355,7 +365,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     };
     const char *prog = "bloomgate-products";
     int set_threads = 0, set_variant = 0, set_backend = 0, set_check = 0, set_redis = 0;
-    int set_path = 0, set_ferr = 0, set_cache_ttl = 0, set_neg_ttl = 0, set_headroom = 0;
+    int set_path = 0, set_ferr = 0, set_cache_ttl = 0, set_cache_timeout = 0, set_neg_ttl = 0, set_headroom = 0;
     uint64_t v;
     double d;
     char msg[512];
@@ -370,6 +380,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     c->seed = DEFAULT_SEED;
     c->cache_url_text = DEFAULT_REDIS;
     c->cache_ttl_ms = DEFAULT_CACHE_TTL_MS;
+    c->cache_timeout_ms = DEFAULT_CACHE_TIMEOUT_MS;
     c->negative_ttl_ms = DEFAULT_NEGATIVE_TTL_MS;
     c->filter_kind = BG_GUARD_FILTER_LOCAL;
     c->filter_backend = BG_REMOTE_BITMAP;
@@ -447,6 +458,12 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
                 return bad(err, "--cache-ttl-ms '%s': want 1..31536000000", a);
             c->cache_ttl_ms = v;
             set_cache_ttl = 1;
+            break;
+        case OPT_CACHE_TIMEOUT:
+            if (parse_u64(a, 1, 60000, &v))
+                return bad(err, "--cache-timeout-ms '%s': want 1..60000", a);
+            c->cache_timeout_ms = (unsigned)v;
+            set_cache_timeout = 1;
             break;
         case OPT_NEG_TTL:
             if (parse_u64(a, 1, UINT64_C(86400000), &v))
@@ -540,6 +557,8 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
         return bad(err, "--redis-url needs --cache redis");
     } else if (set_cache_ttl) {
         return bad(err, "--cache-ttl-ms needs --cache redis");
+    } else if (set_cache_timeout) {
+        return bad(err, "--cache-timeout-ms needs --cache redis");
     }
     if (c->filter_kind == BG_GUARD_FILTER_REMOTE) {
         if (redis_url_parse(c->filter_url_text, &c->filter_url, msg, sizeof(msg)) != 0)

@@ -47,6 +47,7 @@ typedef struct products_config {
     redis_url cache_url;
     const char *cache_url_text;
     uint64_t cache_ttl_ms;
+    unsigned cache_timeout_ms; /* per command; connecting may take twice that */
     uint64_t negative_ttl_ms;
     /* filter */
     bg_guard_filter_kind filter_kind;

@@ -291,10 +291,9 @@ int main(int argc, char **argv)
     if (cfg.cache_redis) {
         char where[300];
         describe_redis(where, sizeof(where), &cfg.cache_url);
-        /* Timeouts 0: the cache adapter's own (200 ms connect, 100 ms per
-         * command, guard.h): a cache that answers slower than that costs
-         * more than the database it saves. */
         redis_url_options(&cfg.cache_url, &cache_ro);
+        cache_ro.command_timeout_ms = cfg.cache_timeout_ms;
+        cache_ro.connect_timeout_ms = 2 * cfg.cache_timeout_ms;
         rc = bg_guard_redis_cache_new(&rcache, &cache_ro, "products:", cfg.cache_ttl_ms, &go.cache);
         if (rc != BG_OK) {
             logf_("cannot set up the redis cache: %s", bg_strerror(rc));

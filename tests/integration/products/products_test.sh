@@ -180,7 +180,7 @@ case_help() {
     "$SVC" --help >"$T/out" 2>&1 || fail "--help exit status"
     local f
     for f in --port --bind --threads --max-connections --timeout --db --db-path --db-url --seed \
-        --cache --redis-url --cache-ttl-ms --negative-ttl-ms --filter --variant --error-rate \
+        --cache --redis-url --cache-ttl-ms --cache-timeout-ms --negative-ttl-ms --filter --variant --error-rate \
         --capacity --headroom --filter-backend --filter-url --filter-name --rebuild-interval \
         --check-sample --help --version; do
         grep -q -- "^  $f " "$T/out" || fail "--help does not list $f"
@@ -244,6 +244,9 @@ EOF
 --bind 300.1.2.3|--bind '300.1.2.3'
 --cache-ttl-ms 5|--cache-ttl-ms needs --cache redis
 --cache none --cache-ttl-ms 5|--cache-ttl-ms needs --cache redis
+--cache-timeout-ms 500|--cache-timeout-ms needs --cache redis
+--cache redis --cache-timeout-ms 0|--cache-timeout-ms '0': want 1..60000
+--cache redis --cache-timeout-ms 60001|--cache-timeout-ms '60001'
 --filter none --negative-ttl-ms 5|--negative-ttl-ms needs a filter
 --filter none --headroom 3|--headroom needs a filter
 --filter none --check-sample 3|--check-sample needs a filter
@@ -267,6 +270,8 @@ EOF
 --variant blocked --error-rate 1e-12 --capacity 1000
 --bind ::1
 --cache redis --cache-ttl-ms 5
+--cache redis --cache-timeout-ms 1
+--cache redis --cache-timeout-ms 60000
 --negative-ttl-ms 5 --headroom 3 --check-sample 3
 --capacity 0 --headroom 3
 --filter remote --filter-backend module --capacity 1000000000 --error-rate 0.001
@@ -892,9 +897,11 @@ case_redis_outage() {
     redis_start
     # Short TTLs: a delete that fails while Redis is down (the DELETE and
     # the POST below) makes the guard skip cache reads for the longest TTL
-    # it writes with (docs/GUARD.md, Failed deletes).
+    # it writes with (docs/GUARD.md, Failed deletes). A 1 s cache timeout:
+    # a loaded host's stall must not turn the cache hit below into a miss
+    # (a stopped Redis refuses connections at once, whatever the timeout).
     start --cache redis --redis-url "redis://127.0.0.1:$REDIS_PORT" --cache-ttl-ms 2000 \
-        --negative-ttl-ms 1000
+        --negative-ttl-ms 1000 --cache-timeout-ms 1000
     has "$T/svc.log" "cache: redis 127.0.0.1:$REDIS_PORT"
     expect 200 GET /products/5
     expect 200 GET /products/5
@@ -928,6 +935,20 @@ case_redis_outage() {
     done
     eq "$ok" 1 "cache hits after Redis came back"
     expect 200 GET /products/4000
+    # Redis hangs (SIGSTOP): a lookup waits --cache-timeout-ms (1 s) for the
+    # cache, then the database answers; the breaker then skips the cache
+    metrics
+    local errors t0 t1
+    errors=$(m bloomgate_guard_cache_errors_total)
+    kill -STOP "$REDIS_PID"
+    t0=$(date +%s%N)
+    expect 200 GET /products/11
+    t1=$(date +%s%N)
+    kill -CONT "$REDIS_PID"
+    ge $(((t1 - t0) / 1000000)) 900 "ms a lookup waited for a hung Redis (--cache-timeout-ms 1000)"
+    gt 5000 $(((t1 - t0) / 1000000)) "ms a lookup waited for a hung Redis, at most"
+    metrics
+    gt "$(m bloomgate_guard_cache_errors_total)" "$errors" "cache errors after Redis hung"
     stop
 }
 
