@@ -1131,11 +1131,29 @@ static void connect_errors(void **state)
     TU_TRUE(strcmp(bg_remote_errstr(NULL), "") == 0);
 }
 
+/* Keys [0, n) of b added (or counted present) in calls of 1000, each well
+ * within a command timeout on a host loaded several times over (a call of
+ * 20000 once took over 1 s there); the number added (present). */
+static int64_t in_parts(bg_remote_filter *f, const tu_batch *b, size_t n, int add)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i += 1000) {
+        size_t part = n - i < 1000 ? n - i : 1000;
+        int64_t rc = add ? bg_remote_filter_add_many(f, b->keys + i, b->lens + i, part, NULL)
+                         : bg_remote_filter_contains_many(f, b->keys + i, b->lens + i, part, NULL);
+        if (rc < 0)
+            return rc;
+        total += rc;
+    }
+    return total;
+}
+
 /* A frozen, then killed server mid-batch: BG_ECONN within the timeout, no
  * crash, and the filter works again once the server is back. With shards,
  * the batch's parts are pipelined on the one connection (the fanout).
  * The timeout leaves a loaded machine time for a whole batch of 20000 adds
- * (300 ms did not, once, on a 2-core machine running the suite). */
+ * (300 ms did not, once, on a 2-core machine running the suite); the calls
+ * that must succeed go in parts (in_parts). */
 static void dies_mid_batch(uint32_t shards)
 {
     enum { B = 20000, TIMEOUT_MS = 1000 };
@@ -1149,7 +1167,7 @@ static void dies_mid_batch(uint32_t shards)
     tu_batch b;
     tu_batch_init(&b, B);
     fill(&b, 5, 0, B);
-    TU_EQ_I(bg_remote_filter_add_many(f, b.keys, b.lens, B, NULL), B);
+    TU_EQ_I(in_parts(f, &b, B, 1), B);
     redisContext *c = ts_raw(&s);
     redisReply *rep = redisCommand(c, "SAVE");
     freeReplyObject(rep);
@@ -1189,7 +1207,7 @@ static void dies_mid_batch(uint32_t shards)
     tu_ctx("server back");
     ts_spawn(&s);
     fill(&b, 5, 0, B);
-    TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, B, NULL), B);
+    TU_EQ_I(in_parts(f, &b, B, 0), B);
     TU_EQ_I(bg_remote_reconnect(r), BG_OK);
     TU_EQ_I(bg_remote_filter_contains(f, b.keys[0], b.lens[0]), 1);
     tu_batch_free(&b);
