@@ -327,9 +327,10 @@ static int check_size(const products_config *c, char *msg, size_t cap)
 
 enum {
     OPT_PORT = 256, OPT_BIND, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_DB, OPT_DB_PATH,
-    OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_CACHE_TIMEOUT, OPT_NEG_TTL, OPT_FILTER,
-    OPT_VARIANT, OPT_ERROR_RATE, OPT_CAPACITY, OPT_HEADROOM, OPT_FILTER_BACKEND,
-    OPT_FILTER_URL, OPT_FILTER_NAME, OPT_REBUILD, OPT_CHECK_SAMPLE, OPT_HELP, OPT_VERSION,
+    OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_CACHE_TIMEOUT,
+    OPT_NEG_TTL, OPT_FILTER, OPT_VARIANT, OPT_ERROR_RATE, OPT_CAPACITY, OPT_HEADROOM,
+    OPT_FILTER_BACKEND, OPT_FILTER_URL, OPT_FILTER_NAME, OPT_REBUILD, OPT_CHECK_SAMPLE,
+    OPT_HELP, OPT_VERSION,
 };
 
 int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err)
@@ -365,7 +366,8 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     };
     const char *prog = "bloomgate-products";
     int set_threads = 0, set_variant = 0, set_backend = 0, set_check = 0, set_redis = 0;
-    int set_path = 0, set_ferr = 0, set_cache_ttl = 0, set_cache_timeout = 0, set_neg_ttl = 0, set_headroom = 0;
+    int set_path = 0, set_ferr = 0, set_cache_ttl = 0, set_cache_timeout = 0, set_neg_ttl = 0;
+    int set_headroom = 0;
     uint64_t v;
     double d;
     char msg[512];
