@@ -148,20 +148,19 @@ static void blocked_positions_portable(void **state)
     blocked_positions_impl(BG__SIMD_NONE);
 }
 
-static void blocked_positions_avx2(void **state)
+/* The tests of a `--simd` group (main) get its instruction set as their
+ * state, and skip where the CPU lacks it. */
+static bg__simd simd_or_skip(void **state)
 {
-    (void)state;
-    if (bg__blocked_ops_at(BG__SIMD_AVX2) == NULL)
+    bg__simd simd = *(const bg__simd *)*state;
+    if (bg__blocked_ops_at(simd) == NULL)
         skip();
-    blocked_positions_impl(BG__SIMD_AVX2);
+    return simd;
 }
 
-static void blocked_positions_avx512(void **state)
+static void blocked_positions_simd(void **state)
 {
-    (void)state;
-    if (bg__blocked_ops_at(BG__SIMD_AVX512) == NULL)
-        skip();
-    blocked_positions_impl(BG__SIMD_AVX512);
+    blocked_positions_impl(simd_or_skip(state));
 }
 
 /* A SIMD implementation sets the bits and answers every query as the
@@ -204,20 +203,9 @@ static void simd_answers_match(bg__simd simd)
     bg_filter_free(b);
 }
 
-static void avx2_answers_match(void **state)
+static void answers_match_simd(void **state)
 {
-    (void)state;
-    if (bg__blocked_ops_at(BG__SIMD_AVX2) == NULL)
-        skip();
-    simd_answers_match(BG__SIMD_AVX2);
-}
-
-static void avx512_answers_match(void **state)
-{
-    (void)state;
-    if (bg__blocked_ops_at(BG__SIMD_AVX512) == NULL)
-        skip();
-    simd_answers_match(BG__SIMD_AVX512);
+    simd_answers_match(simd_or_skip(state));
 }
 
 /* The batch pipelines (keys hashed BG__AHEAD ahead in steps of BG__STEP;
@@ -277,20 +265,9 @@ static void batch_edges(void **state)
     batch_edges_impl(BG_VARIANT_BLOCKED, BG__SIMD_NONE);
 }
 
-static void batch_edges_avx2(void **state)
+static void batch_edges_simd(void **state)
 {
-    (void)state;
-    if (bg__blocked_ops_at(BG__SIMD_AVX2) == NULL)
-        skip();
-    batch_edges_impl(BG_VARIANT_BLOCKED, BG__SIMD_AVX2);
-}
-
-static void batch_edges_avx512(void **state)
-{
-    (void)state;
-    if (bg__blocked_ops_at(BG__SIMD_AVX512) == NULL)
-        skip();
-    batch_edges_impl(BG_VARIANT_BLOCKED, BG__SIMD_AVX512);
+    batch_edges_impl(BG_VARIANT_BLOCKED, simd_or_skip(state));
 }
 
 /* POSITIONS PAST 2^32
@@ -597,16 +574,6 @@ int main(int argc, char **argv)
         cmocka_unit_test(blocked_positions_portable),
         cmocka_unit_test(batch_edges),
     };
-    static const struct CMUnitTest avx2[] = {
-        cmocka_unit_test(blocked_positions_avx2),
-        cmocka_unit_test(avx2_answers_match),
-        cmocka_unit_test(batch_edges_avx2),
-    };
-    static const struct CMUnitTest avx512[] = {
-        cmocka_unit_test(blocked_positions_avx512),
-        cmocka_unit_test(avx512_answers_match),
-        cmocka_unit_test(batch_edges_avx512),
-    };
     static const struct CMUnitTest past_32_bits[] = {
         cmocka_unit_test(positions_past_32_bits),
     };
@@ -614,10 +581,16 @@ int main(int argc, char **argv)
         return cmocka_run_group_tests_name("layout", portable, NULL, NULL);
     if (argc == 2 && strcmp(argv[1], "--past-32-bits") == 0)
         return cmocka_run_group_tests_name("layout past 2^32", past_32_bits, NULL, NULL);
-    if (argc == 3 && strcmp(argv[1], "--simd") == 0 && strcmp(argv[2], "avx2") == 0)
-        return cmocka_run_group_tests_name("layout avx2", avx2, NULL, NULL);
-    if (argc == 3 && strcmp(argv[1], "--simd") == 0 && strcmp(argv[2], "avx512") == 0)
-        return cmocka_run_group_tests_name("layout avx512", avx512, NULL, NULL);
+    for (bg__simd simd = BG__SIMD_AVX2; simd <= BG__SIMD_AVX512; simd++) {
+        if (argc != 3 || strcmp(argv[1], "--simd") != 0 || strcmp(argv[2], simd_name[simd]) != 0)
+            continue;
+        const struct CMUnitTest tests[] = {
+            cmocka_unit_test_prestate(blocked_positions_simd, &simd),
+            cmocka_unit_test_prestate(answers_match_simd, &simd),
+            cmocka_unit_test_prestate(batch_edges_simd, &simd),
+        };
+        return cmocka_run_group_tests_name(simd_name[simd], tests, NULL, NULL);
+    }
     fprintf(stderr, "usage: %s [--past-32-bits | --simd avx2|avx512]\n", argv[0]);
     return 2;
 }
