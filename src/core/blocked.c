@@ -116,16 +116,21 @@ double bg__blocked_items_for_bits(const bg_filter *f, double x)
  * - the eight starts' products as two vectors (starts 0-3 and 4-7), each
  *   multiplied k times by a window (X_j, X_j+1, X_j+2, X_j+3), indices
  *   mod 8, shuffled from the two vectors of counts in registers;
- * - the products summed per lane across blocks.
+ * - the products summed per lane across blocks;
+ * - the line SCAN_PREFETCH_BLOCKS blocks ahead prefetched. The hardware's
+ *   own prefetch did not keep up with a loop this slow per line: on the
+ *   Intel guest a block took 7.4 ns in cache but 31-38 ns from memory
+ *   (n = 1e8, 118 MiB), against 7.7-7.9 with 32 or 64 blocks ahead (8:
+ *   14-15 ns, 16: 9.2-9.4; no change at 1e6 and 1e7; docs/PERFORMANCE.md).
  * Every product is an integer below 2^48 (counts up to 64, k up to 8), so
  * exact in a double whatever the order; the total is scaled by 64^-k once.
  * Windows read back from an array of counts just stored would wait for the
  * stores (no store forwarding from 8-byte stores into a 32-byte load), and
  * one scalar sum would chain every block's adds to the last. A block took
- * 38-43 cycles here, against 267-320 for the scalar loop it replaced
- * (docs/PERFORMANCE.md, "Scans"). The sums are exact too while below
- * 2^53 (on a filter of 1e6 keys the rate matched the scalar loop's to the
- * last bit); beyond, both round in their last bits, differently. */
+ * 38-43 cycles on the AMD EPYC guest, against 267-320 for the scalar loop
+ * it replaced (docs/PERFORMANCE.md, "Scans"). The sums are exact too while
+ * below 2^53 (on a filter of 1e6 keys the rate matched the scalar loop's to
+ * the last bit); beyond, both round in their last bits, differently. */
 
 /* GCC/Clang vectors of four: one AVX2 or two SSE2 operations each. */
 typedef uint64_t v4u __attribute__((vector_size(32)));
@@ -159,6 +164,8 @@ static inline void lane_counts(const v4u *x, v4u *total, v4d *out)
     *out -= 4503599627370496.0; /* 2^52 */
 }
 
+#define SCAN_PREFETCH_BLOCKS 32 /* THE RATE FROM THE FILL */
+
 BG__AVX2_CLONE static void estimate_blocks(const bg_filter *f, bg_filter_stats *st)
 {
     const _Atomic uint64_t *words = f->words;
@@ -169,6 +176,8 @@ BG__AVX2_CLONE static void estimate_blocks(const bg_filter *f, bg_filter_stats *
     v4u set = {0, 0, 0, 0};
     for (uint64_t blk = 0; blk < nblocks; blk++) {
         const _Atomic uint64_t *bw = &words[blk * 8];
+        if (blk + SCAN_PREFETCH_BLOCKS < nblocks)
+            __builtin_prefetch(bw + 8 * SCAN_PREFETCH_BLOCKS, 0, 3);
         v4u w0 = {bg__load(&bw[0]), bg__load(&bw[1]), bg__load(&bw[2]), bg__load(&bw[3])},
             w1 = {bg__load(&bw[4]), bg__load(&bw[5]), bg__load(&bw[6]), bg__load(&bw[7])};
         v4d a, b;
