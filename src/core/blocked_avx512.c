@@ -402,11 +402,22 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
  * it (tried: hash 8, probe those 8) stalls on it even when the filter sits
  * in L2 (n = 1e6: 7.0 ns per absent query against 6.0 with the ring).
  *
- * Large filters get a prefetch of each key's line (into L2, bg__prefetch)
- * as soon as it is hashed, so AHEAD misses are in flight. With hashing at
- * ~2.4 ns per key, 64 keys ahead beat 32 (n = 1e8, p = 0.01: 10.4-10.9 ns
- * against 12.3-12.6 per batched absent query; 16: 19 ns; 48: 11.2; 96:
- * 11.1) and are no worse in cache (n = 1e6: 5.1-5.6 ns for 16, 32 and 64).
+ * Large filters get a prefetch of each key's line (into L2, bg__prefetch),
+ * so AHEAD misses are in flight. With hashing at ~2.4 ns per key, 64 keys
+ * ahead beat 32 (n = 1e8, p = 0.01: 10.4-10.9 ns against 12.3-12.6 per
+ * batched absent query; 16: 19 ns; 48: 11.2; 96: 11.1) and are no worse in
+ * cache (n = 1e6: 5.1-5.6 ns for 16, 32 and 64).
+ *
+ * The prefetch comes PREFETCH_LAG keys after the hash that gives its
+ * address, not right after it: the address is then known when the prefetch
+ * enters the core, instead of at the end of hash8's chain of multiplies, so
+ * the prefetch does not hold up the instructions behind it (the AMD
+ * machine's reason, blocked_avx2.c "BATCHES OF KEYS"; it held here too).
+ * n = 1e8, p = 0.01, a driver over the public API, batched absent queries,
+ * interleaved runs: lag 8 7.25-8.65 ns (11 runs), none 7.98-9.14 (13), 16
+ * 7.21-8.44 (6), 32 9.41-9.50 (2); lag 8 with 48 ahead 8.32-9.50, with 80
+ * 7.52-8.71; more ahead without lag, 96 or 128: 9.03-9.15; a prefetch into
+ * L1 instead: 9.85-10.90.
  *
  * Filters up to PREFETCH_MIN_BYTES skip the prefetch: their lines are in L2
  * anyway, and at n = 1e6, p = 0.01 (1.2 MiB) a query cost 5.1-5.2 ns
@@ -418,7 +429,8 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
  * run back to back with the previous code on an otherwise idle machine:
  * batched absent queries 10.2 ns against 14.0 at n = 1e8, p = 0.01, and
  * 5.3 against 9.5 at n = 1e6.) */
-#define AHEAD 64 /* a multiple of 8 */
+#define AHEAD 64       /* a multiple of 8 */
+#define PREFETCH_LAG 8 /* a multiple of 8, below AHEAD */
 #define PREFETCH_MIN_BYTES (UINT64_C(2) << 20)
 
 BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *keys,
@@ -452,7 +464,11 @@ BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *k
             size_t slot = at % AHEAD;
             hash8(&c, keys + at, lens + at, (__mmask8)((1u << n) - 1), seed, ring1 + slot,
                   ring2 + slot);
-            for (size_t i = 0; prefetch && i < n; i++)
+        }
+        if (prefetch && at >= PREFETCH_LAG && at - PREFETCH_LAG < count) {
+            size_t first = at - PREFETCH_LAG, slot = first % AHEAD;
+            size_t n = count - first < 8 ? count - first : 8;
+            for (size_t i = 0; i < n; i++)
                 bg__prefetch(bg__block_of(f, ring1[slot + i]));
         }
     }
