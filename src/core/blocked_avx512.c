@@ -66,7 +66,8 @@ BG__TARGET static BG__INLINE __m512i key_bits(uint64_t h2, unsigned s)
 BG__TARGET static BG__INLINE __m512i key_mask(const bg_filter *f, bg_hash h)
 {
     const __m512i salt = _mm512_loadu_si512((const void *)bg__blocked_salt);
-    __m512i bit = _mm512_srli_epi64(_mm512_mullo_epi64(_mm512_set1_epi64((long long)h.h2), salt), 58);
+    __m512i prod = _mm512_mullo_epi64(_mm512_set1_epi64((long long)h.h2), salt);
+    __m512i bit = _mm512_srli_epi64(prod, 58);
     /* payload bit b of a word is machine bit b ^ 7 (filter_internal.h) */
     bit = _mm512_xor_si512(bit, _mm512_set1_epi64(7));
     __mmask8 probes = (__mmask8)((1u << f->k) - 1);
@@ -344,8 +345,8 @@ BG__TARGET static BG__INLINE void hash8_17to64(const hash8_consts *c, __m512i pt
 /* The lanes of `live` whose length is in [lo, hi]. */
 BG__TARGET static BG__INLINE __mmask8 lens_in(__mmask8 live, __m512i len, uint64_t lo, uint64_t hi)
 {
-    return _mm512_mask_cmple_epu64_mask(live, _mm512_sub_epi64(len, _mm512_set1_epi64((long long)lo)),
-                                        _mm512_set1_epi64((long long)(hi - lo)));
+    __m512i from_lo = _mm512_sub_epi64(len, _mm512_set1_epi64((long long)lo));
+    return _mm512_mask_cmple_epu64_mask(live, from_lo, _mm512_set1_epi64((long long)(hi - lo)));
 }
 
 /* Hashes keys[0..8) where `live` has their bit into h1[], h2[] (all eight
@@ -419,19 +420,25 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
  * 7.52-8.71; more ahead without lag, 96 or 128: 9.03-9.15; a prefetch into
  * L1 instead: 9.85-10.90.
  *
- * Filters up to PREFETCH_MIN_BYTES skip the prefetch: their lines are in L2
- * anyway, and at n = 1e6, p = 0.01 (1.2 MiB) a query cost 5.1-5.2 ns
- * without it against 6.0-6.4 with it (an extra multiply and prefetch per
- * key). At 1.9 MiB (p = 0.001) and 3.6 MiB the two were equal within noise;
- * 2 MiB is this machine's L2 per core. (These figures: a small driver
- * over the public API, interleaved A/B runs while the machine was shared,
- * load 1.5-4, so compare them with each other only. The full benchmark,
- * run back to back with the previous code on an otherwise idle machine:
- * batched absent queries 10.2 ns against 14.0 at n = 1e8, p = 0.01, and
- * 5.3 against 9.5 at n = 1e6.) */
+ * Filters up to PREFETCH_MIN_BYTES skip the prefetch: their lines are in
+ * L2 (2 MiB per core on this machine) anyway. Before the lag, at n = 1e6,
+ * p = 0.01 (1.2 MiB) a query cost 5.1-5.2 ns without it against 6.0-6.4
+ * with it (an extra multiply and prefetch per key), and at 1.9 MiB
+ * (p = 0.001) and 3.6 MiB the two were equal within noise, so the bound
+ * was 2 MiB. (Those figures: a small driver over the public API,
+ * interleaved A/B runs while the machine was shared, load 1.5-4, so
+ * compare them with each other only. The full benchmark, run back to back
+ * with the previous code on an otherwise idle machine: batched absent
+ * queries 10.2 ns against 14.0 at n = 1e8, p = 0.01, and 5.3 against 9.5
+ * at n = 1e6.) With the lag, the same kind of driver on a quiet machine,
+ * three interleaved runs each, batched single-writer insert / absent
+ * query, ns, without -> with the prefetch: 1.9 MiB 5.19-5.50 / 4.77-4.97
+ * -> 4.88-4.98 / 4.30-4.42; 1.6 MiB 4.87-5.18 / 4.45-4.75 -> 4.93-4.99 /
+ * 4.33-4.34; 1.2 MiB 4.74-4.91 / 4.24-4.43 -> 4.89-5.13 / 4.31-4.44. So
+ * the bound is now 1.5 MiB. */
 #define AHEAD 64       /* a multiple of 8 */
 #define PREFETCH_LAG 8 /* a multiple of 8, below AHEAD */
-#define PREFETCH_MIN_BYTES (UINT64_C(2) << 20)
+#define PREFETCH_MIN_BYTES (UINT64_C(3) << 19) /* 1.5 MiB */
 
 BG__TARGET static BG__INLINE int64_t run_keys(bg_filter *f, const void *const *keys,
                                               const size_t *lens, size_t count,
