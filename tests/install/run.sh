@@ -14,7 +14,8 @@
 #   4. the ABI surface: libbloomgate.so exports exactly the BG_API functions
 #      of the installed headers (only bg_*, no bg__ internals, no XXH_*); the
 #      archive defines no global symbol outside bg_/bg__; the soname is
-#      libbloomgate.so.BG_ABI_VERSION
+#      libbloomgate.so.BG_ABI_VERSION; the library calls its own bg_*
+#      functions directly, not through PLT slots
 #   5. every installed header compiles on its own as C99 and as C++11
 #
 # Usage: run.sh BUILD_DIR SOURCE_DIR [C_COMPILER] [CMAKE] [GENERATOR]
@@ -216,6 +217,13 @@ missing=$(comm -13 <(echo "$exported") <(echo "$declared"))
 [ -z "$extra" ] || fail "exported but not declared BG_API in a public header: $(echo $extra)"
 [ -z "$missing" ] || fail "declared BG_API but not exported: $(echo $missing)"
 [ -z "$extra$missing" ] && ok "exports == BG_API declarations"
+
+# Calls between the library's own functions are bound inside it
+# (-fno-semantic-interposition, -Bsymbolic-functions): a PLT slot for a bg_
+# function would put an indirect jump into bg_filter_add and _contains.
+plt=$(readelf -rW "$so" | awk '/JUMP_SLOT/ && $5 ~ /^bg_/ {print $5}' | sort -u)
+[ -z "$plt" ] && ok "no PLT slot for the library's own bg_* functions" \
+    || fail "the library calls its own functions through the PLT: $(echo $plt)"
 
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
 [ "$soname" = "libbloomgate.so.$abi" ] && ok "soname $soname" \
