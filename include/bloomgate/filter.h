@@ -31,7 +31,13 @@
  * bg_filter_add*, bg_filter_test_and_add, bg_filter_contains* and
  * bg_filter_union (as destination) on one filter at once: bits are set with
  * atomic fetch-or and read with atomic loads (C11 <stdatomic.h>, relaxed
- * order), so no add is ever lost. A contains that runs concurrently with the
+ * order), so no add is ever lost. (On x86-64 CPUs with AVX-512 and Intel
+ * TSX, the blocked variant's bg_filter_add_many sets each group of eight
+ * keys' bits in one hardware transaction instead, which the CPU aborts and
+ * the library redoes with fetch-or if another thread touched the same
+ * lines: the same guarantee, at about single-writer speed. The environment
+ * variable BLOOMGATE_NO_TSX, set when a filter is created or loaded, turns
+ * that off for the filter.) A contains that runs concurrently with the
  * add of the same key may answer either way; one that happens after it (a
  * join, a mutex, any release/acquire pair) answers "maybe present".
  * With BG_SINGLE_WRITER, at most one thread adds at a time (the caller

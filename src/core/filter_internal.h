@@ -68,6 +68,10 @@ struct bg_filter {
     bool single_writer;
     bool read_only;       /* bits are a read-only file mapping (bg_filter_map) */
     _Atomic uint64_t items;
+    /* Blocked, AVX-512 with RTM: groups of keys its concurrent batch adds
+     * committed in hardware transactions, and attempts that aborted (their
+     * groups then took locked ORs); blocked_avx512.c, TRANSACTIONS. */
+    _Atomic uint64_t tx_commits, tx_aborts;
     _Atomic uint64_t *words; /* 64-byte aligned; bit i as in <bloomgate/filter.h> */
     void *mapping;        /* the file mapping `words` lies in, or NULL (own memory) */
     size_t mapping_bytes;
@@ -138,6 +142,11 @@ extern bg__simd bg__blocked_simd;
 const bg__filter_ops *bg__blocked_ops(void);
 const bg__filter_ops *bg__blocked_ops_at(bg__simd level);
 const bg__filter_ops *bg__blocked_avx512_ops(void); /* NULL when unsupported */
+/* The AVX-512 ops add concurrent writers' batches in hardware transactions
+ * where the CPU has RTM (blocked_avx512.c, TRANSACTIONS), unless this is
+ * false (tests lower it before creating a filter) or the environment has
+ * BLOOMGATE_NO_TSX. */
+extern bool bg__blocked_tx;
 const bg__filter_ops *bg__blocked_avx2_ops(void);   /* NULL when unsupported */
 void bg__blocked_estimate(const bg_filter *f, bg_filter_stats *st);
 double bg__blocked_items_for_bits(const bg_filter *f, double bits_set);

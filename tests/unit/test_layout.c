@@ -9,8 +9,10 @@
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "test_util.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include "../src/core/filter_internal.h"
 
@@ -268,6 +270,160 @@ static void batch_edges(void **state)
 static void batch_edges_simd(void **state)
 {
     batch_edges_impl(BG_VARIANT_BLOCKED, simd_or_skip(state));
+}
+
+/* TRANSACTIONS (blocked_avx512.c): concurrent writers' batched adds in
+ * hardware transactions where the CPU has RTM. The AVX-512 ops with and
+ * without them differ only there, so the test compares three filters of
+ * concurrent writers fed the same batches: portable, AVX-512 with
+ * transactions, AVX-512 without. They must hold the same bits and give the
+ * same answers, and the counters must show both paths taken: groups
+ * committed in transactions, and groups that aborted and took locked ORs.
+ * The aborts are made certain: the transactional filter's pages are handed
+ * back to the kernel (MADV_DONTNEED; the filter is empty, so they read as
+ * zeros again), and a transaction's first write to an unmapped page
+ * aborts. Skipped without AVX-512 or RTM. */
+static const bg__filter_ops *tx_ops_or_skip(void)
+{
+    bg__blocked_tx = false;
+    const bg__filter_ops *plain = bg__blocked_avx512_ops();
+    bg__blocked_tx = true;
+    const bg__filter_ops *tx = bg__blocked_avx512_ops();
+    if (plain == NULL || tx == plain) {
+        print_message("    no AVX-512 or no RTM (or BLOOMGATE_NO_TSX is set)\n");
+        skip();
+    }
+    return tx;
+}
+
+static void unmap_pages(bg_filter *f)
+{
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t lo = ((uintptr_t)f->words + page - 1) & ~(page - 1);
+    uintptr_t hi = ((uintptr_t)f->words + f->nwords * 8) & ~(page - 1);
+    if (hi > lo)
+        TU_EQ_I(madvise((void *)lo, hi - lo, MADV_DONTNEED), 0);
+}
+
+static void tx_adds_match(void **state)
+{
+    (void)state;
+    const bg__filter_ops *tx_ops = tx_ops_or_skip();
+    for (uint32_t k = 1; k <= BG_BLOCKED_MAX_K; k++) {
+        tu_ctx("k=%u", k);
+        bg_filter *f[3]; /* portable, AVX-512 with transactions, without */
+        bg_filter_options o = {.variant = BG_VARIANT_BLOCKED, .bits = 512 * 16384,
+                               .hashes = k, .seed = 77};
+        for (int i = 0; i < 3; i++) {
+            bg__blocked_simd = i == 0 ? BG__SIMD_NONE : BG__SIMD_AVX512;
+            bg__blocked_tx = i != 2;
+            TU_EQ_I(bg_filter_new(&f[i], &o), BG_OK);
+        }
+        bg__blocked_simd = BG__SIMD_AVX512;
+        bg__blocked_tx = true;
+        TU_TRUE(f[1]->ops == tx_ops && f[2]->ops != tx_ops && f[0]->ops != tx_ops);
+        unmap_pages(f[1]);
+        tu_batch keys;
+        tu_batch_init(&keys, 1000);
+        for (uint64_t at = 0; at < 30000; at += 1000) {
+            /* random lengths 0..256 (every hashing path), and every 7th
+             * batch again, so that some adds find all their bits set */
+            uint64_t first = at % 7000 == 0 && at > 0 ? at - 1000 : at;
+            tu_batch_fill(&keys, 1, 200 + k, first, 1000);
+            uint8_t res[3][1000];
+            int64_t added[3];
+            for (int i = 0; i < 3; i++)
+                added[i] = bg_filter_add_many(f[i], keys.keys, keys.lens, 1000, res[i]);
+            TU_EQ_I(added[1], added[0]);
+            TU_EQ_I(added[2], added[0]);
+            TU_EQ_I(memcmp(res[1], res[0], 1000), 0);
+            TU_EQ_I(memcmp(res[2], res[0], 1000), 0);
+        }
+        for (int i = 1; i < 3; i++)
+            TU_EQ_I(memcmp((const void *)f[i]->words, (const void *)f[0]->words,
+                           f[0]->nwords * 8), 0);
+        TU_EQ_U(bg_filter_items(f[1]), bg_filter_items(f[0]));
+        TU_TRUE(atomic_load(&f[1]->tx_commits) > 0);
+        TU_TRUE(atomic_load(&f[1]->tx_aborts) > 0);
+        TU_EQ_U(atomic_load(&f[2]->tx_commits) + atomic_load(&f[2]->tx_aborts), 0);
+        tu_batch_free(&keys);
+        for (int i = 0; i < 3; i++)
+            bg_filter_free(f[i]);
+    }
+}
+
+/* Threads adding disjoint keys at once through transactions, on a filter
+ * small enough (16 KiB, 256 lines) that their groups of eight lines collide
+ * and abort often: no bit may be lost, so the filter must end up exactly
+ * as one thread adding every key makes it. */
+#define TX_THREADS 4
+#define TX_KEYS 20000 /* per thread */
+
+typedef struct tx_thread {
+    bg_filter *f;
+    uint64_t set;
+    pthread_barrier_t *start;
+    int64_t errors;
+} tx_thread;
+
+static void *tx_thread_main(void *arg)
+{
+    tx_thread *t = arg;
+    tu_batch keys;
+    tu_batch_init(&keys, 100);
+    pthread_barrier_wait(t->start);
+    for (uint64_t at = 0; at < TX_KEYS; at += 100) {
+        tu_batch_fill(&keys, 0, t->set, at, 100);
+        t->errors += bg_filter_add_many(t->f, keys.keys, keys.lens, 100, NULL) < 0;
+    }
+    tu_batch_free(&keys);
+    return NULL;
+}
+
+static void tx_threads_lose_nothing(void **state)
+{
+    (void)state;
+    tx_ops_or_skip();
+    bg_filter_options o = {.variant = BG_VARIANT_BLOCKED, .bits = 512 * 256, .hashes = 2};
+    uint64_t commits = 0, aborts = 0;
+    for (int round = 0; round < 5; round++) {
+        tu_ctx("round %d", round);
+        bg_filter *f, *ref;
+        bg__blocked_simd = BG__SIMD_NONE;
+        TU_EQ_I(bg_filter_new(&ref, &o), BG_OK);
+        bg__blocked_simd = BG__SIMD_AVX512;
+        TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+        pthread_barrier_t start;
+        TU_EQ_I(pthread_barrier_init(&start, NULL, TX_THREADS), 0);
+        tx_thread t[TX_THREADS];
+        pthread_t th[TX_THREADS];
+        for (int i = 0; i < TX_THREADS; i++) {
+            t[i] = (tx_thread){.f = f, .set = 300 + (uint64_t)i, .start = &start};
+            TU_EQ_I(pthread_create(&th[i], NULL, tx_thread_main, &t[i]), 0);
+        }
+        for (int i = 0; i < TX_THREADS; i++)
+            TU_EQ_I(pthread_join(th[i], NULL), 0);
+        pthread_barrier_destroy(&start);
+        for (int i = 0; i < TX_THREADS; i++)
+            TU_EQ_I(t[i].errors, 0);
+        /* the reference: the same keys, one thread, portable code */
+        tu_batch keys;
+        tu_batch_init(&keys, 100);
+        for (int i = 0; i < TX_THREADS; i++)
+            for (uint64_t at = 0; at < TX_KEYS; at += 100) {
+                tu_batch_fill(&keys, 0, 300 + (uint64_t)i, at, 100);
+                TU_TRUE(bg_filter_add_many(ref, keys.keys, keys.lens, 100, NULL) >= 0);
+            }
+        tu_batch_free(&keys);
+        TU_EQ_I(memcmp((const void *)f->words, (const void *)ref->words, f->nwords * 8), 0);
+        commits += atomic_load(&f->tx_commits);
+        aborts += atomic_load(&f->tx_aborts);
+        bg_filter_free(f);
+        bg_filter_free(ref);
+    }
+    print_message("    %" PRIu64 " groups committed in transactions, %" PRIu64 " aborted\n",
+                  commits, aborts);
+    TU_TRUE(commits > 0);
 }
 
 /* POSITIONS PAST 2^32
@@ -577,10 +733,16 @@ int main(int argc, char **argv)
     static const struct CMUnitTest past_32_bits[] = {
         cmocka_unit_test(positions_past_32_bits),
     };
+    static const struct CMUnitTest tx[] = {
+        cmocka_unit_test(tx_adds_match),
+        cmocka_unit_test(tx_threads_lose_nothing),
+    };
     if (argc == 1)
         return cmocka_run_group_tests_name("layout", portable, NULL, NULL);
     if (argc == 2 && strcmp(argv[1], "--past-32-bits") == 0)
         return cmocka_run_group_tests_name("layout past 2^32", past_32_bits, NULL, NULL);
+    if (argc == 2 && strcmp(argv[1], "--tx") == 0)
+        return cmocka_run_group_tests_name("avx512 transactions", tx, NULL, NULL);
     for (bg__simd simd = BG__SIMD_AVX2; simd <= BG__SIMD_AVX512; simd++) {
         if (argc != 3 || strcmp(argv[1], "--simd") != 0 || strcmp(argv[2], simd_name[simd]) != 0)
             continue;
@@ -591,6 +753,6 @@ int main(int argc, char **argv)
         };
         return cmocka_run_group_tests_name(simd_name[simd], tests, NULL, NULL);
     }
-    fprintf(stderr, "usage: %s [--past-32-bits | --simd avx2|avx512]\n", argv[0]);
+    fprintf(stderr, "usage: %s [--past-32-bits | --simd avx2|avx512 | --tx]\n", argv[0]);
     return 2;
 }
