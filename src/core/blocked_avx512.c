@@ -27,10 +27,10 @@
  * stores inside a transaction that the CPU commits only if no other core
  * touched its lines meanwhile (TRANSACTIONS), so no add is lost. (ISO C
  * calls a non-atomic access to an _Atomic object racy whatever the
- * hardware does; this file is
- * the one place that relies on the platform instead.) ThreadSanitizer cannot
- * see through vector accesses, so TSan builds use the portable
- * implementation, where every access is a C11 atomic. */
+ * hardware does; this file is the one place that relies on the platform
+ * instead.) ThreadSanitizer cannot see through vector accesses, so TSan
+ * builds use the portable implementation, where every access is a C11
+ * atomic. */
 #include "blocked_simd.h"
 #include "hash_inline.h"
 
@@ -94,7 +94,10 @@ BG__TARGET static BG__INLINE int contains_in(const bg_filter *f, bg_hash h, __mm
     return _mm512_mask_testn_epi64_mask(words_of_key, words, bits) == 0;
 }
 
-BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, __mmask8 words_of_key)
+/* `plain`: store the line even with concurrent writers, which only a
+ * hardware transaction makes safe (TRANSACTIONS below). */
+BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, __mmask8 words_of_key,
+                                        const bool plain)
 {
     _Atomic uint64_t *block = bg__block_of(f, h.h1);
     __m512i mask = _mm512_maskz_mov_epi64(words_of_key, key_bits(h.h2, bg__block_start(h.h1)));
@@ -102,7 +105,7 @@ BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, __mmask8 words_
     __mmask8 missing = _mm512_mask_testn_epi64_mask(words_of_key, words, mask);
     if (missing == 0)
         return 0;
-    if (f->single_writer) {
+    if (plain || f->single_writer) {
         _mm512_store_si512((void *)block, _mm512_or_si512(words, mask));
         return 1;
     }
@@ -147,19 +150,6 @@ BG__TARGET static inline int avx512_add(bg_filter *f, bg_hash h)
         (void)atomic_fetch_or_explicit(&block[w], m[w], memory_order_relaxed); /* lock or */
     }
     return 1;
-}
-
-/* add_in's plain-store form, for a transaction (TRANSACTIONS below): only
- * the words that miss their bit are stored (a masked store), so a line
- * that holds every bit already is not written. */
-BG__TARGET static BG__INLINE int or_in(bg_filter *f, bg_hash h, __mmask8 words_of_key)
-{
-    _Atomic uint64_t *block = bg__block_of(f, h.h1);
-    __m512i mask = _mm512_maskz_mov_epi64(words_of_key, key_bits(h.h2, bg__block_start(h.h1)));
-    __m512i words = _mm512_load_si512((const void *)block);
-    __mmask8 missing = _mm512_mask_testn_epi64_mask(words_of_key, words, mask);
-    _mm512_mask_store_epi64((void *)block, missing, _mm512_or_si512(words, mask));
-    return missing != 0;
 }
 
 static void avx512_prefetch(const bg_filter *f, bg_hash h)
@@ -467,7 +457,8 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
  * insert cost 25 / 33 ns against 4.9 / 5.7 for a single writer (n = 1e6,
  * docs/PERFORMANCE.md). Where the CPU has Intel's RTM (TSX), the batch
  * loop instead ORs each group of eight keys in with plain stores inside one
- * hardware transaction: the CPU commits the group's stores all at once,
+ * hardware transaction (add_in with `plain`: a 64-byte store of each line
+ * that misses a bit): the CPU commits the group's stores all at once,
  * and aborts the transaction, discarding them, if another core touched one
  * of its lines meanwhile, so a concurrent add is never overwritten. An
  * aborted group (a conflict, an interrupt, a first write to a page) is
@@ -477,31 +468,29 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
  * call. The answers and bits are those of add_in. Measured at n = 1e6,
  * p = 0.01 / 0.001: 5.5-5.7 / 6.3 ns per concurrent batched insert against
  * 25.1-25.4 / 33.2-33.4 (n = 1e8: 10.1 against 30.3); groups of 16 or 32
- * keys per transaction were no faster (docs/PERFORMANCE.md, "Concurrent
- * adds in hardware transactions").
- *
- * Returns whether the group [first, end) was added in a transaction;
- * false leaves the filter, results and *hits as they were. */
+ * keys per transaction were no faster, nor a masked store of only the
+ * words that miss a bit (docs/PERFORMANCE.md, "Concurrent adds in hardware
+ * transactions"). */
 #define RTM_MAX_FAILURES 8
 
-BG__TARGET static BG__INLINE bool add_group_tx(bg_filter *f, const uint64_t *ring1,
-                                               const uint64_t *ring2, size_t first, size_t end,
-                                               const __mmask8 *words_of, uint8_t *results,
-                                               int64_t *hits)
+/* Adds (or queries) keys [first, end) from the ring; returns how many were
+ * new (or present). */
+BG__TARGET static BG__INLINE int64_t probe_group(bg_filter *f, const uint64_t *ring1,
+                                                 const uint64_t *ring2, size_t first,
+                                                 size_t end, const __mmask8 *words_of,
+                                                 uint8_t *results, const bool adding,
+                                                 const bool plain)
 {
-    if (_xbegin() != _XBEGIN_STARTED)
-        return false;
-    int64_t got = 0;
+    int64_t hits = 0;
     for (size_t i = first; i < end; i++) {
         bg_hash h = {ring1[i % AHEAD], ring2[i % AHEAD]};
-        int r = or_in(f, h, words_of[bg__block_start(h.h1)]);
+        __mmask8 w = words_of[bg__block_start(h.h1)];
+        int r = adding ? add_in(f, h, w, plain) : contains_in(f, h, w);
         if (results)
             results[i] = (uint8_t)r;
-        got += r;
+        hits += r;
     }
-    _xend();
-    *hits += got;
-    return true;
+    return hits;
 }
 
 /* `tx` (with `adding`): concurrent adds, in transactions (TRANSACTIONS
@@ -527,19 +516,21 @@ BG__TARGET static BG__INLINE int64_t run_keys_in(bg_filter *f, const void *const
             size_t end = count - first < 8 ? count : first + 8;
             bool done = false;
             if (tx && failures < RTM_MAX_FAILURES) {
-                done = add_group_tx(f, ring1, ring2, first, end, words_of, results, &hits);
+                /* an abort resumes at _xbegin with the transaction's
+                 * stores, results and `got` discarded */
+                if (_xbegin() == _XBEGIN_STARTED) {
+                    int64_t got =
+                        probe_group(f, ring1, ring2, first, end, words_of, results, true, true);
+                    _xend();
+                    hits += got;
+                    done = true;
+                }
                 failures = done ? 0 : failures + 1;
                 commits += done;
                 aborts += !done;
             }
-            for (size_t i = first; i < end && !done; i++) {
-                bg_hash h = {ring1[i % AHEAD], ring2[i % AHEAD]};
-                __mmask8 w = words_of[bg__block_start(h.h1)];
-                int r = adding ? add_in(f, h, w) : contains_in(f, h, w);
-                if (results)
-                    results[i] = (uint8_t)r;
-                hits += r;
-            }
+            if (!done)
+                hits += probe_group(f, ring1, ring2, first, end, words_of, results, adding, false);
         }
         if (at < count) {
             size_t n = count - at < 8 ? count - at : 8;
