@@ -35,7 +35,8 @@ test-fast: build
 
 test-asan: deps
 	cmake -S . -B $(BUILD)-asan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
-	  -DBG_SANITIZE=address,undefined -DBG_BUILD_REDIS=OFF
+	  -DBG_SANITIZE=address,undefined -DBG_BUILD_REDIS=OFF \
+	  -DBG_TEST_MODULE=$(if $(wildcard $(BUILD)/src/redis_module/bloomgate.so),$(abspath $(BUILD)/src/redis_module/bloomgate.so))
 	cmake --build $(BUILD)-asan -j $(JOBS)
 	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) \
 	  -L "unit|cli|remote|guard|store|products" -LE demo

@@ -566,9 +566,6 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
         if (redis_url_parse(c->filter_url_text, &c->filter_url, msg, sizeof(msg)) != 0)
             return bad(err, "--filter-url %s", msg);
         if (set_variant) return bad(err, "--variant is for --filter local");
-        if (c->filter_backend == BG_REMOTE_MODULE && c->rebuild_interval_s > 0)
-            return bad(err, "--rebuild-interval: a module filter cannot be rebuilt by the "
-                            "service (use --filter-backend bitmap)");
     } else {
         if (set_backend)
             return bad(err, "--filter-backend, --filter-url and --filter-name are for "

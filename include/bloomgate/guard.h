@@ -75,9 +75,9 @@
  * uses it any more. One rebuild at a time: a second concurrent call gets
  * BG_EBUSY. A failed rebuild (source error, out of memory) leaves the old
  * filter in place.
- * A remote bitmap filter is rebuilt in Redis (bg_remote_filter_rebuild_*:
- * adds go to both generations there, readers switch atomically); a remote
- * module filter cannot be rebuilt by the guard (BG_EINVAL).
+ * A remote filter is rebuilt in Redis (bg_remote_filter_rebuild_*: adds
+ * from every instance reach both filters there, readers switch atomically);
+ * a module filter is reserved anew from options.filter, as at creation.
  *
  * FILTERS
  * BG_GUARD_FILTER_LOCAL (default): a bg_filter in this process, sized from

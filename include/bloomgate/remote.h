@@ -21,8 +21,17 @@
  * BG_REMOTE_MODULE speaks RedisBloom's BF.* commands, to a server that has
  * bloomgate.so (or RedisBloom) loaded; the filter is the key `name` and the
  * server keeps its parameters. BF.RESERVE, BF.INSERT NOCREATE, BF.MEXISTS,
- * BF.INFO, DEL and PEXPIRE, and two short scripts (EVAL) for STAGED
- * CREATION below.
+ * BF.INFO, HGET, DEL and PEXPIRE, and short scripts (EVAL) for STAGED
+ * CREATION and REBUILD below; the scripts call BF.* commands, which both
+ * modules allow in scripts.
+ *
+ * KEY LAYOUT (module)
+ *   name                        the filter (RedisBloom's type or bloomgate's)
+ *   {name}:staging:<16 hex>     a staged filter until commit (STAGED CREATION)
+ *   {name}:rebuild              hash: key, lease; only while a rebuild is
+ *                               pending (REBUILD)
+ *   {name}:rebuild:<16 hex>     the pending rebuild's filter
+ * A name has no braces, so all of them are in name's cluster slot.
  * BG_REMOTE_BITMAP needs no module (any Redis >= 6.2): the filter is a
  * standard-variant filter (<bloomgate/filter.h>) whose bit array is a Redis
  * string, bit i at byte i / 8, mask 0x80 >> (i % 8) (SETBIT order, the
@@ -254,8 +263,8 @@ typedef struct bg_remote_filter_stats {
  * add. */
 BG_REMOTE_API int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filter_stats *out);
 
-/* Deletes the filter's keys (bitmap: atomically, with a pending rebuild's,
- * and only if the handle is not stale (ATOMICITY above): else BG_ESTALE,
+/* Deletes the filter's keys, atomically with a pending rebuild's (bitmap:
+ * only if the handle is not stale (ATOMICITY above): else BG_ESTALE,
  * nothing deleted).
  * The handle stays to be closed; its operations then get BG_ENOTFOUND. */
 BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
@@ -326,7 +335,7 @@ BG_REMOTE_API int bg_remote_filter_stage(bg_remote_filter **out, bg_remote *r, c
                                          const bg_remote_filter_options *opts);
 BG_REMOTE_API int bg_remote_filter_stage_commit(bg_remote_filter *f);
 
-/* REBUILD (bitmap backend, sharded too; the module backend gets BG_EINVAL)
+/* REBUILD (both backends; bitmap filters sharded too)
  *
  * Refills a filter from its source of truth (to shed stale keys, or to
  * resize it) while it stays in service:
@@ -336,20 +345,33 @@ BG_REMOTE_API int bg_remote_filter_stage_commit(bg_remote_filter *f);
  *       bg_remote_filter_rebuild_add_many(f, keys, lens, n, NULL);
  *   bg_remote_filter_rebuild_commit(f);              // the atomic swap
  *
- * begin creates an empty next generation (grown in steps of a few MiB,
- * invisible to readers) and records it in the meta hash as pending. While
- * it is pending, every add through any handle writes both the current
+ * Bitmap: begin creates an empty next generation (grown in steps of a few
+ * MiB, invisible to readers) and records it in the meta hash as pending.
+ * While it is pending, every add through any handle writes both the current
  * generation and the pending one, in one script (a handle that did not know
  * of the rebuild is refused by the script, reads it and retries: nothing is
  * missed). Queries read the current generation only, so they answer from a
  * complete filter throughout. commit makes the next generation current in
  * one script and deletes the old bits; handles with the old shape go on
- * working if the shape is unchanged, else they get BG_ESTALE. So a key
- * added before begin must come from the source, one added after begin is in
- * both: after the commit none is missing.
+ * working if the shape is unchanged, else they get BG_ESTALE.
+ * Module: begin reserves the new filter (BF.RESERVE) under
+ * {name}:rebuild:<16 hex>, named by the marker {name}:rebuild. Every add
+ * asks for the marker in the same round trip (HGET before BF.INSERT,
+ * pipelined); when a rebuild is pending, one script then adds the keys to
+ * the filter and to the rebuild. Queries read `name`, the complete old
+ * filter, until commit renames the rebuild over it in one script (keeping
+ * name's time to live). Handles name only the key, so none goes stale.
+ * Both: a key added before begin must come from the source, one added after
+ * begin reaches both: after the commit none is missing, provided each key
+ * is in the source before it is added (so that a rebuild that begins while
+ * its add is under way finds it in the scan).
  *
- * begin: `opts` NULL keeps bits, hashes, seed and capacity; else they are
- * sized as for bg_remote_filter_create (backend 0 or BG_REMOTE_BITMAP).
+ * begin: bitmap: `opts` NULL keeps bits, hashes, seed and capacity; else
+ * they are sized as for bg_remote_filter_create (backend 0 or
+ * BG_REMOTE_BITMAP). Module: `opts` gives capacity and error rate (and
+ * expansion, nonscaling) as for bg_remote_filter_create (backend 0 or
+ * BG_REMOTE_MODULE); NULL is BG_EINVAL, since Redis does not report a
+ * filter's error rate.
  *
  * A sharded filter is rebuilt shard by shard: begin begins a rebuild on
  * every shard, rebuild_add_many sends each key to its shard's, and commit
@@ -366,38 +388,42 @@ BG_REMOTE_API int bg_remote_filter_rebuild_begin(bg_remote_filter *f,
                                                  const bg_remote_filter_options *opts);
 
 /* Adds keys to the pending rebuild this handle began only (not to the
- * current filter). As bg_remote_filter_add_many; BG_EINVAL if this handle
- * began no rebuild, BG_ESTALE if it was aborted, committed or replaced (a
- * publish cancels it) meanwhile. */
+ * current filter), and renews its lease. As bg_remote_filter_add_many;
+ * BG_EINVAL if this handle began no rebuild, BG_ESTALE if it was aborted,
+ * committed or replaced (a publish cancels it), dropped with the filter, or
+ * its lease ran out, meanwhile. */
 BG_REMOTE_API int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f,
                                                         const void *const *keys,
                                                         const size_t *lens, size_t count,
                                                         uint8_t *results);
 
-/* Makes this handle's rebuild current, atomically (a retry after a lost
- * reply is answered BG_OK). The handle takes the new shape and generation.
+/* Makes this handle's rebuild current, atomically (bitmap: a retry after a
+ * lost reply is answered BG_OK; module: BG_ESTALE, open `name` to know).
+ * The handle takes the new shape and generation.
  * BG_OK, BG_EINVAL (no rebuild begun here), BG_ESTALE (it was aborted or
  * replaced), BG_ENOTFOUND (the filter was dropped), BG_ECONN, BG_EREMOTE. */
 BG_REMOTE_API int bg_remote_filter_rebuild_commit(bg_remote_filter *f);
 
 /* Cancels this handle's rebuild, or, on a handle that began none, whichever
  * rebuild is pending (to clean up at once after a rebuilder that died,
- * without waiting for its lease). Deletes its bits. BG_OK, BG_ENOTFOUND (no
- * such rebuild pending), BG_ECONN, BG_EREMOTE. */
+ * without waiting for its lease). Deletes its bits (module: its filter).
+ * BG_OK, BG_ENOTFOUND (no such rebuild pending), BG_ECONN, BG_EREMOTE. */
 BG_REMOTE_API int bg_remote_filter_rebuild_abort(bg_remote_filter *f);
 
 /* THE REBUILD'S LEASE
  * A pending rebuild makes every add write twice, so one whose rebuilder died
  * must not stay pending for ever. begin gives it a lease of lease_ms on the
  * server's clock, and each rebuild_add_many renews it; once it has run out,
- * the next add (from any client) or begin deletes the rebuild, and the late
- * rebuilder's next call gets BG_ESTALE (start again). Until then a late
+ * bitmap: the next add (from any client) or begin deletes the rebuild;
+ * module: Redis expires the marker and the rebuild's filter together (both
+ * have the lease as time to live). The late rebuilder's next call gets
+ * BG_ESTALE (start again). Until then a late
  * rebuilder loses nothing: adds wrote both generations throughout. So the
  * lease must be longer than the longest pause between two rebuild_add_many
  * calls (reading a page of the source, say), not than the whole rebuild.
  * Sets the lease of the rebuilds this handle begins from now on.
  * A sharded filter gives it to every shard's rebuild. BG_OK, or BG_EINVAL
- * (not a bitmap filter, 0, or above BG_REMOTE_MAX_REBUILD_LEASE_MS). */
+ * (0, or above BG_REMOTE_MAX_REBUILD_LEASE_MS). */
 #define BG_REMOTE_REBUILD_LEASE_MS 60000u
 #define BG_REMOTE_MAX_REBUILD_LEASE_MS (UINT64_C(7) * 24 * 3600 * 1000)
 BG_REMOTE_API int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms);

@@ -37,16 +37,19 @@
  * bg_guard_rebuild of a filter that no longer exists creates it again this
  * way (a Redis restarted without persistence).
  *
- * REBUILD (bitmap)
+ * REBUILD
  * bg_remote_filter_rebuild_begin, the source streamed through
  * rebuild_add_many in batches, rebuild_commit; on failure rebuild_abort.
- * Redis routes every add to both generations while it is pending, so puts
- * from any instance are kept. A rebuild pending from another client gives
- * BG_EBUSY. If our abort fails too (Redis went away), the rebuild stays
- * pending there and would refuse every later one: the next rebuild here
- * aborts it first. The shape is kept unless options.filter.capacity is 0;
- * then it is resized from count() * headroom, and other handles reopen on
- * their BG_ESTALE. The module backend cannot be rebuilt: BG_EINVAL. */
+ * Every add, from any instance, reaches the rebuild too while it is pending
+ * (remote.h, REBUILD), so puts are kept. A rebuild pending from another
+ * client gives BG_EBUSY. If our abort fails too (Redis went away), the
+ * rebuild stays pending there and would refuse every later one: the next
+ * rebuild here aborts it first. Bitmap: the shape is kept unless
+ * options.filter.capacity is 0; then it is resized from count() * headroom,
+ * and other handles reopen on their BG_ESTALE. Module: the new filter is
+ * reserved as at creation (options.filter, capacity from count() *
+ * headroom when 0), since Redis does not report a filter's error rate;
+ * handles name only the key, so none goes stale. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdbool.h>
@@ -297,18 +300,24 @@ static int rebuild_locked(bg_guard *g)
             return rc;
         g->remote_abort = 0;
     }
+    const bg_filter_options *fo = &g->o.filter;
     /* A resize keeps the filter's seed: a sharded filter routes keys to its
      * shards by it, so its rebuild may not change it (remote.h). */
-    bg_remote_filter_options ro = {.backend = BG_REMOTE_BITMAP,
-                                   .error_rate = g->o.filter.error_rate > 0 ? g->o.filter.error_rate
-                                                                        : 0.01,
-                                   .seed = bg_remote_filter_seed(t->rf)};
+    bg_remote_filter_options ro = {.backend = g->o.remote_backend,
+                                   .error_rate = fo->error_rate > 0 ? fo->error_rate : 0.01};
     const bg_remote_filter_options *shape = NULL; /* keep it */
-    if (g->o.filter.capacity == 0 && g->o.filter.bits == 0) {
-        if ((rc = bg__guard_capacity(g, &ro.capacity)) != BG_OK)
-            return rc;
+    if (g->o.remote_backend == BG_REMOTE_MODULE) {
+        ro.capacity = fo->capacity;
+        ro.expansion = fo->expansion;
+        ro.nonscaling = fo->nonscaling;
         shape = &ro;
+    } else {
+        ro.seed = bg_remote_filter_seed(t->rf);
+        if (fo->capacity == 0 && fo->bits == 0)
+            shape = &ro;
     }
+    if (shape && ro.capacity == 0 && (rc = bg__guard_capacity(g, &ro.capacity)) != BG_OK)
+        return rc;
     rc = bg_remote_filter_rebuild_begin(t->rf, shape);
     if (rc == BG_EEXIST)
         return BG_EBUSY; /* another client's rebuild is pending */
@@ -327,8 +336,6 @@ static int rebuild_locked(bg_guard *g)
 
 int bg__remote_rebuild(bg_guard *g)
 {
-    if (g->o.remote_backend != BG_REMOTE_BITMAP)
-        return BG_EINVAL;
     if (pthread_mutex_trylock(&g->rebuild_mu) != 0)
         return BG_EBUSY;
     int rc = rebuild_locked(g);

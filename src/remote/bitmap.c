@@ -362,61 +362,11 @@ static const char *const script_src[BG__SCRIPTS] = {
 };
 
 /* EVALSHA script `idx` with argv[0..1] left for "EVALSHA" and the sha,
- * argv[2] = "2", argv[3..4] = the keys, then the arguments. */
-/* Learns script idx's SHA1 (SCRIPT LOAD, once per connection handle; a
- * cluster master that has not seen it answers NOSCRIPT, then gets EVAL). */
-static int load_script(bg_remote *r, int idx)
-{
-    if (r->sha[idx][0])
-        return BG_OK;
-    const char *la[3] = {"SCRIPT", "LOAD", script_src[idx]};
-    size_t ll[3] = {6, 4, strlen(script_src[idx])};
-    redisReply *rep;
-    int rc = bg__remote_command(r, 3, la, ll, &rep, 0);
-    if (rc != BG_OK)
-        return rc;
-    if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
-        freeReplyObject(rep);
-        return bg__remote_fail(r, BG_EREMOTE, "SCRIPT LOAD: unexpected reply");
-    }
-    memcpy(r->sha[idx], rep->str, 40);
-    r->sha[idx][40] = '\0';
-    freeReplyObject(rep);
-    return BG_OK;
-}
-
+ * argv[2] = the number of keys, then the keys and the arguments. */
 static int run_script(bg_remote *r, int idx, int argc, const char **argv, size_t *lens,
                       redisReply **reply)
 {
-    *reply = NULL;
-    redisReply *rep;
-    int rc = load_script(r, idx);
-    if (rc != BG_OK)
-        return rc;
-    argv[0] = "EVALSHA";
-    lens[0] = 7;
-    argv[1] = r->sha[idx];
-    lens[1] = 40;
-    rc = bg__remote_command(r, argc, argv, lens, &rep, 1);
-    if (rc != BG_OK)
-        return rc;
-    if (rep->type == REDIS_REPLY_ERROR && rep->str && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
-        freeReplyObject(rep);
-        argv[0] = "EVAL";
-        lens[0] = 4;
-        argv[1] = script_src[idx];
-        lens[1] = strlen(script_src[idx]);
-        rc = bg__remote_command(r, argc, argv, lens, &rep, 1);
-        if (rc != BG_OK)
-            return rc;
-    }
-    if (rep->type == REDIS_REPLY_ERROR) {
-        rc = bg__remote_error_reply(r, rep);
-        freeReplyObject(rep);
-        return rc;
-    }
-    *reply = rep;
-    return BG_OK;
+    return bg__remote_script(r, idx, script_src[idx], argc, argv, lens, reply);
 }
 
 /* Generations and staging keys: getrandom, or the clock and pid. */
@@ -931,7 +881,7 @@ int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n)
         const bg__part *p = &parts[built];
         if ((rc = batch_build(p->f, add, p->keys, p->lens, p->count, &b[built])) != BG_OK)
             goto out;
-        if ((rc = load_script(r, b[built].idx)) != BG_OK) {
+        if ((rc = bg__remote_load_script(r, b[built].idx, script_src[b[built].idx])) != BG_OK) {
             built++;
             goto out;
         }

@@ -776,3 +776,63 @@ const char *bg_remote_errstr(const bg_remote *r)
 {
     return r ? r->errstr : "";
 }
+
+/* SCRIPTS
+ * A script's SHA1 is learnt with SCRIPT LOAD once per connection handle
+ * (r->sha[idx]); a server that has not seen it (restarted, SCRIPT FLUSH, a
+ * cluster master) answers NOSCRIPT, and the call is sent again as EVAL
+ * with the source, which nothing executed before. */
+int bg__remote_load_script(bg_remote *r, int idx, const char *src)
+{
+    if (r->sha[idx][0])
+        return BG_OK;
+    const char *la[3] = {"SCRIPT", "LOAD", src};
+    size_t ll[3] = {6, 4, strlen(src)};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 3, la, ll, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    if (rep->type != REDIS_REPLY_STRING || rep->len != 40) {
+        freeReplyObject(rep);
+        return bg__remote_fail(r, BG_EREMOTE, "SCRIPT LOAD: unexpected reply");
+    }
+    memcpy(r->sha[idx], rep->str, 40);
+    r->sha[idx][40] = '\0';
+    freeReplyObject(rep);
+    return BG_OK;
+}
+
+int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const char **argv,
+                      size_t *lens, redisReply **reply)
+{
+    *reply = NULL;
+    redisReply *rep;
+    int rc = bg__remote_load_script(r, idx, src);
+    if (rc != BG_OK)
+        return rc;
+    argv[0] = "EVALSHA";
+    lens[0] = 7;
+    argv[1] = r->sha[idx];
+    lens[1] = 40;
+    rc = bg__remote_command(r, argc, argv, lens, &rep, 1);
+    if (rc != BG_OK)
+        return rc;
+    if (rep->type == REDIS_REPLY_ERROR && rep->str && strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+        freeReplyObject(rep);
+        argv[0] = "EVAL";
+        lens[0] = 4;
+        argv[1] = src;
+        lens[1] = strlen(src);
+        rc = bg__remote_command(r, argc, argv, lens, &rep, 1);
+        if (rc != BG_OK)
+            return rc;
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        rc = bg__remote_error_reply(r, rep);
+        freeReplyObject(rep);
+        return rc;
+    }
+    *reply = rep;
+    return BG_OK;
+}
+

@@ -25,13 +25,16 @@ static int handle_new(bg_remote_filter **out, bg_remote *r, const char *name,
     f->backend = backend;
     f->rb_lease_ms = BG_REMOTE_REBUILD_LEASE_MS;
     f->name = bg__strdup(name);
-    size_t n = strlen(name) + 8;
+    size_t n = strlen(name) + 11;
     f->meta_key = bg__malloc(n);
-    if (!f->name || !f->meta_key) {
+    f->rb_marker = backend == BG_REMOTE_MODULE ? bg__malloc(n) : NULL;
+    if (!f->name || !f->meta_key || (backend == BG_REMOTE_MODULE && !f->rb_marker)) {
         bg_remote_filter_close(f);
         return BG_ENOMEM;
     }
     snprintf(f->meta_key, n, "{%s}:meta", name);
+    if (f->rb_marker)
+        snprintf(f->rb_marker, n, "{%s}:rebuild", name);
     *out = f;
     return BG_OK;
 }
@@ -564,6 +567,7 @@ void bg_remote_filter_close(bg_remote_filter *f)
     bg__free(f->meta_key);
     bg__free(f->bits_key);
     bg__free(f->rb_bits_key);
+    bg__free(f->rb_marker);
     bg__free(f);
 }
 
@@ -673,17 +677,21 @@ int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
     return bg__bitmap_fetch(f, out);
 }
 
+/* A staged filter is not rebuilt: it is being filled (commit it first). */
 int bg_remote_filter_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *opts)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP)
+    if (!f || f->final_name)
         return BG_EINVAL;
-    return f->shards > 1 ? sharded_rebuild_begin(f, opts) : bg__bitmap_rebuild_begin(f, opts);
+    if (f->shards > 1)
+        return sharded_rebuild_begin(f, opts);
+    return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_rebuild_begin(f, opts)
+                                          : bg__module_rebuild_begin(f, opts);
 }
 
 int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const *keys,
                                           const size_t *lens, size_t count, uint8_t *results)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || (count && (!keys || !lens)))
+    if (!f || (count && (!keys || !lens)))
         return BG_EINVAL;
     for (size_t i = 0; i < count; i++)
         if (!keys[i] && lens[i])
@@ -693,23 +701,30 @@ int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f, const void *const
     if (count == 0)
         return 0;
     bg__remote_allow_array(f->r, count);
-    int64_t rc = f->shards > 1 ? sharded_rebuild_add(f, keys, lens, count, results)
-                               : bg__bitmap_rebuild_add(f, keys, lens, count, results);
+    int64_t rc;
+    if (f->shards > 1)
+        rc = sharded_rebuild_add(f, keys, lens, count, results);
+    else if (f->backend == BG_REMOTE_BITMAP)
+        rc = bg__bitmap_rebuild_add(f, keys, lens, count, results);
+    else
+        rc = bg__module_rebuild_add(f, keys, lens, count, results);
     bg__remote_allow_array(f->r, 0);
     return rc;
 }
 
 int bg_remote_filter_rebuild_commit(bg_remote_filter *f)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP)
+    if (!f)
         return BG_EINVAL;
-    return f->shards > 1 ? sharded_rebuild_commit(f) : bg__bitmap_rebuild_commit(f);
+    if (f->shards > 1)
+        return sharded_rebuild_commit(f);
+    return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_rebuild_commit(f)
+                                          : bg__module_rebuild_commit(f);
 }
 
 int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP || lease_ms == 0 ||
-        lease_ms > BG_REMOTE_MAX_REBUILD_LEASE_MS)
+    if (!f || lease_ms == 0 || lease_ms > BG_REMOTE_MAX_REBUILD_LEASE_MS)
         return BG_EINVAL;
     f->rb_lease_ms = lease_ms;
     return BG_OK;
@@ -717,9 +732,12 @@ int bg_remote_filter_set_rebuild_lease(bg_remote_filter *f, uint64_t lease_ms)
 
 int bg_remote_filter_rebuild_abort(bg_remote_filter *f)
 {
-    if (!f || f->backend != BG_REMOTE_BITMAP)
+    if (!f || f->final_name)
         return BG_EINVAL;
-    return f->shards > 1 ? sharded_rebuild_abort(f) : bg__bitmap_rebuild_abort(f);
+    if (f->shards > 1)
+        return sharded_rebuild_abort(f);
+    return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_rebuild_abort(f)
+                                          : bg__module_rebuild_abort(f);
 }
 
 void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode)

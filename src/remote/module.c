@@ -105,17 +105,26 @@ static uint64_t now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* A key no name can open, in name's cluster slot: {name}:<what>:<16 hex
+ * digits>, random. NULL if out of memory. */
+static char *hidden_key(const char *name, const char *what)
+{
+    size_t n = strlen(name) + strlen(what) + 22;
+    char *key = bg__malloc(n);
+    if (key)
+        snprintf(key, n, "{%s}:%s:%016" PRIx64, name, what, bg__random_u63());
+    return key;
+}
+
 int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
 {
     reserve_args a;
     int rc = reserve_args_make(&a, o);
     if (rc != BG_OK)
         return rc;
-    size_t n = strlen(f->name) + 32;
-    char *staging = bg__malloc(n);
+    char *staging = hidden_key(f->name, "staging");
     if (!staging)
         return BG_ENOMEM;
-    snprintf(staging, n, "{%s}:staging:%016" PRIx64, f->name, bg__random_u63());
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
     const char *argv[10] = {"EVAL", STAGE_SCRIPT, "1", staging, ttl};
@@ -247,95 +256,388 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     return rc;
 }
 
-int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
-                       size_t count, uint8_t *results)
+/* REBUILD (remote.h)
+ * A rebuild is a second filter, {name}:rebuild:<16 hex digits>, reserved
+ * with the new shape and named by the marker {name}:rebuild (a hash: key,
+ * lease). Both live for the lease, renewed by every rebuild_add; they are
+ * set in one script, so they expire together (a script sees one frozen
+ * clock) and a dead rebuilder's rebuild goes away by itself. Commit renames
+ * the rebuild over `name` and deletes the marker in one script, so readers
+ * switch from the complete old filter to the complete new one at once. All
+ * three keys have name's cluster slot (names have no braces).
+ *
+ * ADDS WHILE A REBUILD IS PENDING
+ * A key added after the rebuild began must reach the rebuild too: the scan
+ * of the source may have passed it. An add sends HGET marker and BF.INSERT
+ * name in one round trip (pipelined, in that order). If the marker was
+ * absent when Redis ran the HGET, any rebuild begins after it, so after the
+ * key went into the source (its caller's contract: a key is in the source
+ * before it is added), and that rebuild's scan finds the key. If the marker
+ * was present, one script adds the key to name and to whichever rebuild is
+ * pending when it runs; if the rebuild was committed meanwhile, name is the
+ * new filter and gets the key. No rebuild pending, adds cost what they did
+ * (BF.INSERT plus an HGET in the same round trip); RedisBloom's filters are
+ * rebuilt the same way (plain commands inside the scripts). */
+#define MODULE_INSERT                                                                   \
+    "local function insert(key, from)\n"                                                \
+    "  local out = {}\n"                                                                \
+    "  for i = from, #ARGV, 1000 do\n"                                                  \
+    "    local r = redis.call('BF.INSERT', key, 'NOCREATE', 'ITEMS',"                   \
+    " unpack(ARGV, i, math.min(i + 999, #ARGV)))\n"                                      \
+    "    for j = 1, #r do out[#out + 1] = r[j] end\n"                                   \
+    "  end\n"                                                                           \
+    "  return out\n"                                                                    \
+    "end\n"
+
+/* KEYS[1] name, KEYS[2] the marker; ARGV the keys. Returns name's results. */
+#define ADD_BOTH_SCRIPT                                                                 \
+    MODULE_INSERT                                                                       \
+    "local out = insert(KEYS[1], 1)\n"                                                  \
+    "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
+    "if s then\n"                                                                       \
+    "  if redis.call('EXISTS', s) == 1 then insert(s, 1) else redis.call('DEL', KEYS[2]) end\n" \
+    "end\n"                                                                             \
+    "return out\n"
+
+/* KEYS[1] name, KEYS[2] the marker, KEYS[3] the rebuild; ARGV[1] the lease
+ * (ms), then BF.RESERVE's arguments. */
+#define REBUILD_BEGIN_SCRIPT                                                            \
+    "if redis.call('EXISTS', KEYS[1]) == 0 then "                                       \
+    "return redis.error_reply('BGNOTFOUND filter does not exist') end\n"                \
+    "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
+    "if s and redis.call('EXISTS', s) == 1 then "                                       \
+    "return redis.error_reply('BGEXISTS a rebuild is pending') end\n"                   \
+    "redis.call('BF.RESERVE', KEYS[3], unpack(ARGV, 2))\n"                              \
+    "redis.call('PEXPIRE', KEYS[3], ARGV[1])\n"                                         \
+    "redis.call('HSET', KEYS[2], 'key', KEYS[3], 'lease', ARGV[1])\n"                   \
+    "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
+    "return 1\n"
+
+#define REBUILD_MINE                                                                    \
+    "if redis.call('HGET', KEYS[1], 'key') ~= KEYS[2] or "                              \
+    "redis.call('EXISTS', KEYS[2]) == 0 then\n"                                         \
+    "  return redis.error_reply('BGSTALE the rebuild was aborted, committed, replaced "  \
+    "or its lease ran out')\n"                                                          \
+    "end\n"
+
+/* KEYS[1] the marker, KEYS[2] the rebuild; ARGV[1] the lease, then the
+ * keys. Returns the rebuild's results. */
+#define REBUILD_ADD_SCRIPT                                                              \
+    MODULE_INSERT                                                                       \
+    REBUILD_MINE                                                                        \
+    "local out = insert(KEYS[2], 2)\n"                                                  \
+    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
+    "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
+    "return out\n"
+
+/* KEYS[1] the marker, KEYS[2] the rebuild, KEYS[3] name. name keeps its
+ * time to live, if it has one. */
+#define REBUILD_COMMIT_SCRIPT                                                           \
+    "local ttl = redis.call('PTTL', KEYS[3])\n"                                         \
+    "if ttl == -2 then\n"                                                               \
+    "  return redis.error_reply('BGNOTFOUND filter was dropped during the rebuild')\n"  \
+    "end\n"                                                                             \
+    REBUILD_MINE                                                                        \
+    "redis.call('DEL', KEYS[1])\n"                                                      \
+    "redis.call('UNLINK', KEYS[3])\n"                                                   \
+    "redis.call('RENAME', KEYS[2], KEYS[3])\n"                                          \
+    "if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) "                              \
+    "else redis.call('PERSIST', KEYS[3]) end\n"                                         \
+    "return 1\n"
+
+/* KEYS[1] the marker; ARGV[1] the rebuild to cancel, or "" for any. */
+#define REBUILD_ABORT_SCRIPT                                                            \
+    "local s = redis.call('HGET', KEYS[1], 'key')\n"                                    \
+    "if not s or (ARGV[1] ~= '' and s ~= ARGV[1]) then return 0 end\n"                  \
+    "redis.call('UNLINK', s)\n"                                                         \
+    "redis.call('DEL', KEYS[1])\n"                                                      \
+    "return 1\n"
+
+/* KEYS[1] name, KEYS[2] the marker: the filter and its pending rebuild. */
+#define DROP_SCRIPT                                                                     \
+    "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
+    "if s then redis.call('UNLINK', s) redis.call('DEL', KEYS[2]) end\n"                \
+    "return redis.call('DEL', KEYS[1])\n"
+
+static int script(bg_remote_filter *f, int idx, const char *src, int argc, const char **argv,
+                  size_t *lens, redisReply **rep)
 {
-    if (count > (size_t)INT32_MAX - 2)
-        return BG_EOVERFLOW;
-    size_t argc = count + 2;
-    const char **argv = bg__malloc(argc * sizeof *argv);
-    size_t *alen = bg__malloc(argc * sizeof *alen);
-    if (!argv || !alen) {
-        bg__free(argv);
-        bg__free(alen);
-        return BG_ENOMEM;
-    }
-    argv[0] = add ? "BF.MADD" : "BF.MEXISTS";
-    alen[0] = strlen(argv[0]);
-    argv[1] = f->name;
-    alen[1] = strlen(f->name);
-    for (size_t i = 0; i < count; i++) {
-        argv[i + 2] = keys[i] ? keys[i] : "";
-        alen[i + 2] = lens[i];
-    }
-    redisReply *rep;
-    /* BF.MADD creates a missing filter: a dropped one must not come back,
-     * so check it exists in the same round trip (MULTI would not stop the
-     * add; BF.INSERT NOCREATE does). */
-    int64_t rc;
-    if (add) {
-        const char **a2 = bg__malloc((argc + 3) * sizeof *a2);
-        size_t *l2 = bg__malloc((argc + 3) * sizeof *l2);
-        if (!a2 || !l2) {
-            bg__free(a2);
-            bg__free(l2);
-            rc = BG_ENOMEM;
-            goto out;
-        }
-        a2[0] = "BF.INSERT";
-        l2[0] = 9;
-        a2[1] = f->name;
-        l2[1] = alen[1];
-        a2[2] = "NOCREATE";
-        l2[2] = 8;
-        a2[3] = "ITEMS";
-        l2[3] = 5;
-        memcpy(a2 + 4, argv + 2, count * sizeof *a2);
-        memcpy(l2 + 4, alen + 2, count * sizeof *l2);
-        rc = bg__remote_command(f->r, (int)(count + 4), a2, l2, &rep, 0);
-        bg__free(a2);
-        bg__free(l2);
-    } else {
-        rc = bg__remote_command(f->r, (int)argc, argv, alen, &rep, 0);
-    }
-    if (rc != BG_OK) {
-        rc = not_found(f, (int)rc);
-        goto out;
-    }
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != count) {
-        freeReplyObject(rep);
-        rc = bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
-        goto out;
-    }
+    return not_found(f, bg__remote_script(f->r, idx, src, argc, argv, lens, rep));
+}
+
+/* A batch's reply: one integer per key. Returns the hits, or a status. */
+static int64_t batch_results(bg_remote_filter *f, const redisReply *rep, size_t count,
+                             uint8_t *results)
+{
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != count)
+        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
     int64_t hits = 0;
     for (size_t i = 0; i < count; i++) {
         const redisReply *e = rep->element[i];
-        if (e->type == REDIS_REPLY_ERROR) {
-            rc = bg__remote_error_reply(f->r, e);
-            freeReplyObject(rep);
-            goto out;
-        }
+        if (e->type == REDIS_REPLY_ERROR)
+            return bg__remote_error_reply(f->r, e);
         int v = e->type == REDIS_REPLY_INTEGER && e->integer != 0;
         hits += v;
         if (results)
             results[i] = (uint8_t)v;
     }
-    freeReplyObject(rep);
-    rc = hits;
-    if (add && f->final_name) {
-        int renewed = stage_renew(f);
-        if (renewed != BG_OK)
-            rc = renewed;
+    return hits;
+}
+
+/* argv/lens with `head` slots first, then the keys. */
+typedef struct key_args {
+    const char **argv;
+    size_t *lens;
+    int argc;
+} key_args;
+
+static int key_args_make(key_args *a, size_t head, const void *const *keys, const size_t *lens,
+                         size_t count)
+{
+    if (count > (size_t)INT32_MAX - head)
+        return BG_EOVERFLOW;
+    a->argc = (int)(head + count);
+    a->argv = bg__malloc((head + count) * sizeof *a->argv);
+    a->lens = bg__malloc((head + count) * sizeof *a->lens);
+    if (!a->argv || !a->lens) {
+        bg__free(a->argv);
+        bg__free(a->lens);
+        return BG_ENOMEM;
     }
-out:
-    bg__free(argv);
-    bg__free(alen);
-    return rc;
+    for (size_t i = 0; i < count; i++) {
+        a->argv[head + i] = keys[i] ? keys[i] : "";
+        a->lens[head + i] = lens[i];
+    }
+    return BG_OK;
+}
+
+static void key_args_free(key_args *a)
+{
+    bg__free(a->argv);
+    bg__free(a->lens);
+}
+
+static void set_arg(key_args *a, int i, const char *s)
+{
+    a->argv[i] = s;
+    a->lens[i] = strlen(s);
+}
+
+/* The add of a filter that may be rebuilt (ADDS WHILE A REBUILD IS PENDING):
+ * HGET marker and BF.INSERT pipelined; the script when a rebuild is pending
+ * (or when a cluster redirection separated the two). */
+static int64_t add_checked(bg_remote_filter *f, key_args *ins, size_t count, uint8_t *results)
+{
+    const char *hget[3] = {"HGET", f->rb_marker, "key"};
+    size_t hlen[3] = {4, strlen(f->rb_marker), 3};
+    bg__call calls[2] = {{3, hget, hlen, NULL}, {ins->argc, ins->argv, ins->lens, NULL}};
+    int rc = bg__remote_fanout(f->r, calls, 2);
+    if (rc != BG_OK)
+        return rc;
+    int64_t hits = BG_OK;
+    int pending = 1;
+    const redisReply *m = calls[0].reply, *b = calls[1].reply;
+    if (m && m->type == REDIS_REPLY_ERROR)
+        hits = bg__remote_error_reply(f->r, m);
+    else if (b && b->type == REDIS_REPLY_ERROR)
+        hits = not_found(f, bg__remote_error_reply(f->r, b));
+    else if (m && b) {
+        pending = m->type != REDIS_REPLY_NIL;
+        hits = batch_results(f, b, count, results);
+    }
+    int redirected = !m || !b;
+    for (int i = 0; i < 2; i++)
+        if (calls[i].reply)
+            freeReplyObject(calls[i].reply);
+    if (hits < 0 || !pending)
+        return hits;
+
+    key_args both;
+    if ((rc = key_args_make(&both, 5, (const void *const *)(ins->argv + 4), ins->lens + 4,
+                                count)) != BG_OK)
+        return rc;
+    set_arg(&both, 2, "2");
+    set_arg(&both, 3, f->name);
+    set_arg(&both, 4, f->rb_marker);
+    redisReply *rep;
+    rc = script(f, BG__SCRIPT_MODULE_ADD_BOTH, ADD_BOTH_SCRIPT, both.argc, both.argv, both.lens,
+                &rep);
+    key_args_free(&both);
+    if (rc != BG_OK)
+        return rc;
+    if (redirected)
+        hits = batch_results(f, rep, count, results);
+    freeReplyObject(rep);
+    return hits;
+}
+
+int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                       size_t count, uint8_t *results)
+{
+    /* BF.MADD creates a missing filter: a dropped one must not come back,
+     * so adds use BF.INSERT NOCREATE. */
+    key_args a;
+    int rc = key_args_make(&a, add ? 4 : 2, keys, lens, count);
+    if (rc != BG_OK)
+        return rc;
+    set_arg(&a, 0, add ? "BF.INSERT" : "BF.MEXISTS");
+    set_arg(&a, 1, f->name);
+    if (add) {
+        set_arg(&a, 2, "NOCREATE");
+        set_arg(&a, 3, "ITEMS");
+    }
+    int64_t hits;
+    if (add && !f->final_name) {
+        hits = add_checked(f, &a, count, results);
+    } else {
+        redisReply *rep;
+        hits = not_found(f, bg__remote_command(f->r, a.argc, a.argv, a.lens, &rep, 0));
+        if (hits == BG_OK) {
+            hits = batch_results(f, rep, count, results);
+            freeReplyObject(rep);
+        }
+    }
+    key_args_free(&a);
+    if (hits >= 0 && add && f->final_name) {
+        int renewed = stage_renew(f); /* a staged filter is never rebuilt */
+        if (renewed != BG_OK)
+            hits = renewed;
+    }
+    return hits;
+}
+
+static void rb_clear(bg_remote_filter *f)
+{
+    bg__free(f->rb_bits_key);
+    f->rb_bits_key = NULL;
+}
+
+int bg__module_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o)
+{
+    if (f->rb_bits_key)
+        return bg__remote_fail(f->r, BG_EEXIST, "this handle's rebuild is pending");
+    /* BF.INFO does not report the error rate, so "the same shape" is
+     * unknown: the caller gives it. */
+    if (!o)
+        return bg__remote_fail(f->r, BG_EINVAL, "%s: give the rebuild's capacity and error rate",
+                               f->name);
+    if (o->backend != 0 && o->backend != BG_REMOTE_MODULE)
+        return BG_EINVAL;
+    reserve_args ra;
+    int rc = reserve_args_make(&ra, o);
+    if (rc != BG_OK)
+        return rc;
+    char *key = hidden_key(f->name, "rebuild");
+    if (!key)
+        return BG_ENOMEM;
+    char lease[24];
+    snprintf(lease, sizeof lease, "%" PRIu64, f->rb_lease_ms);
+    const char *argv[12] = {NULL, NULL, "3", f->name, f->rb_marker, key, lease};
+    size_t lens[12];
+    for (int i = 2; i < 7; i++)
+        lens[i] = strlen(argv[i]);
+    memcpy(argv + 7, ra.argv, (size_t)ra.argc * sizeof *argv);
+    memcpy(lens + 7, ra.lens, (size_t)ra.argc * sizeof *lens);
+    redisReply *rep;
+    rc = script(f, BG__SCRIPT_MODULE_REBUILD_BEGIN, REBUILD_BEGIN_SCRIPT, 7 + ra.argc, argv, lens,
+                &rep);
+    if (rc != BG_OK) {
+        bg__free(key);
+        return rc;
+    }
+    freeReplyObject(rep);
+    f->rb_bits_key = key;
+    f->rb.capacity = o->capacity;
+    f->rb.error_rate = o->error_rate;
+    return BG_OK;
+}
+
+int64_t bg__module_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
+                               size_t count, uint8_t *results)
+{
+    if (!f->rb_bits_key)
+        return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
+    key_args a;
+    int rc = key_args_make(&a, 6, keys, lens, count);
+    if (rc != BG_OK)
+        return rc;
+    char lease[24];
+    snprintf(lease, sizeof lease, "%" PRIu64, f->rb_lease_ms);
+    set_arg(&a, 2, "2");
+    set_arg(&a, 3, f->rb_marker);
+    set_arg(&a, 4, f->rb_bits_key);
+    set_arg(&a, 5, lease);
+    redisReply *rep;
+    int64_t hits = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_ADD, REBUILD_ADD_SCRIPT,
+                                     a.argc, a.argv, a.lens, &rep);
+    key_args_free(&a);
+    if (hits == BG_ESTALE)
+        rb_clear(f);
+    if (hits != BG_OK)
+        return hits;
+    hits = batch_results(f, rep, count, results);
+    freeReplyObject(rep);
+    return hits;
+}
+
+int bg__module_rebuild_commit(bg_remote_filter *f)
+{
+    if (!f->rb_bits_key)
+        return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
+    const char *argv[6] = {NULL, NULL, "3", f->rb_marker, f->rb_bits_key, f->name};
+    size_t lens[6];
+    for (int i = 2; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_COMMIT, REBUILD_COMMIT_SCRIPT, 6,
+                               argv, lens, &rep);
+    if (rc == BG_ESTALE || rc == BG_ENOTFOUND)
+        rb_clear(f);
+    if (rc != BG_OK)
+        return rc;
+    freeReplyObject(rep);
+    f->capacity = f->rb.capacity;
+    f->error_rate = f->rb.error_rate;
+    rb_clear(f);
+    return BG_OK;
+}
+
+int bg__module_rebuild_abort(bg_remote_filter *f)
+{
+    const char *mine = f->rb_bits_key ? f->rb_bits_key : "";
+    const char *argv[5] = {NULL, NULL, "1", f->rb_marker, mine};
+    size_t lens[5];
+    for (int i = 2; i < 5; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_ABORT, REBUILD_ABORT_SCRIPT, 5,
+                               argv, lens, &rep);
+    if (rc != BG_OK)
+        return rc;
+    int done = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
+    freeReplyObject(rep);
+    rb_clear(f);
+    return done ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "no such rebuild is pending");
 }
 
 int bg__module_drop(bg_remote_filter *f)
 {
-    int rc = key_command(f, "DEL", NULL);
+    int rc;
+    if (f->final_name) {
+        rc = key_command(f, "DEL", NULL); /* a staged filter: its staging key */
+    } else {
+        const char *argv[5] = {NULL, NULL, "2", f->name, f->rb_marker};
+        size_t lens[5];
+        for (int i = 2; i < 5; i++)
+            lens[i] = strlen(argv[i]);
+        redisReply *rep;
+        rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_DROP, DROP_SCRIPT, 5, argv, lens, &rep);
+        if (rc == BG_OK) {
+            rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 ? BG_OK : BG_ENOTFOUND;
+            freeReplyObject(rep);
+        }
+        rb_clear(f);
+    }
     return rc == BG_ENOTFOUND ? bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name)
                               : rc;
 }

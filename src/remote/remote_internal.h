@@ -12,7 +12,8 @@
 
 #define BG__REMOTE_ERRSTR 256
 
-/* The bitmap backend's Lua scripts (bitmap.c). */
+/* The Lua scripts: the bitmap backend's (bitmap.c), then the module
+ * backend's (module.c). Their SHA1s are cached per connection handle. */
 enum {
     BG__SCRIPT_ADD_BITFIELD,
     BG__SCRIPT_GET_BITFIELD,
@@ -28,6 +29,12 @@ enum {
     BG__SCRIPT_REBUILD_ADD,
     BG__SCRIPT_REBUILD_COMMIT,
     BG__SCRIPT_REBUILD_ABORT,
+    BG__SCRIPT_MODULE_ADD_BOTH,
+    BG__SCRIPT_MODULE_REBUILD_BEGIN,
+    BG__SCRIPT_MODULE_REBUILD_ADD,
+    BG__SCRIPT_MODULE_REBUILD_COMMIT,
+    BG__SCRIPT_MODULE_REBUILD_ABORT,
+    BG__SCRIPT_MODULE_DROP,
     BG__SCRIPTS
 };
 
@@ -109,8 +116,9 @@ struct bg_remote_filter {
     char gen_str[24];
     char lineage[24];   /* bitmap: the generation the filter was created with */
     bg__gen next;       /* bitmap: the pending rebuild as last seen (adds write it too) */
-    bg__gen rb;         /* bitmap: the rebuild this handle began (rebuild_*) */
-    char *rb_bits_key;  /* {name}:bits:<rb.gen> */
+    bg__gen rb;         /* the rebuild this handle began (module: capacity, error_rate) */
+    char *rb_bits_key;  /* bitmap: {name}:bits:<rb.gen>; module: the rebuild's key */
+    char *rb_marker;    /* module: {name}:rebuild, which names a pending rebuild */
     uint64_t rb_lease_ms; /* bitmap: the lease of the rebuilds it begins */
     bg__bitmap_mode mode;
 };
@@ -145,6 +153,17 @@ typedef struct bg__call {
  * reply, error replies included, or NULL to resend), or BG_ECONN / BG_ENOMEM
  * / BG_EREMOTE with no replies kept. */
 int bg__remote_fanout(bg_remote *r, bg__call *calls, size_t n);
+
+/* Learns script idx's SHA1 into r->sha[idx] (SCRIPT LOAD) unless known. */
+int bg__remote_load_script(bg_remote *r, int idx, const char *src);
+
+/* Runs script `idx`, whose source is `src`: argv[0..1] are left for
+ * "EVALSHA" and the SHA1 (or "EVAL" and the source after NOSCRIPT), then
+ * argv[2] is the number of keys, the keys and the arguments. An error reply
+ * is returned as its status (bg__remote_error_reply); else *reply is the
+ * caller's (freeReplyObject). */
+int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const char **argv,
+                      size_t *lens, redisReply **reply);
 
 /* Maps an error reply to a status: our scripts' BGSTALE / BGNOTFOUND /
  * BGEXISTS prefixes, else BG_EREMOTE. Keeps the message in r->errstr. */
@@ -191,6 +210,11 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
 int bg__module_drop(bg_remote_filter *f);
 int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms);
 int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o);
+int bg__module_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o);
+int64_t bg__module_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
+                               size_t count, uint8_t *results);
+int bg__module_rebuild_commit(bg_remote_filter *f);
+int bg__module_rebuild_abort(bg_remote_filter *f);
 
 /* A random number in [1, 2^63): getrandom, or the clock and pid (bitmap.c). */
 uint64_t bg__random_u63(void);

@@ -11,8 +11,8 @@
  * up; a client that connects again (it does after a broken connection) is
  * turned away at once. hiredis parses the stream into replies; the client
  * takes them in order as answers to its commands: open or create, then
- * add, contains, test-and-add, stats, expire, and for the bitmap backend
- * fetch (small filters only), rebuild and drop.
+ * add, contains, test-and-add, stats, expire, for the bitmap backend
+ * fetch (small filters only), rebuild (both backends) and drop.
  *
  * Properties checked on every input (a violation aborts):
  *   - every call returns a status the library defines (bg_err_name knows
@@ -159,6 +159,21 @@ static void batch_checks(const char *what, int64_t rc, const uint8_t *res, size_
     CHECK(ones == rc);
 }
 
+/* A rebuild of three keys: begin, add, commit. */
+static void rebuild(bg_remote *r, bg_remote_filter *f, const bg_remote_filter_options *shape,
+                    const void *const *keys, const size_t *lens)
+{
+    int rc = bg_remote_filter_rebuild_begin(f, shape);
+    note("rebuild_begin", rc, r);
+    if (rc == BG_OK) {
+        uint8_t res[3];
+        memset(res, 7, sizeof res);
+        batch_checks("rebuild_add", bg_remote_filter_rebuild_add_many(f, keys, lens, 3, res), res,
+                     3, r);
+        note("rebuild_commit", bg_remote_filter_rebuild_commit(f), r);
+    }
+}
+
 static void session(bg_remote *r, int module, int create)
 {
     static const void *const keys[3] = {"alpha", "", "\xff\x00z"};
@@ -235,15 +250,12 @@ static void session(bg_remote *r, int module, int create)
             } else {
                 CHECK(local == NULL);
             }
-            rc = bg_remote_filter_rebuild_begin(f, NULL);
-            note("rebuild_begin", rc, r);
-            if (rc == BG_OK) {
-                memset(res, 7, sizeof res);
-                batch_checks("rebuild_add", bg_remote_filter_rebuild_add_many(f, keys, lens, 3, res),
-                             res, 3, r);
-                note("rebuild_commit", bg_remote_filter_rebuild_commit(f), r);
-            }
+            rebuild(r, f, NULL, keys, lens);
         }
+    }
+    if (module) {
+        bg_remote_filter_options no = {.capacity = 200, .error_rate = 0.01};
+        rebuild(r, f, &no, keys, lens);
     }
     note("drop", bg_remote_filter_drop(f), r);
     bg_remote_filter_close(f);

@@ -147,19 +147,42 @@ static void bf_info(out *o, long long items)
     integer(o, 2);
 }
 
-static void module_session(out *o, int create)
+/* A module session (fuzz_remote_reply.c, session()): created (staged
+ * first) or opened; with `pending`, the first batch finds a rebuild pending
+ * and runs the script that adds to both. Script SHA1s are learnt once. */
+static void module_session(out *o, int create, int pending)
 {
-    if (create)
+    if (create) {
+        integer(o, 1);    /* the stage script (EVAL) */
+        ints(o, 3, 1);    /* BF.INSERT into the staging key */
+        integer(o, 1);    /* the stage commit script (EVAL) */
         status(o, "OK"); /* BF.RESERVE */
-    else
+    } else {
         bf_info(o, 0);
-    ints(o, 3, 1); /* BF.MADD */
+    }
+    if (pending) {
+        bulk(o, "{fz}:rebuild:00000000000000ab"); /* HGET {fz}:rebuild key */
+        ints(o, 3, 1);                            /* BF.INSERT */
+        sha(o, 14);                               /* SCRIPT LOAD: add to both */
+        ints(o, 3, 1);
+    } else {
+        nil(o);
+        ints(o, 3, 1);
+    }
     ints(o, 3, 1); /* BF.MEXISTS */
-    ints(o, 1, 1); /* test-and-add: BF.MADD of one key */
+    nil(o);        /* test-and-add: HGET, then BF.INSERT of one key */
+    ints(o, 1, 1);
     ints(o, 1, 1); /* contains: BF.MEXISTS of one key */
     bf_info(o, 4);
     integer(o, 1); /* PEXPIRE */
-    integer(o, 1); /* DEL */
+    sha(o, 15);    /* rebuild begin */
+    integer(o, 1);
+    sha(o, 16); /* rebuild add */
+    ints(o, 3, 1);
+    sha(o, 17); /* rebuild commit */
+    integer(o, 1);
+    sha(o, 19); /* drop */
+    integer(o, 1);
 }
 
 static int write_seed(const char *dir, int n, unsigned char session, const out *o)
@@ -264,12 +287,13 @@ int main(int argc, char **argv)
     array(&o, -1);
     bad |= write_seed(dir, n++, 0, &o);
 
-    /* 8: the module backend, opened; 9: created; 10: missing. */
+    /* 8: the module backend, opened; 9: created; 10: missing; 13: opened,
+     * with a rebuild pending. */
     o.len = 0;
-    module_session(&o, 0);
+    module_session(&o, 0, 0);
     bad |= write_seed(dir, n++, 1, &o);
     o.len = 0;
-    module_session(&o, 1);
+    module_session(&o, 1, 0);
     bad |= write_seed(dir, n++, 3, &o);
     o.len = 0;
     error(&o, "ERR not found");
@@ -288,6 +312,10 @@ int main(int argc, char **argv)
     sha(&o, 1);
     put(&o, "*1333333333\r\n", 13);
     bad |= write_seed(dir, n++, 0, &o);
+
+    o.len = 0;
+    module_session(&o, 0, 1);
+    bad |= write_seed(dir, n++, 1, &o);
 
     return bad ? 1 : 0;
 }

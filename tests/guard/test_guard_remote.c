@@ -9,8 +9,9 @@
  * BG_ECONN (never absent), and once it is back on the same port, gets work
  * again. A sharded filter made by another client is filled and resized by
  * rebuilds. Module backend (when $BLOOMGATE_MODULE names bloomgate.so): create,
- * fill, get; rebuild is BG_EINVAL; creation is atomic (a watcher never sees
- * a partly filled filter, a failed one leaves nothing). */
+ * fill, get; rebuilds drop deleted keys, keep a put made while they run,
+ * and cause no false negative; creation is atomic (a watcher never sees a
+ * partly filled filter, a failed one leaves nothing). */
 #include "test_util.h"
 #include "redis_server.h"
 #include "guard_fixtures.h"
@@ -340,8 +341,38 @@ static void module_backend(void **state)
     ms_add(&src, "new", 1);
     TU_EQ_I(bg_guard_put(b, "new1", 4), BG_OK);
     TU_EQ_I(bg_guard_may_contain(a, "new1", 4), 1);
-    TU_EQ_I(bg_guard_rebuild(a), BG_EINVAL);
+
+    /* Rebuilds drop deleted keys; a reader sees no false negative. */
+    rebuilds_drop_deleted(a, b, 3);
+    TU_EQ_U(gc(a).rebuilds, 3);
     TU_EQ_U(gc(a).rebuild_errors, 0);
+    TU_EQ_I(bg_guard_may_contain(b, "new1", 4), 1);
+
+    /* A put through the other instance while a rebuild runs, of a key its
+     * scan did not see, is in the new filter; one rebuild at a time. */
+    atomic_store(&src.scan_sleep_ms, 300);
+    atomic_store(&bad, 0);
+    long scans = atomic_load(&src.scans);
+    pthread_t rt;
+    TU_EQ_I(pthread_create(&rt, NULL, rebuild_thread, a), 0);
+    while (atomic_load(&src.scans) == scans) /* begun: its scan sleeps */
+        ms_sleep_ms(1);
+    TU_EQ_I(bg_guard_rebuild(b), BG_EBUSY); /* pending in Redis: another client's */
+    ms_add(&src, "late", 1);
+    TU_EQ_I(bg_guard_put(b, "late1", 5), BG_OK);
+    pthread_join(rt, NULL);
+    TU_EQ_I(atomic_load(&bad), 0);
+    atomic_store(&src.scan_sleep_ms, 0);
+    TU_EQ_U(gc(a).rebuilds, 4);
+    TU_EQ_I(bg_guard_may_contain(a, "late1", 5), 1);
+    TU_EQ_I(bg_guard_get(a, "late1", 5, &v), BG_GUARD_FOUND);
+
+    /* A failing scan aborts the rebuild in Redis: the next one can start. */
+    atomic_store(&src.fail_scan, BG_EIO);
+    TU_EQ_I(bg_guard_rebuild(a), BG_EIO);
+    atomic_store(&src.fail_scan, 0);
+    TU_EQ_I(bg_guard_rebuild(b), BG_OK);
+    all_present(a, "p", 100, NKEYS);
     bg_guard_free(a);
     bg_guard_free(b);
     bg_guard_buf_free(&v);

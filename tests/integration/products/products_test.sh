@@ -220,7 +220,6 @@ case_help() {
 --filter remote --filter-backend x|--filter-backend 'x'
 --filter remote --filter-name a{b}|--filter-name
 --filter remote --variant counting|--variant is for --filter local
---filter remote --filter-backend module --rebuild-interval 5|--rebuild-interval
 --filter none --error-rate 0.1|--error-rate needs a filter
 --rebuild-interval x|--rebuild-interval 'x'
 --bogus|unknown option '--bogus'
@@ -721,6 +720,17 @@ case_counting() {
     stop
 }
 
+# 40 POSTs while rebuilds run every second: each is found afterwards.
+posts_survive_rebuilds() {
+    local i
+    for i in $(seq 3001 3040); do
+        eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
+        sleep 0.05
+    done
+    sleep 1.2
+    for i in $(seq 3001 3040); do expect 200 GET "/products/$i"; done
+}
+
 case_rebuild() {
     start --rebuild-interval 1
     expect 204 DELETE /products/9
@@ -737,14 +747,7 @@ case_rebuild() {
     expect 404 GET /products/9
     metrics
     eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
-    # a POST during rebuilds is never lost
-    local i
-    for i in $(seq 3001 3040); do
-        eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
-        sleep 0.05
-    done
-    sleep 1.2
-    for i in $(seq 3001 3040); do expect 200 GET "/products/$i"; done
+    posts_survive_rebuilds
     stop
 }
 
@@ -866,11 +869,11 @@ free_port() { # a free port in 25000-25999
     done
     fail "no free port in 25000-25999"
 }
-redis_start() { # on REDIS_PORT
+redis_start() { # on REDIS_PORT, with the options in REDIS_ARGS
     local try
     for try in $(seq 1 20); do
         "${REDIS_SERVER:-redis-server}" --port "$REDIS_PORT" --bind 127.0.0.1 --save "" --appendonly no \
-            --dir "$T" >"$T/redis.log" 2>&1 &
+            --dir "$T" ${REDIS_ARGS[@]+"${REDIS_ARGS[@]}"} >"$T/redis.log" 2>&1 &
         REDIS_PID=$!
         PIDS+=("$REDIS_PID")
         for _ in $(seq 1 100); do
@@ -1016,6 +1019,35 @@ case_remote_filter_lost() {
     eq "$ok" 8 "healthy answers in a row after the rebuild"
     expect 404 GET /products/999999
     has "$T/svc.log" "filter rebuilt in"
+    stop
+}
+
+# A module filter (--filter-backend module, bloomgate.so loaded) is rebuilt
+# in Redis like a bitmap one: a deleted id is filtered after a rebuild, a
+# POST while rebuilds run is never lost, and a filter lost with its Redis
+# comes back.
+case_module_rebuild() {
+    [ -n "${BLOOMGATE_MODULE:-}" ] || fail "BLOOMGATE_MODULE is not set"
+    REDIS_PORT=$(free_port)
+    REDIS_ARGS=(--loadmodule "$BLOOMGATE_MODULE")
+    redis_start
+    start_ranged --filter remote --filter-backend module \
+        --filter-url "redis://127.0.0.1:$REDIS_PORT" --rebuild-interval 1
+    expect 200 GET /products/5
+    expect 204 DELETE /products/9
+    sleep 2.5
+    metrics
+    ge "$(m bloomgate_guard_rebuilds_total)" 1 "rebuilds"
+    eq "$(m bloomgate_guard_rebuild_errors_total)" 0 "rebuild errors"
+    local f0
+    f0=$(m bloomgate_guard_filtered_total)
+    expect 404 GET /products/9
+    metrics
+    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
+    posts_survive_rebuilds
+    redis_stop
+    redis_start
+    until_get 5 200
     stop
 }
 

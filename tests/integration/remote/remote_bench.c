@@ -5,8 +5,10 @@
  *   lua-bitfield  checked script, one BITFIELD / BITFIELD_RO per batch
  *   raw-bitfield  bare BITFIELD / BITFIELD_RO, no generation check (unsafe:
  *                 the reference for what the check costs)
- *   module        the module backend: BF.MADD / BF.MEXISTS on bloomgate.so,
+ *   module        the module backend: BF.INSERT / BF.MEXISTS on bloomgate.so,
  *                 when BLOOMGATE_MODULE names it (the server then loads it)
+ *   module-rebuilding  the same while a rebuild is pending: adds go to both
+ *                 filters (docs/REMOTE.md, Module backend: rebuild)
  * on one local redis-server, and a filter sharded 8 ways (lua-setbit), its
  * parts pipelined (the default) or sent one by one, on that server and on
  * a 3-master Redis Cluster the program also starts ("cluster" as third
@@ -26,11 +28,11 @@
 #define SHARDS 8
 #define CLUSTER_N 3
 
-enum { LUA_SETBIT, LUA_BITFIELD, RAW_BITFIELD, MODULE, SHARDED, SHARDED_SEQ, CL_SHARDED,
-       CL_SHARDED_SEQ, MODES };
+enum { LUA_SETBIT, LUA_BITFIELD, RAW_BITFIELD, MODULE, MODULE_REBUILDING, SHARDED, SHARDED_SEQ,
+       CL_SHARDED, CL_SHARDED_SEQ, MODES };
 static const char *const mode_name[MODES] = {
-    "lua-setbit", "lua-bitfield", "raw-bitfield", "module", "sharded-8", "sharded-8-seq",
-    "cluster-sharded-8", "cluster-sharded-8-seq"};
+    "lua-setbit", "lua-bitfield", "raw-bitfield", "module", "module-rebuilding", "sharded-8",
+    "sharded-8-seq", "cluster-sharded-8", "cluster-sharded-8-seq"};
 
 int main(int argc, char **argv)
 {
@@ -59,7 +61,8 @@ int main(int argc, char **argv)
     tu_batch_init(&b, BATCH);
     for (int round = 0; round < rounds; round++)
         for (int mode = 0; mode < MODES; mode++) {
-            if ((mode == MODULE && !module) || (mode >= CL_SHARDED && !cluster))
+            bool on_module = mode == MODULE || mode == MODULE_REBUILDING;
+            if ((on_module && !module) || (mode >= CL_SHARDED && !cluster))
                 continue;
             bg_remote *on = mode >= CL_SHARDED ? rc : r;
             on->no_fanout = mode == SHARDED_SEQ || mode == CL_SHARDED_SEQ;
@@ -67,7 +70,7 @@ int main(int argc, char **argv)
             snprintf(name, sizeof name, "bench%d", mode);
             bg_remote_filter *f;
             bg_remote_filter_options o = {
-                .backend = mode == MODULE ? BG_REMOTE_MODULE : BG_REMOTE_BITMAP,
+                .backend = on_module ? BG_REMOTE_MODULE : BG_REMOTE_BITMAP,
                 .capacity = 1000000,
                 .error_rate = 0.01,
                 .shards = mode >= SHARDED ? SHARDS : 0,
@@ -78,6 +81,18 @@ int main(int argc, char **argv)
             }
             if (mode <= RAW_BITFIELD)
                 bg__remote_filter_set_mode(f, (bg__bitmap_mode)mode);
+            if (mode == MODULE_REBUILDING) {
+                /* A rebuild pending (begun through another handle): every
+                 * add also goes to the rebuild, through a script. */
+                bg_remote_filter *rb;
+                bg_remote_filter_options no = {.capacity = 1000000, .error_rate = 0.01};
+                if (bg_remote_filter_open(&rb, r, name, BG_REMOTE_MODULE) != BG_OK ||
+                    bg_remote_filter_rebuild_begin(rb, &no) != BG_OK) {
+                    fprintf(stderr, "%s: rebuild: %s\n", mode_name[mode], bg_remote_errstr(r));
+                    return 1;
+                }
+                bg_remote_filter_close(rb); /* the rebuild stays pending: its lease */
+            }
             double t0 = tu_now();
             for (size_t i = 0; i < n; i += BATCH) {
                 tu_batch_fill(&b, 0, 1, i, BATCH);

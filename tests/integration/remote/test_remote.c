@@ -597,14 +597,17 @@ static void bitmap_swap_readers(void **state)
 
 /* An adder process during a rebuild: its handle was opened before the
  * rebuild began; it adds set 9 after the parent says go. */
-static void rebuild_adder(int port, int ready_fd, int go_fd, size_t n)
+/* Another process: opens `name`, says so on ready_fd, waits for go_fd,
+ * then adds keys 0..n-1 of set 9. */
+static void rebuild_adder(int port, const char *name, bg_remote_backend backend, int ready_fd,
+                          int go_fd, size_t n)
 {
     bg_remote *cr = NULL;
     bg_remote_options co = {.port = port};
     bg_remote_filter *cf = NULL;
     char x;
     if (bg_remote_connect(&cr, &co) != BG_OK ||
-        bg_remote_filter_open(&cf, cr, "rb", BG_REMOTE_BITMAP) != BG_OK ||
+        bg_remote_filter_open(&cf, cr, name, backend) != BG_OK ||
         write(ready_fd, "r", 1) != 1 || read(go_fd, &x, 1) != 1)
         _exit(2);
     tu_batch b;
@@ -650,13 +653,52 @@ static void add_set(bg_remote_filter *f, uint64_t set, size_t first, size_t n, i
     tu_batch_free(&b);
 }
 
+/* Another process that adds during a rebuild (rebuild_adder), started and
+ * waiting for the word. */
+typedef struct adder {
+    pid_t pid;
+    int ready[2], go[2];
+} adder;
+
+static void adder_start(adder *ad, int port, const char *name, bg_remote_backend backend,
+                        size_t n)
+{
+    TU_EQ_I(pipe(ad->ready), 0);
+    TU_EQ_I(pipe(ad->go), 0);
+    ad->pid = fork();
+    assert_true(ad->pid >= 0);
+    if (ad->pid == 0)
+        rebuild_adder(port, name, backend, ad->ready[1], ad->go[0], n);
+    char x;
+    TU_EQ_I(read(ad->ready[0], &x, 1), 1);
+}
+
+/* Lets the adder go; adds the source (set 6, keys 0..n-1) to w's rebuild
+ * interleaved with set 8 (keys 0..n-1) through a handle opened before,
+ * then waits for the adder to finish without error. */
+static void fill_while_adding(adder *ad, bg_remote_filter *w, bg_remote_filter *a, size_t n)
+{
+    TU_EQ_I(write(ad->go[1], "g", 1), 1);
+    for (size_t i = 0; i < n; i += 100) {
+        add_set(w, 6, i, 100, 1);
+        add_set(a, 8, i, 100, 0);
+    }
+    int status;
+    TU_EQ_I(waitpid(ad->pid, &status, 0), ad->pid);
+    TU_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < 2; i++) {
+        close(ad->ready[i]);
+        close(ad->go[i]);
+    }
+}
+
 /* Rebuild with a new shape while another handle and another process add:
  * every key added during the rebuild is there after the commit. */
 static void bitmap_rebuild(void **state)
 {
     (void)state;
     tu_ctx("bitmap rebuild");
-    enum { SRC = 1000, DURING = 1000, CHILD = 2000 };
+    enum { SRC = 1000, DURING = SRC, CHILD = 2000 };
     bg_remote *r = conn(&srv, 0), *rb = conn(&srv, 0);
     bg_remote_filter *a, *w;
     bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 2000,
@@ -665,32 +707,12 @@ static void bitmap_rebuild(void **state)
     add_set(a, 6, 0, SRC, 0); /* the source's keys, added before */
     TU_EQ_I(bg_remote_filter_open(&w, rb, "rb", BG_REMOTE_BITMAP), BG_OK);
 
-    int ready[2], go[2];
-    TU_EQ_I(pipe(ready), 0);
-    TU_EQ_I(pipe(go), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0)
-        rebuild_adder(srv.port, ready[1], go[0], CHILD);
-    char x;
-    TU_EQ_I(read(ready[0], &x, 1), 1);
-
+    adder ad;
+    adder_start(&ad, srv.port, "rb", BG_REMOTE_BITMAP, CHILD);
     bg_remote_filter_options no = {.capacity = 10000, .error_rate = 0.001, .seed = 2};
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_EEXIST);
-    TU_EQ_I(write(go[1], "g", 1), 1);
-    /* The source, interleaved with adds through a handle opened before. */
-    for (size_t i = 0; i < SRC; i += 100) {
-        add_set(w, 6, i, 100, 1);
-        add_set(a, 8, i, DURING / 10, 0);
-    }
-    int status;
-    TU_EQ_I(waitpid(pid, &status, 0), pid);
-    TU_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    close(ready[0]);
-    close(ready[1]);
-    close(go[0]);
-    close(go[1]);
+    fill_while_adding(&ad, w, a, SRC); /* and DURING keys of set 8 */
     expect_all(a, 8, DURING); /* queries read the current generation */
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_EINVAL);
@@ -1303,6 +1325,7 @@ static void module_backend(void **state)
     /* A dropped filter is not re-created by an add. */
     TU_EQ_I(bg_remote_filter_add(g, "x", 1), BG_ENOTFOUND);
     TU_EQ_I(ts_int(c, "EXISTS mod"), 0);
+    bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_open(&f, r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
     TU_EQ_I(bg_remote_filter_drop(g), BG_ENOTFOUND);
     redisFree(c);
@@ -1310,6 +1333,139 @@ static void module_backend(void **state)
     bg_remote_free(r2);
     bg_remote_free(r);
     tu_batch_free(&b);
+    ts_stop(&s);
+}
+
+/* The first key of `pattern` (KEYS), into buf. */
+static void first_key(redisContext *c, const char *pattern, char *buf, size_t size)
+{
+    redisReply *rep = redisCommand(c, "KEYS %s", pattern);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 1);
+    snprintf(buf, size, "%s", rep->element[0]->str);
+    freeReplyObject(rep);
+}
+
+/* A module filter rebuilt with a new capacity and error rate while another
+ * handle and another process add: every key added during the rebuild is
+ * there after the commit, keys only the old filter held are gone, readers
+ * read the complete old filter until then, and the name keeps its time to
+ * live. Then abort, the lease, and a drop during a rebuild. */
+static void module_rebuild(void **state)
+{
+    (void)state;
+    tu_ctx("module rebuild");
+    enum { SRC = 1000, GONE = 1000, DURING = SRC, CHILD = 2000 };
+    ts_server s;
+    ts_start_module(&s);
+    bg_remote *r = conn(&s, 0), *rb = conn(&s, 0);
+    redisContext *c = ts_raw(&s);
+    bg_remote_filter *a, *w;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_MODULE, .capacity = 3000,
+                                  .error_rate = 0.01};
+    TU_EQ_I(bg_remote_filter_create(&a, r, "mr", &o), BG_OK);
+    add_set(a, 6, 0, SRC, 0);  /* the source's keys */
+    add_set(a, 7, 0, GONE, 0); /* keys deleted from the source since */
+    TU_EQ_I(bg_remote_filter_open(&w, rb, "mr", BG_REMOTE_MODULE), BG_OK);
+
+    /* Refused: no shape (Redis does not report the error rate), a bitmap
+     * shape, a seed; nothing is left behind. */
+    bg_remote_filter_options no = {.capacity = 10000, .error_rate = 0.001};
+    bg_remote_filter_options bad = no;
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_EINVAL);
+    bad.backend = BG_REMOTE_BITMAP;
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &bad), BG_EINVAL);
+    bad = no;
+    bad.seed = 3;
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &bad), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_EINVAL);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+
+    adder ad;
+    adder_start(&ad, s.port, "mr", BG_REMOTE_MODULE, CHILD);
+    TU_EQ_I(bg_remote_filter_expire(a, 600000), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_EEXIST);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(a, &no), BG_EEXIST);
+    TU_EQ_I(ts_count_keys(c, "{mr}:rebuild"), 1);
+    TU_EQ_I(ts_count_keys(c, "{mr}:rebuild:*"), 1);
+    char next[128];
+    first_key(c, "{mr}:rebuild:*", next, sizeof next);
+    long long ttl = ts_int(c, "PTTL %s", next);
+    TU_TRUE(ttl > 0 && ttl <= BG_REMOTE_REBUILD_LEASE_MS);
+    TU_TRUE(ts_int(c, "PTTL {mr}:rebuild") > 0);
+    fill_while_adding(&ad, w, a, SRC); /* and DURING keys of set 8 */
+    /* Until the commit, queries read the old filter, which has everything. */
+    expect_all(a, 7, GONE);
+    expect_all(a, 8, DURING);
+    TU_EQ_I(ts_int(c, "BF.EXISTS %s %s", next, "never-added"), 0);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_EINVAL);
+
+    expect_all(a, 6, SRC);
+    expect_all(a, 8, DURING);
+    expect_all(a, 9, CHILD);
+    tu_batch b;
+    tu_batch_init(&b, 100);
+    int64_t gone = 0;
+    for (size_t i = 0; i < GONE; i += 100) {
+        tu_batch_fill(&b, 1, 7, i, 100);
+        gone += bg_remote_filter_contains_many(a, b.keys, b.lens, 100, NULL);
+    }
+    TU_TRUE(gone < 20); /* false positives only: ~0.1% of 1000 */
+    bg_remote_filter_stats st;
+    TU_EQ_I(bg_remote_filter_stats_get(a, &st), BG_OK);
+    TU_EQ_U(st.capacity, 10000);
+    ttl = ts_int(c, "PTTL mr");
+    TU_TRUE(ttl > 500000 && ttl <= 600000);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+
+    /* Abort: anyone's, by a handle that began none (a dead rebuilder). */
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_ENOTFOUND);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    tu_batch_fill(&b, 1, 6, 0, 10);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_add(a, "y", 1), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(w), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+
+    /* The lease: adds renew it; a rebuilder that stops past it loses its
+     * rebuild (Redis expires it), and adds go on to the filter alone. */
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 0), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, 400), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+    first_key(c, "{mr}:rebuild:*", next, sizeof next);
+    for (int i = 0; i < 4; i++) {
+        sleep_ms(200);
+        TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), i ? 0 : 10);
+    }
+    TU_EQ_I(bg_remote_filter_add(a, "both", 4), BG_OK);
+    TU_EQ_I(ts_int(c, "BF.EXISTS %s both", next), 1);
+    sleep_ms(600);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    TU_EQ_I(bg_remote_filter_add(a, "alone", 5), BG_OK);
+    TU_EQ_I(bg_remote_filter_contains(a, "alone", 5), 1);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+
+    /* A drop takes a pending rebuild with it; its commit then fails. */
+    TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, BG_REMOTE_REBUILD_LEASE_MS), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+    TU_EQ_I(bg_remote_filter_drop(a), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "*"), 0);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ENOTFOUND);
+    TU_EQ_I(ts_count_keys(c, "*"), 0);
+
+    tu_batch_free(&b);
+    redisFree(c);
+    bg_remote_filter_close(a);
+    bg_remote_filter_close(w);
+    bg_remote_free(r);
+    bg_remote_free(rb);
     ts_stop(&s);
 }
 
@@ -1464,6 +1620,7 @@ int main(void)
         cmocka_unit_test(server_dies_mid_sharded_batch),
         cmocka_unit_test(module_backend),
         cmocka_unit_test(module_staged_create),
+        cmocka_unit_test(module_rebuild),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
