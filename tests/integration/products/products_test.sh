@@ -720,9 +720,15 @@ case_counting() {
     stop
 }
 
-# 40 POSTs while rebuilds run every second: each is found afterwards.
-posts_survive_rebuilds() {
-    local i
+# deleted_filtered_then_posts ID: the deleted ID is filtered by the rebuilt
+# filter (metrics() taken after a rebuild), then 40 POSTs while rebuilds run
+# every second are each found afterwards.
+deleted_filtered_then_posts() {
+    local f0 i
+    f0=$(m bloomgate_guard_filtered_total)
+    expect 404 GET "/products/$1"
+    metrics
+    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
     for i in $(seq 3001 3040); do
         eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
         sleep 0.05
@@ -742,12 +748,7 @@ case_rebuild() {
     ge 999 "$(m bloomgate_guard_filter_items)" "items after the rebuild, at most"
     has "$T/svc.log" "filter rebuilt in"
     # the deleted id is gone from the rebuilt filter
-    local f0
-    f0=$(m bloomgate_guard_filtered_total)
-    expect 404 GET /products/9
-    metrics
-    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
-    posts_survive_rebuilds
+    deleted_filtered_then_posts 9
     stop
 }
 
@@ -1039,12 +1040,7 @@ case_module_rebuild() {
     metrics
     ge "$(m bloomgate_guard_rebuilds_total)" 1 "rebuilds"
     eq "$(m bloomgate_guard_rebuild_errors_total)" 0 "rebuild errors"
-    local f0
-    f0=$(m bloomgate_guard_filtered_total)
-    expect 404 GET /products/9
-    metrics
-    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
-    posts_survive_rebuilds
+    deleted_filtered_then_posts 9
     redis_stop
     redis_start
     until_get 5 200
