@@ -21,9 +21,9 @@
  * BG_REMOTE_MODULE speaks RedisBloom's BF.* commands, to a server that has
  * bloomgate.so (or RedisBloom) loaded; the filter is the key `name` and the
  * server keeps its parameters. BF.RESERVE, BF.INSERT NOCREATE, BF.MEXISTS,
- * BF.INFO, HGET, DEL and PEXPIRE, and short scripts (EVAL) for STAGED
- * CREATION and REBUILD below; the scripts call BF.* commands, which both
- * modules allow in scripts.
+ * BF.INFO, BF.SCANDUMP, HGET, DEL and PEXPIRE, and short scripts (EVAL) for
+ * STAGED CREATION, REBUILD and UPLOAD AND DOWNLOAD below; the scripts call
+ * BF.* commands, which both modules allow in scripts.
  *
  * KEY LAYOUT (module)
  *   name                        the filter (RedisBloom's type or bloomgate's)
@@ -31,6 +31,8 @@
  *   {name}:rebuild              hash: key, lease; only while a rebuild is
  *                               pending (REBUILD)
  *   {name}:rebuild:<16 hex>     the pending rebuild's filter
+ *   {name}:publish:<16 hex>     a publish's upload until it replaces name
+ *   {name}:fetch:<16 hex>       a fetch's copy until its download ends
  * A name has no braces, so all of them are in name's cluster slot.
  * BG_REMOTE_BITMAP needs no module (any Redis >= 6.2): the filter is a
  * standard-variant filter (<bloomgate/filter.h>) whose bit array is a Redis
@@ -273,28 +275,62 @@ BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
  * at once (PEXPIRE; bitmap: atomically with the generation check). */
 BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
 
-/* UPLOAD AND DOWNLOAD (bitmap backend; the module backend gets BG_EINVAL)
+/* UPLOAD AND DOWNLOAD
  *
- * Publishes the local filter `local` (standard variant, else BG_EVARIANT;
- * more bits than BG_REMOTE_MAX_BITS: BG_ETOOBIG) as a new generation of the
- * bitmap filter `name`, creating `name` if it does not exist. Its payload is
- * uploaded in steps of a few MiB under a fresh bits key no reader looks at,
- * then one script makes it current (flips the meta hash's generation and
- * parameters, items taken from `local`) and deletes the previous bits. So
- * readers see the old filter, then the new one, never a partial one; a
- * handle whose bits, hashes and seed equal `local`'s goes on working across
- * the swap, others get BG_ESTALE. A pending rebuild of `name` is cancelled.
- * Returns BG_OK, BG_EINVAL, BG_EVARIANT, BG_ETOOBIG, BG_ECONN, BG_EREMOTE or
- * BG_ENOMEM. After a BG_ECONN an orphan bits key (never current) can remain.
- * Borrows `local` for the call (read only); allocates nothing that outlives
- * it. */
-BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name, const bg_filter *local);
+ * Publishes the local filter `local` as a new filter `name` of the given
+ * backend, replacing the one there (creating `name` if it does not exist),
+ * so that readers see the old filter, then the new one, never a partial one.
+ * A pending rebuild of `name` is cancelled (its commit gets BG_ESTALE).
+ * `local` is borrowed for the call and must not change during it.
+ *
+ * Bitmap: `local` is a standard filter (else BG_EVARIANT; more bits than
+ * BG_REMOTE_MAX_BITS: BG_ETOOBIG). Its payload is uploaded in steps of a few
+ * MiB under a fresh bits key no reader looks at, then one script makes it
+ * current (flips the meta hash's generation and parameters, items taken
+ * from `local`) and deletes the previous bits. A handle whose bits, hashes
+ * and seed equal `local`'s goes on working across the swap, others get
+ * BG_ESTALE. After a BG_ECONN an orphan bits key (never current) can remain.
+ *
+ * Module (bloomgate.so; RedisBloom cannot load bloomgate's image and
+ * replies an error, BG_EREMOTE): `local` is a scalable filter (else
+ * BG_EVARIANT), the module's own kind, whatever its layers. Its file image
+ * (<bloomgate/file.h>) is loaded with BF.LOADCHUNK, a few MiB per call,
+ * under a hidden key {name}:publish:<16 hex digits> that lives
+ * BG_REMOTE_STAGE_TTL_MS (renewed by every chunk); the server checks the
+ * whole image before the key holds a filter. Then one script renames it
+ * over `name`, keeping name's time to live; a `name` that holds another
+ * kind of value is left alone (BG_EREMOTE, WRONGTYPE). Handles on `name`
+ * go on working (the server keeps the parameters). On failure the hidden
+ * key is deleted (after a BG_ECONN it expires by itself).
+ *
+ * Returns BG_OK, BG_EINVAL (NULL, a bad name, an unknown backend),
+ * BG_EVARIANT, BG_ETOOBIG, BG_ENOTFOUND (module: the upload expired before
+ * the rename), BG_ECONN, BG_EREMOTE or BG_ENOMEM. Allocates nothing that
+ * outlives the call. */
+BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name,
+                                           bg_remote_backend backend, const bg_filter *local);
 
-/* Downloads the filter's current bits (in chunks of a few MiB, all of one
- * generation: if the filter is swapped or dropped meanwhile, BG_ESTALE or
- * BG_ENOTFOUND and *out is NULL) into a new local standard filter with the
- * same bits, hashes and seed, and the meta hash's item count. Statuses as
- * for add, plus BG_ENOMEM. Allocates *out; free it with bg_filter_free. */
+/* Downloads the filter into a new local filter *out, as it was at one
+ * moment (NULL on failure). Free it with bg_filter_free.
+ *
+ * Bitmap: the current bits, in chunks of a few MiB, all of one generation
+ * (if the filter is swapped or dropped meanwhile, BG_ESTALE or
+ * BG_ENOTFOUND), into a standard filter with the same bits, hashes and seed
+ * and the meta hash's item count. Adds during the download may or may not
+ * be in it.
+ *
+ * Module (bloomgate.so): one script copies the filter to a hidden key
+ * {name}:fetch:<16 hex digits> (COPY: the server clones the filter once, a
+ * short stall and a second copy's memory until the download ends, which
+ * then deletes it), read with BF.SCANDUMP into a scalable filter equal to
+ * the server's at the copy: the same layers, bits and item counts, checked
+ * whole by bg_filter_decode (checksum included). A RedisBloom filter's dump
+ * is not bloomgate's image: BG_EBADMAGIC. A staged handle fetches its
+ * staged filter.
+ *
+ * Sharded filters get BG_EINVAL. Statuses as for add, plus BG_ENOMEM and
+ * the decoder's (<bloomgate/file.h> TRUST) for an image Redis sent that
+ * does not decode. */
 BG_REMOTE_API int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out);
 
 /* STAGED CREATION (module backend; the bitmap backend gets BG_EINVAL: build

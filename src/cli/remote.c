@@ -432,37 +432,73 @@ int cli_remote_info(const char *url, bool json)
 
 /* ---- push and pull ---------------------------------------------------- */
 
-/* -1 if `url` names a bitmap filter (push and pull work on those only),
- * else the exit status after the error was printed. */
-static int bitmap_only(const cli_command *cmd, const char *url)
+/* What push and pull report of a filter: the shape (bitmap) or the layers
+ * (module). */
+typedef struct moved {
+    uint64_t bits, seed, items, bytes, generation;
+    uint32_t hashes, layers;
+} moved;
+
+static void moved_of(const bg_filter *f, moved *m)
+{
+    bg_filter_scaling sc = {0};
+    (void)bg_filter_scaling_get(f, &sc);
+    *m = (moved){.bits = bg_filter_bits(f), .seed = bg_filter_seed(f),
+                 .items = bg_filter_items(f), .bytes = bg_filter_bytes(f),
+                 .hashes = bg_filter_hashes(f), .layers = sc.layers};
+}
+
+/* The JSON fields after "file" and "url" (push) or "url" and "file" (pull). */
+static void moved_json(bool module, const moved *m)
+{
+    if (module)
+        printf(",\"backend\":\"module\",\"layers\":%u,\"bytes\":%llu,\"items\":%llu}\n",
+               m->layers, (unsigned long long)m->bytes, (unsigned long long)m->items);
+    else
+        printf(",\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"items\":%llu,\"generation\":%llu}\n",
+               (unsigned long long)m->bits, m->hashes, (unsigned long long)m->seed,
+               (unsigned long long)m->items, (unsigned long long)m->generation);
+}
+
+/* "m = ... bits, k = ..., N items" or "scalable, L layers (B), N items". */
+static void moved_words(bool module, const moved *m, char *buf, size_t size)
+{
+    if (module) {
+        char b[32];
+        cli_fmt_bytes(b, sizeof b, m->bytes);
+        snprintf(buf, size, "scalable, %u layer%s (%s), %llu items", m->layers,
+                 m->layers == 1 ? "" : "s", b, (unsigned long long)m->items);
+    } else {
+        snprintf(buf, size, "m = %llu bits, k = %u, %llu items", (unsigned long long)m->bits,
+                 m->hashes, (unsigned long long)m->items);
+    }
+}
+
+int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
 {
     cli_url u;
     if (cli_url_parse(url, &u) != 0)
         return CLI_EXIT_ERROR;
     bool module = u.backend == CLI_URL_MODULE;
     cli_url_free(&u);
-    if (module)
-        return cli_usage_error(cmd, "%s needs the bitmap backend: drop ?backend=module",
-                               cmd->name);
-    return -1;
-}
-
-
-int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
-{
-    int refused = bitmap_only(&cli_cmd_push, url);
-    if (refused >= 0)
-        return refused;
     bg_filter *f;
     int rc = bg_filter_map(&f, path, 0);
     if (rc != BG_OK) {
         cli_file_error(path, "cannot open", rc, errno);
         return CLI_EXIT_ERROR;
     }
-    if (bg_filter_variant(f) != BG_VARIANT_STANDARD) {
-        cli_error("%s: is a %s filter; only a standard one can be pushed (a bitmap remote "
-                  "filter is standard: create the file with --variant standard)",
-                  path, bg_variant_name(bg_filter_variant(f)));
+    bg_variant want = module ? BG_VARIANT_SCALABLE : BG_VARIANT_STANDARD;
+    if (bg_filter_variant(f) != want) {
+        if (module)
+            cli_error("%s: is a %s filter; only a scalable one can be pushed to the module "
+                      "backend (the module's filters are scalable: create the file with "
+                      "--variant scalable)",
+                      path, bg_variant_name(bg_filter_variant(f)));
+        else
+            cli_error("%s: is a %s filter; only a standard one can be pushed to the bitmap "
+                      "backend (create the file with --variant standard, or push a scalable "
+                      "one to ?backend=module)",
+                      path, bg_variant_name(bg_filter_variant(f)));
         bg_filter_free(f);
         return CLI_EXIT_ERROR;
     }
@@ -471,7 +507,8 @@ int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
         bg_filter_free(f);
         return CLI_EXIT_ERROR;
     }
-    rc = bg_remote_filter_publish(rf->r, rf->url.name, f);
+    rc = bg_remote_filter_publish(rf->r, rf->url.name,
+                                  module ? BG_REMOTE_MODULE : BG_REMOTE_BITMAP, f);
     if (rc != BG_OK) {
         if (rc == BG_ETOOBIG)
             cli_error("%s: cannot push %s: it has more than %llu bits, the most a bitmap "
@@ -479,33 +516,36 @@ int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
                       rf->url.display, path, (unsigned long long)BG_REMOTE_MAX_BITS);
         else
             remote_error(rf->url.display, "cannot push", rc, rf->r);
+        if (rc == BG_EREMOTE && strstr(bg_remote_errstr(rf->r), "MAX_BYTES"))
+            cli_error("%s: recreate the file with --max-bytes at most the server's MAX_BYTES "
+                      "(512 MiB by default)", path);
         bg_filter_free(f);
         cli_remote_close(rf);
         return CLI_EXIT_ERROR;
     }
-    uint64_t bits = bg_filter_bits(f), items = bg_filter_items(f), seed = bg_filter_seed(f);
-    uint32_t hashes = bg_filter_hashes(f);
+    moved m;
+    moved_of(f, &m);
     bg_filter_free(f);
     /* The generation now current: someone may already have pushed again,
      * so it is reported as read back, not as pushed. */
-    uint64_t generation = 0;
-    if (bg_remote_filter_open(&rf->f, rf->r, rf->url.name, BG_REMOTE_BITMAP) == BG_OK)
-        generation = bg_remote_filter_generation(rf->f);
+    if (!module && bg_remote_filter_open(&rf->f, rf->r, rf->url.name, BG_REMOTE_BITMAP) == BG_OK)
+        m.generation = bg_remote_filter_generation(rf->f);
     if (json) {
         printf("{\"file\":");
         cli_json_string(stdout, path);
         printf(",\"url\":");
         cli_json_string(stdout, rf->url.display);
-        printf(",\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"items\":%llu,\"generation\":%llu}\n",
-               (unsigned long long)bits, hashes, (unsigned long long)seed,
-               (unsigned long long)items, (unsigned long long)generation);
+        moved_json(module, &m);
     }
-    if (!quiet)
-        fprintf(stderr,
-                "bloomgate: pushed %s to %s: m = %llu bits, k = %u, %llu items; now "
-                "generation %llu\n",
-                path, rf->url.display, (unsigned long long)bits, hashes,
-                (unsigned long long)items, (unsigned long long)generation);
+    if (!quiet) {
+        char words[128];
+        moved_words(module, &m, words, sizeof words);
+        if (module)
+            fprintf(stderr, "bloomgate: pushed %s to %s: %s\n", path, rf->url.display, words);
+        else
+            fprintf(stderr, "bloomgate: pushed %s to %s: %s; now generation %llu\n", path,
+                    rf->url.display, words, (unsigned long long)m.generation);
+    }
     cli_remote_close(rf);
     if (json && cli_stdout_close() != 0)
         return CLI_EXIT_ERROR;
@@ -514,9 +554,6 @@ int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
 
 int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, bool json)
 {
-    int refused = bitmap_only(&cli_cmd_pull, url);
-    if (refused >= 0)
-        return refused;
     /* Fail before downloading what may be hundreds of MiB; cli_save_new
      * makes the refusal race-free. */
     struct stat st;
@@ -527,37 +564,43 @@ int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, b
     cli_remote *rf;
     if (cli_remote_open(url, &rf) != 0)
         return CLI_EXIT_ERROR;
+    bool module = rf->url.backend == CLI_URL_MODULE;
     bg_filter *f;
     int rc = bg_remote_filter_fetch(rf->f, &f);
     if (rc != BG_OK) {
-        remote_error(rf->url.display, "cannot pull", rc, rf->r);
+        if (rc == BG_EINVAL) /* the one reason left: shards */
+            cli_error("%s: cannot pull: a sharded filter has no single file to go into",
+                      rf->url.display);
+        else
+            remote_error(rf->url.display, "cannot pull", rc, rf->r);
         cli_remote_close(rf);
         return CLI_EXIT_ERROR;
     }
-    uint64_t generation = bg_remote_filter_generation(rf->f);
+    moved m;
+    moved_of(f, &m);
+    m.generation = module ? 0 : bg_remote_filter_generation(rf->f);
     if (cli_save_new(f, path, force) != 0) {
         bg_filter_free(f);
         cli_remote_close(rf);
         return CLI_EXIT_ERROR;
     }
-    uint64_t bits = bg_filter_bits(f), items = bg_filter_items(f), seed = bg_filter_seed(f);
-    uint32_t hashes = bg_filter_hashes(f);
     bg_filter_free(f);
     if (json) {
         printf("{\"url\":");
         cli_json_string(stdout, rf->url.display);
         printf(",\"file\":");
         cli_json_string(stdout, path);
-        printf(",\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"items\":%llu,\"generation\":%llu}\n",
-               (unsigned long long)bits, hashes, (unsigned long long)seed,
-               (unsigned long long)items, (unsigned long long)generation);
+        moved_json(module, &m);
     }
-    if (!quiet)
-        fprintf(stderr,
-                "bloomgate: pulled %s (generation %llu) into %s: m = %llu bits, k = %u, %llu "
-                "items\n",
-                rf->url.display, (unsigned long long)generation, path, (unsigned long long)bits,
-                hashes, (unsigned long long)items);
+    if (!quiet) {
+        char words[128];
+        moved_words(module, &m, words, sizeof words);
+        if (module)
+            fprintf(stderr, "bloomgate: pulled %s into %s: %s\n", rf->url.display, path, words);
+        else
+            fprintf(stderr, "bloomgate: pulled %s (generation %llu) into %s: %s\n",
+                    rf->url.display, (unsigned long long)m.generation, path, words);
+    }
     cli_remote_close(rf);
     if (json && cli_stdout_close() != 0)
         return CLI_EXIT_ERROR;

@@ -211,7 +211,7 @@ static int create_bitmap(bg_guard *g, bg__guard_thread *t)
         /* Another instance may have created it while we scanned: keep its. */
         rc = reopen(g, t);
         if (rc == BG_ENOTFOUND) {
-            rc = bg_remote_filter_publish(t->conn, g->rname, local);
+            rc = bg_remote_filter_publish(t->conn, g->rname, BG_REMOTE_BITMAP, local);
             if (rc == BG_OK)
                 rc = reopen(g, t);
         }

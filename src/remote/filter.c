@@ -660,11 +660,16 @@ int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms)
                                           : bg__module_expire(f, ttl_ms);
 }
 
-int bg_remote_filter_publish(bg_remote *r, const char *name, const bg_filter *local)
+int bg_remote_filter_publish(bg_remote *r, const char *name, bg_remote_backend backend,
+                             const bg_filter *local)
 {
     if (!r || !local || !name_ok(name))
         return BG_EINVAL;
-    return bg__bitmap_publish(r, name, local);
+    if (backend == BG_REMOTE_BITMAP)
+        return bg__bitmap_publish(r, name, local);
+    if (backend == BG_REMOTE_MODULE)
+        return bg__module_publish(r, name, local);
+    return BG_EINVAL;
 }
 
 int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
@@ -672,9 +677,9 @@ int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
     if (!out)
         return BG_EINVAL;
     *out = NULL;
-    if (!f || f->backend != BG_REMOTE_BITMAP || f->shards > 1)
+    if (!f || f->shards > 1)
         return BG_EINVAL;
-    return bg__bitmap_fetch(f, out);
+    return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_fetch(f, out) : bg__module_fetch(f, out);
 }
 
 /* A staged filter is not rebuilt: it is being filled (commit it first). */

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <bloomgate/file.h>
+
 #include "core/alloc_internal.h"
 #include "remote_internal.h"
 
@@ -647,4 +649,295 @@ int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)
     int rc = pexpire(f, ttl_ms);
     return rc == BG_ENOTFOUND ? bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name)
                               : rc;
+}
+
+/* PUBLISH AND FETCH (remote.h UPLOAD AND DOWNLOAD)
+ * The module's value is its own type, moved in and out as bloomgate's file
+ * image (docs/FORMAT.md) by BF.LOADCHUNK and BF.SCANDUMP (docs/REDIS.md):
+ * the bytes bg_filter_encode writes and bg_filter_decode reads.
+ *
+ * Publish loads the image under a hidden key, one chunk per script that also
+ * renews the key's lease (the module sets the value anew when the last
+ * chunk completes it, so the lease is set after every chunk: no moment
+ * leaves a hidden key without one), then renames it over name in one
+ * script. The module decodes the whole image, checksum included, before the
+ * key holds a filter, so a damaged upload never replaces anything.
+ *
+ * Fetch first copies name to a hidden key in one script (COPY: an instant's
+ * filter), then dumps the copy: dumping name itself would mix chunks from
+ * before and after concurrent adds, which the image's checksum (computed at
+ * BF.SCANDUMP's first call) refuses; a filter that is written to while it is
+ * downloaded would then never download. */
+#define BG__CHUNK ((size_t)4 << 20)
+
+/* KEYS[1] the upload; ARGV[1] the lease, ARGV[2] the iterator, ARGV[3] the
+ * bytes. */
+#define PUBLISH_CHUNK_SCRIPT                                                            \
+    "redis.call('BF.LOADCHUNK', KEYS[1], ARGV[2], ARGV[3])\n"                          \
+    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
+    "return 1\n"
+
+/* KEYS[1] the upload, KEYS[2] name, KEYS[3] the marker. name keeps its time
+ * to live; a pending rebuild is cancelled. */
+#define PUBLISH_COMMIT_SCRIPT                                                           \
+    "if redis.call('EXISTS', KEYS[1]) == 0 then\n"                                      \
+    "  return redis.error_reply('BGNOTFOUND the upload expired before it was complete')\n" \
+    "end\n"                                                                             \
+    "local t = redis.call('TYPE', KEYS[2]).ok\n"                                        \
+    "if t ~= 'none' and t ~= redis.call('TYPE', KEYS[1]).ok then\n"                     \
+    "  redis.call('UNLINK', KEYS[1])\n"                                                 \
+    "  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a value of type ' .. t)\n" \
+    "end\n"                                                                             \
+    "local ttl = redis.call('PTTL', KEYS[2])\n"                                         \
+    "local s = redis.call('HGET', KEYS[3], 'key')\n"                                    \
+    "if s then redis.call('UNLINK', s) redis.call('DEL', KEYS[3]) end\n"                \
+    "redis.call('UNLINK', KEYS[2])\n"                                                   \
+    "redis.call('RENAME', KEYS[1], KEYS[2])\n"                                          \
+    "if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) "                              \
+    "else redis.call('PERSIST', KEYS[2]) end\n"                                         \
+    "return 1\n"
+
+/* KEYS[1] name, KEYS[2] the copy; ARGV[1] the copy's lease. */
+#define FETCH_COPY_SCRIPT                                                               \
+    "if redis.call('EXISTS', KEYS[1]) == 0 then\n"                                      \
+    "  return redis.error_reply('BGNOTFOUND filter does not exist')\n"                  \
+    "end\n"                                                                             \
+    "redis.call('COPY', KEYS[1], KEYS[2])\n"                                            \
+    "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
+    "return 1\n"
+
+/* Best-effort UNLINK of a hidden key, keeping errstr (the first error is
+ * the one to report). Not after BG_ECONN: the key's lease ends it. */
+static void unlink_hidden(bg_remote *r, const char *key, int rc)
+{
+    if (rc == BG_ECONN)
+        return;
+    char keep[BG__REMOTE_ERRSTR];
+    memcpy(keep, r->errstr, sizeof keep);
+    const char *argv[2] = {"UNLINK", key};
+    size_t lens[2] = {6, strlen(key)};
+    redisReply *rep;
+    if (bg__remote_command(r, 2, argv, lens, &rep, 0) == BG_OK)
+        freeReplyObject(rep);
+    memcpy(r->errstr, keep, sizeof keep);
+}
+
+int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
+{
+    if (bg_filter_variant(local) != BG_VARIANT_SCALABLE)
+        return bg__remote_fail(r, BG_EVARIANT,
+                               "only a scalable filter can be published to the module backend "
+                               "(the module's filters are scalable)");
+    uint64_t size;
+    int rc = bg_filter_encoded_size(local, &size);
+    if (rc != BG_OK)
+        return rc;
+    if (size <= BG_FILE_HEADER_BYTES || size > (uint64_t)INT64_MAX - 1)
+        return bg__remote_fail(r, BG_ECORRUPT, "unexpected image size %" PRIu64, size);
+    size_t bufsize = size - BG_FILE_HEADER_BYTES > BG__CHUNK ? BG__CHUNK
+                                                            : (size_t)(size - BG_FILE_HEADER_BYTES);
+    if (bufsize < BG_FILE_HEADER_BYTES)
+        bufsize = BG_FILE_HEADER_BYTES;
+    size_t mlen = strlen(name) + 11;
+    char *upload = hidden_key(name, "publish"), *marker = bg__malloc(mlen);
+    uint8_t *buf = bg__malloc(bufsize);
+    if (!upload || !marker || !buf) {
+        rc = BG_ENOMEM;
+        goto out;
+    }
+    snprintf(marker, mlen, "{%s}:rebuild", name); /* as filter.c names it */
+
+    char lease[24], it[24];
+    snprintf(lease, sizeof lease, "%u", BG_REMOTE_STAGE_TTL_MS);
+    /* The header first (iterator 1), then the rest in order: each chunk's
+     * iterator is the image offset of its end, plus one. */
+    for (uint64_t done = 0; done < size;) {
+        size_t n = done == 0 ? BG_FILE_HEADER_BYTES
+                             : (size - done > bufsize ? bufsize : (size_t)(size - done));
+        if ((rc = bg_filter_encode_range(local, done, buf, n)) != BG_OK)
+            goto out;
+        snprintf(it, sizeof it, "%" PRIu64, done == 0 ? 1 : done + n + 1);
+        const char *argv[7] = {NULL, NULL, "1", upload, lease, it, (const char *)buf};
+        size_t lens[7] = {0, 0, 1, strlen(upload), strlen(lease), strlen(it), n};
+        redisReply *rep;
+        rc = bg__remote_script(r, BG__SCRIPT_MODULE_PUBLISH_CHUNK, PUBLISH_CHUNK_SCRIPT, 7, argv,
+                               lens, &rep);
+        if (rc == BG_EREMOTE && done == 0 && strstr(r->errstr, "bad data")) {
+            bg_filter_scaling sc = {0};
+            (void)bg_filter_scaling_get(local, &sc);
+            bg__remote_fail(r, rc, "the server refused the filter's header: bloomgate.so refuses "
+                                   "a filter that may grow past its MAX_BYTES (512 MiB unless "
+                                   "configured; this one's max_bytes is %" PRIu64 "), and "
+                                   "RedisBloom cannot load bloomgate's image", sc.max_bytes);
+        }
+        if (rc != BG_OK)
+            goto out;
+        freeReplyObject(rep);
+        done += n;
+    }
+    const char *argv[6] = {NULL, NULL, "3", upload, name, marker};
+    size_t lens[6];
+    for (int i = 2; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    rc = bg__remote_script(r, BG__SCRIPT_MODULE_PUBLISH_COMMIT, PUBLISH_COMMIT_SCRIPT, 6, argv,
+                           lens, &rep);
+    if (rc == BG_OK)
+        freeReplyObject(rep);
+out:
+    if (rc != BG_OK && upload)
+        unlink_hidden(r, upload, rc);
+    bg__free(upload);
+    bg__free(marker);
+    bg__free(buf);
+    return rc;
+}
+
+/* BF.SCANDUMP key it: [next iterator, bytes]. BG_OK and the reply (the
+ * caller's), or a status. */
+static int scandump(bg_remote *r, const char *key, uint64_t it, uint64_t *next,
+                    redisReply **rep)
+{
+    char its[24];
+    snprintf(its, sizeof its, "%" PRIu64, it);
+    const char *argv[3] = {"BF.SCANDUMP", key, its};
+    size_t lens[3] = {11, strlen(key), strlen(its)};
+    int rc = bg__remote_command(r, 3, argv, lens, rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    const redisReply *a = *rep;
+    if (a->type != REDIS_REPLY_ARRAY || a->elements != 2 ||
+        a->element[0]->type != REDIS_REPLY_INTEGER || a->element[0]->integer < 0 ||
+        a->element[1]->type != REDIS_REPLY_STRING) {
+        freeReplyObject(*rep);
+        *rep = NULL;
+        return bg__remote_fail(r, BG_EREMOTE, "unexpected reply to BF.SCANDUMP");
+    }
+    *next = (uint64_t)a->element[0]->integer;
+    return BG_OK;
+}
+
+/* Reads the dump of `key` into a new buffer *img of *size bytes. The buffer
+ * grows with what the server sends (up to the size its header announces),
+ * so a server that announces more than it sends costs nothing. */
+static int dump_image(bg_remote *r, const char *key, uint8_t **img, uint64_t *size)
+{
+    *img = NULL;
+    redisReply *rep;
+    uint64_t next, total;
+    int rc = scandump(r, key, 0, &next, &rep);
+    if (rc != BG_OK)
+        return rc;
+    const redisReply *data = rep->element[1];
+    if (next != 1 || data->len != BG_FILE_HEADER_BYTES) {
+        size_t len = data->len;
+        freeReplyObject(rep);
+        return bg__remote_fail(r, BG_EREMOTE, "BF.SCANDUMP: unexpected first chunk (%zu bytes)",
+                               len);
+    }
+    rc = bg_file_image_size(data->str, data->len, &total);
+    if (rc == BG_OK && total > SIZE_MAX)
+        rc = BG_ETOOBIG;
+    if (rc != BG_OK) {
+        freeReplyObject(rep);
+        return bg__remote_fail(r, rc, "%s: the dump is not a bloomgate filter image: %s (a "
+                                      "RedisBloom filter cannot be fetched)",
+                               key, bg_strerror(rc));
+    }
+    size_t cap = BG__CHUNK + BG_FILE_HEADER_BYTES < total ? BG__CHUNK + BG_FILE_HEADER_BYTES
+                                                         : (size_t)total;
+    uint8_t *buf = bg__malloc(cap);
+    if (!buf) {
+        freeReplyObject(rep);
+        return BG_ENOMEM;
+    }
+    memcpy(buf, data->str, BG_FILE_HEADER_BYTES);
+    freeReplyObject(rep);
+    uint64_t have = BG_FILE_HEADER_BYTES;
+    for (;;) {
+        if ((rc = scandump(r, key, next, &next, &rep)) != BG_OK)
+            break;
+        data = rep->element[1];
+        if (next == 0) {
+            rc = data->len == 0 && have == total
+                     ? BG_OK
+                     : bg__remote_fail(r, BG_EREMOTE, "BF.SCANDUMP ended at byte %" PRIu64
+                                                      " of %" PRIu64, have, total);
+            freeReplyObject(rep);
+            break;
+        }
+        /* A chunk's iterator is the image offset of its end, plus one. */
+        if (data->len == 0 || data->len > total - have || next != have + data->len + 1) {
+            freeReplyObject(rep);
+            rc = bg__remote_fail(r, BG_EREMOTE, "BF.SCANDUMP: unexpected chunk at byte %" PRIu64,
+                                 have);
+            break;
+        }
+        if (have + data->len > cap) {
+            size_t grown = cap > total / 2 ? (size_t)total : cap * 2;
+            if (grown < have + data->len)
+                grown = (size_t)(have + data->len);
+            uint8_t *more = bg__malloc(grown);
+            if (!more) {
+                freeReplyObject(rep);
+                rc = BG_ENOMEM;
+                break;
+            }
+            memcpy(more, buf, (size_t)have);
+            bg__free(buf);
+            buf = more;
+            cap = grown;
+        }
+        memcpy(buf + have, data->str, data->len);
+        have += data->len;
+        freeReplyObject(rep);
+    }
+    if (rc != BG_OK) {
+        bg__free(buf);
+        return rc;
+    }
+    *img = buf;
+    *size = total;
+    return BG_OK;
+}
+
+int bg__module_fetch(bg_remote_filter *f, bg_filter **out)
+{
+    bg_remote *r = f->r;
+    /* In the name's cluster slot (a staged handle's key is hidden itself). */
+    char *copy = hidden_key(f->final_name ? f->final_name : f->name, "fetch");
+    if (!copy)
+        return BG_ENOMEM;
+    char lease[24];
+    snprintf(lease, sizeof lease, "%u", BG_REMOTE_STAGE_TTL_MS);
+    const char *argv[6] = {NULL, NULL, "2", f->name, copy, lease};
+    size_t lens[6];
+    for (int i = 2; i < 6; i++)
+        lens[i] = strlen(argv[i]);
+    redisReply *rep;
+    int rc = script(f, BG__SCRIPT_MODULE_FETCH_COPY, FETCH_COPY_SCRIPT, 6, argv, lens, &rep);
+    if (rc != BG_OK) {
+        bg__free(copy);
+        return rc;
+    }
+    freeReplyObject(rep);
+    uint8_t *img;
+    uint64_t size = 0;
+    rc = dump_image(r, copy, &img, &size);
+    unlink_hidden(r, copy, rc);
+    bg__free(copy);
+    if (rc != BG_OK)
+        return rc;
+    rc = bg_filter_decode(out, img, (size_t)size, 0);
+    bg__free(img);
+    if (rc != BG_OK)
+        return bg__remote_fail(r, rc, "%s: the downloaded image does not decode: %s", f->name,
+                               bg_strerror(rc));
+    if (bg_filter_variant(*out) != BG_VARIANT_SCALABLE) { /* not what a module holds */
+        bg_filter_free(*out);
+        *out = NULL;
+        return bg__remote_fail(r, BG_EVARIANT, "%s: the server sent a filter that is not "
+                                               "scalable", f->name);
+    }
+    return BG_OK;
 }

@@ -35,6 +35,9 @@ enum {
     BG__SCRIPT_MODULE_REBUILD_COMMIT,
     BG__SCRIPT_MODULE_REBUILD_ABORT,
     BG__SCRIPT_MODULE_DROP,
+    BG__SCRIPT_MODULE_PUBLISH_CHUNK,
+    BG__SCRIPT_MODULE_PUBLISH_COMMIT,
+    BG__SCRIPT_MODULE_FETCH_COPY,
     BG__SCRIPTS
 };
 
@@ -215,6 +218,8 @@ int64_t bg__module_rebuild_add(bg_remote_filter *f, const void *const *keys, con
                                size_t count, uint8_t *results);
 int bg__module_rebuild_commit(bg_remote_filter *f);
 int bg__module_rebuild_abort(bg_remote_filter *f);
+int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local);
+int bg__module_fetch(bg_remote_filter *f, bg_filter **out);
 
 /* A random number in [1, 2^63): getrandom, or the clock and pid (bitmap.c). */
 uint64_t bg__random_u63(void);

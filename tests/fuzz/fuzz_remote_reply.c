@@ -11,15 +11,16 @@
  * up; a client that connects again (it does after a broken connection) is
  * turned away at once. hiredis parses the stream into replies; the client
  * takes them in order as answers to its commands: open or create, then
- * add, contains, test-and-add, stats, expire, for the bitmap backend
- * fetch (small filters only), rebuild (both backends) and drop.
+ * add, contains, test-and-add, stats, expire, fetch (bitmap: small filters
+ * only; module: then a publish of what came down), rebuild (both backends)
+ * and drop.
  *
  * Properties checked on every input (a violation aborts):
  *   - every call returns a status the library defines (bg_err_name knows
  *     it), or a count no larger than the batch;
  *   - a batch's per-key results are 0 or 1 and add up to its count;
  *   - stats of a (single) bitmap filter agree with the shape that was opened;
- *   - a fetched filter has the opened shape;
+ *   - a fetched filter has the opened shape (module: is scalable);
  *   - the connection's message is a terminated string.
  * Nothing may crash, leak or hang (a session never waits on a timeout: the
  * server's stream ends with EOF). */
@@ -254,6 +255,18 @@ static void session(bg_remote *r, int module, int create)
         }
     }
     if (module) {
+        /* Fetch (the copy script, BF.SCANDUMP, UNLINK); what came down goes
+         * back up (the chunk and commit scripts). */
+        bg_filter *local = NULL;
+        rc = bg_remote_filter_fetch(f, &local);
+        note("fetch", rc, r);
+        if (rc == BG_OK) {
+            CHECK(bg_filter_variant(local) == BG_VARIANT_SCALABLE);
+            note("publish", bg_remote_filter_publish(r, "fz", BG_REMOTE_MODULE, local), r);
+            bg_filter_free(local);
+        } else {
+            CHECK(local == NULL);
+        }
         bg_remote_filter_options no = {.capacity = 200, .error_rate = 0.01};
         rebuild(r, f, &no, keys, lens);
     }

@@ -14,6 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bloomgate/file.h>
+#include <bloomgate/filter.h>
+
 typedef struct out {
     char buf[16384];
     size_t len;
@@ -147,6 +150,47 @@ static void bf_info(out *o, long long items)
     integer(o, 2);
 }
 
+/* A module fetch and the publish of what came down: the copy script, then
+ * BF.SCANDUMP's header, rest and end of the image of a real scalable filter
+ * (two layers), UNLINK; then the chunk script for the header and the rest,
+ * and the commit script. */
+static void module_fetch_publish(out *o)
+{
+    bg_filter *f;
+    bg_filter_options fo = {.variant = BG_VARIANT_SCALABLE, .capacity = 20, .error_rate = 0.01,
+                            .max_bytes = 1u << 20};
+    uint8_t img[4096];
+    size_t len = 0;
+    if (bg_filter_new(&f, &fo) != BG_OK) {
+        fprintf(stderr, "make_remote_corpus: cannot make a filter\n");
+        exit(1);
+    }
+    for (int i = 0; i < 30; i++)
+        (void)bg_filter_add(f, &i, sizeof i);
+    if (bg_filter_encode(f, img, sizeof img, &len) != BG_OK) {
+        fprintf(stderr, "make_remote_corpus: cannot encode a filter\n");
+        exit(1);
+    }
+    bg_filter_free(f);
+    sha(o, 22); /* the copy script */
+    integer(o, 1);
+    array(o, 2); /* BF.SCANDUMP 0: the header */
+    integer(o, 1);
+    bulk_n(o, img, BG_FILE_HEADER_BYTES);
+    array(o, 2); /* BF.SCANDUMP 1: the rest */
+    integer(o, (long long)len + 1);
+    bulk_n(o, img + BG_FILE_HEADER_BYTES, len - BG_FILE_HEADER_BYTES);
+    array(o, 2); /* the end */
+    integer(o, 0);
+    bulk(o, "");
+    integer(o, 1); /* UNLINK the copy */
+    sha(o, 20);    /* the chunk script: header, rest */
+    integer(o, 1);
+    integer(o, 1);
+    sha(o, 21); /* the commit script */
+    integer(o, 1);
+}
+
 /* A module session (fuzz_remote_reply.c, session()): created (staged
  * first) or opened; with `pending`, the first batch finds a rebuild pending
  * and runs the script that adds to both. Script SHA1s are learnt once. */
@@ -175,7 +219,8 @@ static void module_session(out *o, int create, int pending)
     ints(o, 1, 1); /* contains: BF.MEXISTS of one key */
     bf_info(o, 4);
     integer(o, 1); /* PEXPIRE */
-    sha(o, 15);    /* rebuild begin */
+    module_fetch_publish(o);
+    sha(o, 15); /* rebuild begin */
     integer(o, 1);
     sha(o, 16); /* rebuild add */
     ints(o, 3, 1);

@@ -54,14 +54,19 @@ static inline int tc_state_ok(int port)
     return ok;
 }
 
-/* Starts cl[0..n-1] as one cluster and waits until every master says ok. */
+/* Starts cl[0..n-1] as one cluster and waits until every master says ok.
+ * Each loads bloomgate.so when $BLOOMGATE_MODULE names it (the CMake tests
+ * set it when the module is built), for the module backend's tests. */
 static inline void tc_start(ts_server *cl, int n)
 {
     int base = tc_base_port(n);
+    const char *mod = getenv("BLOOMGATE_MODULE");
     char cmd[1024];
     int len = snprintf(cmd, sizeof cmd, "redis-cli --cluster create");
     for (int i = 0; i < n; i++) {
         memset(&cl[i], 0, sizeof cl[i]);
+        if (mod && *mod)
+            snprintf(cl[i].module, sizeof cl[i].module, "%s", mod);
         tu_tmpdir_make(&cl[i].dir, "cluster");
         cl[i].port = base + i;
         tc_spawn(&cl[i]);

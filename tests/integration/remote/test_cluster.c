@@ -1,13 +1,15 @@
 /* A sharded bitmap filter over a 3-master Redis Cluster that the test
  * starts itself (ports 23000-23999, redis-cli --cluster create): no false
  * negatives across processes, the FP rate, a resizing rebuild, and one slot
- * holding a shard
- * resharded from one master to another while a forked client adds and
- * checks keys (it must see no error and no false negative). */
+ * holding a shard resharded from one master to another while a forked
+ * client adds and checks keys (it must see no error and no false negative).
+ * With bloomgate.so loaded in every master ($BLOOMGATE_MODULE), the module
+ * backend's staged creation, rebuild, publish and fetch over the cluster. */
 #include "test_util.h"
 #include "redis_server.h"
 #include "redis_cluster.h"
 
+#include <bloomgate/file.h>
 #include <bloomgate/remote.h>
 
 #include <fcntl.h>
@@ -340,6 +342,121 @@ static void reshard_while_clients_run(void **state)
     bg_remote_free(r);
 }
 
+/* Adds (or with `check`, expects present) keys 0..n-1 of `set`. */
+static void module_keys(bg_remote_filter *f, uint64_t set, size_t n, int check)
+{
+    tu_batch b;
+    tu_batch_init(&b, 500);
+    for (size_t i = 0; i < n; i += 500) {
+        size_t c = n - i < 500 ? n - i : 500;
+        tu_batch_fill(&b, 1, set, i, c);
+        int64_t got = check ? bg_remote_filter_contains_many(f, b.keys, b.lens, c, NULL)
+                            : bg_remote_filter_add_many(f, b.keys, b.lens, c, NULL);
+        if (got < 0 || (check && got != (int64_t)c))
+            fail_msg("set %llu keys %zu..: %lld (%s)", (unsigned long long)set, i,
+                     (long long)got, got < 0 ? bg_err_name((int)got) : "not all present");
+    }
+    tu_batch_free(&b);
+}
+
+/* The module backend on the cluster, for filters whose names live on
+ * different masters: staged creation, a rebuild with adds from another
+ * handle in between, publish and fetch. Every script's keys are in the
+ * name's slot (no CROSSSLOT), and nothing hidden is left behind. */
+static void module_on_cluster(void **state)
+{
+    (void)state;
+    tu_ctx("module backend over the cluster");
+    const char *mod = getenv("BLOOMGATE_MODULE");
+    if (!mod || !*mod) {
+        print_message("BLOOMGATE_MODULE not set: module test skipped\n");
+        skip();
+    }
+    static const char *const names[] = {"mc-a", "mc-b", "mc-c", "mc-d", "mc-e", "mc-f"};
+    enum { NAMES = sizeof names / sizeof *names };
+    bg_remote *r = cconn(), *r2 = cconn();
+    bg_filter *local;
+    bg_filter_options lo = {.variant = BG_VARIANT_SCALABLE, .capacity = 500, .error_rate = 0.01,
+                            .max_bytes = UINT64_C(256) << 20};
+    TU_EQ_I(bg_filter_new(&local, &lo), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 2000);
+    tu_batch_fill(&b, 1, 3, 0, 2000);
+    TU_TRUE(bg_filter_add_many(local, b.keys, b.lens, 2000, NULL) >= 0);
+    tu_batch_free(&b);
+    uint64_t isize;
+    TU_EQ_I(bg_filter_encoded_size(local, &isize), BG_OK);
+    uint8_t *want = malloc(isize), *got = malloc(isize);
+    assert_non_null(want);
+    assert_non_null(got);
+    TU_EQ_I(bg_filter_encode(local, want, isize, NULL), BG_OK);
+
+    for (int i = 0; i < NAMES; i++) {
+        bg_remote_filter *f, *w;
+        bg_remote_filter_options o = {.backend = BG_REMOTE_MODULE, .capacity = 1000,
+                                      .error_rate = 0.01};
+        TU_EQ_I(bg_remote_filter_stage(&f, r, names[i], &o), BG_OK);
+        module_keys(f, 1, 1000, 0);
+        bg_filter *staged;
+        TU_EQ_I(bg_remote_filter_fetch(f, &staged), BG_OK);
+        TU_TRUE(bg_filter_items(staged) > 980 && bg_filter_items(staged) <= 1000);
+        bg_filter_free(staged);
+        TU_EQ_I(bg_remote_filter_stage_commit(f), BG_OK);
+
+        TU_EQ_I(bg_remote_filter_open(&w, r2, names[i], BG_REMOTE_MODULE), BG_OK);
+        bg_remote_filter_options no = {.capacity = 2000, .error_rate = 0.01};
+        TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+        module_keys(f, 2, 500, 0); /* during the rebuild: must reach it */
+        b = (tu_batch){0};
+        tu_batch_init(&b, 1000);
+        tu_batch_fill(&b, 1, 1, 0, 1000);
+        TU_TRUE(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 1000, NULL) >= 0);
+        tu_batch_free(&b);
+        TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+        bg_remote_filter_stats st;
+        TU_EQ_I(bg_remote_filter_stats_get(f, &st), BG_OK);
+        TU_EQ_U(st.capacity, 2000);
+        module_keys(f, 1, 1000, 1);
+        module_keys(f, 2, 500, 1);
+
+        TU_EQ_I(bg_remote_filter_publish(r, names[i], BG_REMOTE_MODULE, local), BG_OK);
+        module_keys(w, 3, 2000, 1);
+        bg_filter *back;
+        TU_EQ_I(bg_remote_filter_fetch(w, &back), BG_OK);
+        uint64_t bsize;
+        TU_EQ_I(bg_filter_encoded_size(back, &bsize), BG_OK);
+        TU_EQ_U(bsize, isize);
+        TU_EQ_I(bg_filter_encode(back, got, isize, NULL), BG_OK);
+        TU_TRUE(memcmp(want, got, isize) == 0);
+        bg_filter_free(back);
+        bg_remote_filter_close(w);
+        bg_remote_filter_close(f);
+    }
+    /* The names span masters, and only they are left. */
+    int masters = 0;
+    long long keys = 0;
+    for (int n = 0; n < CL_N; n++) {
+        redisContext *c = ts_raw(&cl[n]);
+        long long k = ts_int(c, "DBSIZE");
+        masters += k > 0;
+        keys += k;
+        redisFree(c);
+    }
+    TU_TRUE(masters >= 2);
+    TU_EQ_I(keys, NAMES);
+    for (int i = 0; i < NAMES; i++) {
+        bg_remote_filter *f;
+        TU_EQ_I(bg_remote_filter_open(&f, r, names[i], BG_REMOTE_MODULE), BG_OK);
+        TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+        bg_remote_filter_close(f);
+    }
+    free(want);
+    free(got);
+    bg_filter_free(local);
+    bg_remote_free(r);
+    bg_remote_free(r2);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL);
@@ -347,6 +464,7 @@ int main(void)
         cmocka_unit_test(slot_known),
         cmocka_unit_test(sharded_cross_process),
         cmocka_unit_test(reshard_while_clients_run),
+        cmocka_unit_test(module_on_cluster),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,6 +9,7 @@
 #include "redis_server.h"
 
 #include <bloomgate/remote.h>
+#include <bloomgate/file.h>
 
 #include <poll.h>
 #include <time.h>
@@ -389,7 +390,7 @@ static void bitmap_publish_fetch(void **state)
     enum { N = 5000, B = 500 };
     bg_filter *lf = local_filter(N, 0.02, 0xabcu, 3, N);
     bg_remote *r = conn(&srv, 0);
-    TU_EQ_I(bg_remote_filter_publish(r, "pub", lf), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", BG_REMOTE_BITMAP, lf), BG_OK);
     bg_remote_filter *f;
     TU_EQ_I(bg_remote_filter_open(&f, r, "pub", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_U(bg_remote_filter_bits(f), bg_filter_bits(lf));
@@ -422,7 +423,7 @@ static void bitmap_publish_fetch(void **state)
     /* Publish again (other keys, same shape): the open handle follows. */
     uint64_t g1 = bg_remote_filter_generation(f);
     bg_filter *lf2 = local_filter(N, 0.02, 0xabcu, 5, N);
-    TU_EQ_I(bg_remote_filter_publish(r, "pub", lf2), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", BG_REMOTE_BITMAP, lf2), BG_OK);
     tu_batch_fill(&b, 1, 5, 0, B);
     TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res), B);
     TU_TRUE(bg_remote_filter_generation(f) != g1);
@@ -440,10 +441,10 @@ static void bitmap_publish_fetch(void **state)
     bg_filter *blk;
     bg_filter_options bo = {.variant = BG_VARIANT_BLOCKED, .capacity = 1000, .error_rate = 0.01};
     TU_EQ_I(bg_filter_new(&blk, &bo), BG_OK);
-    TU_EQ_I(bg_remote_filter_publish(r, "pub", blk), BG_EVARIANT);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", BG_REMOTE_BITMAP, blk), BG_EVARIANT);
     bg_filter_free(blk);
-    TU_EQ_I(bg_remote_filter_publish(r, "a{b}", lf), BG_EINVAL);
-    TU_EQ_I(bg_remote_filter_publish(r, "pub", NULL), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish(r, "a{b}", BG_REMOTE_BITMAP, lf), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", BG_REMOTE_BITMAP, NULL), BG_EINVAL);
     TU_EQ_I(bg_remote_filter_fetch(f, NULL), BG_EINVAL);
 
     /* Several pieces each way (> 4 MiB). */
@@ -455,7 +456,7 @@ static void bitmap_publish_fetch(void **state)
         tu_batch_fill(&b, 1, 6, i, B);
         TU_TRUE(bg_filter_add_many(big, b.keys, b.lens, B, NULL) >= 0);
     }
-    TU_EQ_I(bg_remote_filter_publish(r, "pub", big), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", BG_REMOTE_BITMAP, big), BG_OK);
     TU_EQ_I(bg_remote_filter_contains(f, "x", 1), BG_ESTALE); /* reshaped */
     bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_open(&f, r, "pub", BG_REMOTE_BITMAP), BG_OK);
@@ -543,7 +544,7 @@ static void bitmap_swap_readers(void **state)
     enum { K = 1000, SWAPS = 20, READERS = 2 };
     bg_remote *r = conn(&srv, 0);
     bg_filter *lf = local_filter(20000, 0.01, 77, 7, K);
-    TU_EQ_I(bg_remote_filter_publish(r, "swap", lf), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "swap", BG_REMOTE_BITMAP, lf), BG_OK);
     bg_filter_free(lf);
 
     int fds[2];
@@ -570,7 +571,7 @@ static void bitmap_swap_readers(void **state)
         tu_batch_fill(&b, 1, 100 + (uint64_t)s, 0, 500); /* this rebuild's own keys */
         TU_TRUE(bg_filter_add_many(lf, b.keys, b.lens, 500, NULL) >= 0);
         tu_batch_free(&b);
-        TU_EQ_I(bg_remote_filter_publish(r, "swap", lf), BG_OK);
+        TU_EQ_I(bg_remote_filter_publish(r, "swap", BG_REMOTE_BITMAP, lf), BG_OK);
         bg_filter_free(lf);
         nanosleep(&(struct timespec){.tv_nsec = 30000000}, NULL);
     }
@@ -578,7 +579,7 @@ static void bitmap_swap_readers(void **state)
     TU_EQ_I(ts_count_keys(c, "{swap}*"), 2);
     /* A reshape: the readers' handles go stale, and they stop. */
     lf = local_filter(40000, 0.01, 77, 7, K);
-    TU_EQ_I(bg_remote_filter_publish(r, "swap", lf), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "swap", BG_REMOTE_BITMAP, lf), BG_OK);
     bg_filter_free(lf);
     for (int i = 0; i < READERS; i++) {
         int status;
@@ -755,7 +756,7 @@ static void bitmap_rebuild(void **state)
     bg_filter_options lo = {.variant = BG_VARIANT_STANDARD, .bits = bg_remote_filter_bits(a),
                             .hashes = bg_remote_filter_hashes(a), .seed = bg_remote_filter_seed(a)};
     TU_EQ_I(bg_filter_new(&lf, &lo), BG_OK);
-    TU_EQ_I(bg_remote_filter_publish(r, "rb", lf), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "rb", BG_REMOTE_BITMAP, lf), BG_OK);
     bg_filter_free(lf);
     TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
     TU_EQ_I(ts_count_keys(c, "{rb}*"), 2);
@@ -1600,6 +1601,241 @@ static void module_staged_create(void **state)
     ts_stop(&s);
 }
 
+/* A scalable local filter (capacity per first layer, p) holding keys
+ * 0..n-1 of `set`. */
+static bg_filter *scalable_filter(uint64_t capacity, uint64_t set, size_t n)
+{
+    bg_filter *lf;
+    /* The module refuses a filter that may grow past its MAX_BYTES. */
+    bg_filter_options lo = {.variant = BG_VARIANT_SCALABLE, .capacity = capacity,
+                            .error_rate = 0.01, .max_bytes = UINT64_C(256) << 20};
+    TU_EQ_I(bg_filter_new(&lf, &lo), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 500);
+    for (size_t i = 0; i < n; i += 500) {
+        size_t c = n - i < 500 ? n - i : 500;
+        tu_batch_fill(&b, 1, set, i, c);
+        TU_TRUE(bg_filter_add_many(lf, b.keys, b.lens, c, NULL) >= 0);
+    }
+    tu_batch_free(&b);
+    return lf;
+}
+
+/* The fetched filter is `want`'s file image, byte for byte: the same
+ * layers, bits, item counts, seed and scaling. */
+static void same_image(bg_remote_filter *f, const bg_filter *want)
+{
+    bg_filter *back;
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
+    uint64_t s1, s2;
+    uint8_t *i1 = image_of(want, &s1), *i2 = image_of(back, &s2);
+    TU_EQ_U(s1, s2);
+    TU_TRUE(memcmp(i1, i2, s1) == 0);
+    free(i1);
+    free(i2);
+    bg_filter_free(back);
+}
+
+/* Another process adding keys 0..n-1 of set 9 to module filter `name`, in
+ * batches of 50; it says so on ready_fd before it starts. */
+static pid_t module_adder(int port, const char *name, size_t n, int ready_fd)
+{
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid > 0)
+        return pid;
+    bg_remote *cr = NULL;
+    bg_remote_options co = {.port = port};
+    bg_remote_filter *cf = NULL;
+    if (bg_remote_connect(&cr, &co) != BG_OK ||
+        bg_remote_filter_open(&cf, cr, name, BG_REMOTE_MODULE) != BG_OK ||
+        write(ready_fd, "r", 1) != 1)
+        _exit(2);
+    tu_batch b;
+    tu_batch_init(&b, 50);
+    int ok = 1;
+    for (size_t i = 0; ok && i < n; i += 50) {
+        tu_batch_fill(&b, 1, 9, i, 50);
+        ok = bg_remote_filter_add_many(cf, b.keys, b.lens, 50, NULL) >= 0;
+    }
+    _exit(ok ? 0 : 1);
+}
+
+/* Module publish and fetch: a local scalable filter of several layers goes
+ * up and answers as it did, and comes back byte for byte, also while
+ * another process adds (fetch dumps a copy); a second publish replaces the
+ * filter under an open handle, keeps the name's time to live and cancels a
+ * pending rebuild; a large filter goes up and down in several chunks;
+ * refusals and failures leave no hidden key behind. */
+static void module_publish_fetch(void **state)
+{
+    (void)state;
+    tu_ctx("module publish and fetch");
+    enum { N = 5000, B = 500, DURING = 30000 };
+    ts_server s;
+    ts_start_module(&s);
+    bg_remote *r = conn(&s, 0), *r2 = conn(&s, 0);
+    redisContext *c = ts_raw(&s);
+
+    bg_filter *lf = scalable_filter(1000, 3, N); /* layers of 1000, 2000, 4000 */
+    bg_filter_scaling sc;
+    TU_EQ_I(bg_filter_scaling_get(lf, &sc), BG_OK);
+    TU_EQ_U(sc.layers, 3);
+    int prc = bg_remote_filter_publish(r, "mp", BG_REMOTE_MODULE, lf);
+    if (prc != BG_OK)
+        fail_msg("publish: %s (%s)", bg_err_name(prc), bg_remote_errstr(r));
+    TU_EQ_I(ts_count_keys(c, "*"), 1); /* no upload left behind */
+    TU_EQ_I(ts_int(c, "PTTL mp"), -1);
+    bg_remote_filter *f, *w;
+    TU_EQ_I(bg_remote_filter_open(&f, r, "mp", BG_REMOTE_MODULE), BG_OK);
+    bg_remote_filter_stats st;
+    TU_EQ_I(bg_remote_filter_stats_get(f, &st), BG_OK);
+    TU_EQ_U(st.items, bg_filter_items(lf));
+    TU_EQ_U(st.layers, 3);
+    tu_batch b;
+    tu_batch_init(&b, B);
+    uint8_t res[B];
+    for (uint64_t set = 3; set <= 4; set++)
+        for (size_t i = 0; i < (set == 3 ? N : 20000); i += B) {
+            tu_batch_fill(&b, 1, set, i, B);
+            TU_TRUE(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res) >= 0);
+            for (size_t j = 0; j < B; j++)
+                TU_EQ_I(res[j], bg_filter_contains(lf, b.keys[j], b.lens[j]));
+        }
+    same_image(f, lf);
+
+    /* Fetch while another process adds: each download is one moment's
+     * filter (a dump of the live key would fail its checksum). */
+    int ready[2];
+    TU_EQ_I(pipe(ready), 0);
+    pid_t pid = module_adder(s.port, "mp", DURING, ready[1]);
+    char x;
+    TU_EQ_I(read(ready[0], &x, 1), 1);
+    uint64_t items_seen = bg_filter_items(lf), fetches = 0, mid = 0;
+    int status;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        bg_filter *back;
+        int rc = bg_remote_filter_fetch(f, &back);
+        if (rc != BG_OK)
+            fail_msg("fetch during adds: %s (%s)", bg_err_name(rc), bg_remote_errstr(r));
+        uint64_t items = bg_filter_items(back);
+        TU_TRUE(items >= items_seen);
+        mid += items > bg_filter_items(lf) && items < bg_filter_items(lf) + DURING;
+        items_seen = items;
+        fetches++;
+        tu_batch_fill(&b, 1, 3, 0, B);
+        TU_EQ_I(bg_filter_contains_many(back, b.keys, b.lens, B, NULL), B);
+        bg_filter_free(back);
+    }
+    TU_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    close(ready[0]);
+    close(ready[1]);
+    print_message("%llu fetches during adds, %llu mid-way\n", (unsigned long long)fetches,
+                  (unsigned long long)mid);
+    TU_TRUE(mid >= 1);
+    TU_EQ_I(ts_count_keys(c, "*"), 1); /* every copy deleted */
+
+    /* Publish again over a filter with a time to live and a pending
+     * rebuild: the open handle reads the new filter, the TTL stays, the
+     * rebuild is gone. */
+    TU_EQ_I(bg_remote_filter_expire(f, 600000), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&w, r2, "mp", BG_REMOTE_MODULE), BG_OK);
+    bg_remote_filter_options no = {.capacity = 10000, .error_rate = 0.01};
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "*"), 3);
+    bg_filter *lf2 = scalable_filter(1000, 5, 3000);
+    TU_EQ_I(bg_remote_filter_publish(r, "mp", BG_REMOTE_MODULE, lf2), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    long long ttl = ts_int(c, "PTTL mp");
+    TU_TRUE(ttl > 500000 && ttl <= 600000);
+    expect_all(f, 5, 3000);
+    int64_t old = 0;
+    for (size_t i = 0; i < N; i += B) {
+        tu_batch_fill(&b, 1, 3, i, B);
+        old += bg_remote_filter_contains_many(f, b.keys, b.lens, B, NULL);
+    }
+    TU_TRUE(old < 100); /* false positives only: ~1% of 5000 */
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ESTALE);
+    TU_EQ_I(bg_remote_filter_add(w, "new", 3), BG_OK);
+    TU_EQ_I(bg_remote_filter_contains(f, "new", 3), 1);
+    bg_remote_filter_close(w);
+
+    /* Refusals, and nothing left behind. */
+    bg_filter *std = local_filter(1000, 0.01, 0, 3, 100);
+    TU_EQ_I(bg_remote_filter_publish(r, "mp", BG_REMOTE_MODULE, std), BG_EVARIANT);
+    TU_EQ_I(bg_remote_filter_publish(r, "mp", BG_REMOTE_BITMAP, lf), BG_EVARIANT);
+    TU_EQ_I(bg_remote_filter_publish(r, "mp", (bg_remote_backend)0, lf), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish(r, "mp", (bg_remote_backend)9, lf), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish(r, "m{p}", BG_REMOTE_MODULE, lf), BG_EINVAL);
+    bg_filter_free(std);
+    bg_filter *huge; /* may grow to 64 GiB, the library's default cap */
+    bg_filter_options ho = {.variant = BG_VARIANT_SCALABLE, .capacity = 100, .error_rate = 0.01};
+    TU_EQ_I(bg_filter_new(&huge, &ho), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "mp", BG_REMOTE_MODULE, huge), BG_EREMOTE);
+    TU_TRUE(strstr(bg_remote_errstr(r), "MAX_BYTES") != NULL);
+    bg_filter_free(huge);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    expect_all(f, 5, 3000);
+    TU_EQ_I(ts_int(c, "RPUSH lst a"), 1);
+    TU_EQ_I(bg_remote_filter_publish(r, "lst", BG_REMOTE_MODULE, lf), BG_EREMOTE);
+    TU_TRUE(strstr(bg_remote_errstr(r), "WRONGTYPE") != NULL);
+    TU_EQ_I(ts_int(c, "LLEN lst"), 1);
+    TU_EQ_I(ts_int(c, "DEL lst"), 1);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+
+    /* Several chunks each way: a 23 MiB image goes up in 4 MiB loads and
+     * comes down in two 16 MiB dumps. */
+    bg_filter *big = scalable_filter(15000000, 6, 2000);
+    uint64_t bytes;
+    TU_EQ_I(bg_filter_encoded_size(big, &bytes), BG_OK);
+    TU_TRUE(bytes > (UINT64_C(16) << 20));
+    TU_EQ_I(bg_remote_filter_publish(r, "mp", BG_REMOTE_MODULE, big), BG_OK);
+    expect_all(f, 6, 2000);
+    same_image(f, big);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    bg_filter_free(big);
+
+    /* A staged handle fetches its staged filter. */
+    bg_remote_filter *g;
+    bg_remote_filter_options so = {.backend = BG_REMOTE_MODULE, .capacity = 100,
+                                   .error_rate = 0.01};
+    TU_EQ_I(bg_remote_filter_stage(&g, r2, "sg", &so), BG_OK);
+    TU_EQ_I(bg_remote_filter_add(g, "staged", 6), BG_OK);
+    bg_filter *back;
+    TU_EQ_I(bg_remote_filter_fetch(g, &back), BG_OK);
+    TU_EQ_I(bg_filter_contains(back, "staged", 6), 1);
+    TU_EQ_U(bg_filter_items(back), 1);
+    bg_filter_free(back);
+    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    bg_remote_filter_close(g);
+
+    /* A key being loaded cannot be dumped; a dropped filter cannot be
+     * fetched; neither leaves its copy behind. */
+    uint8_t head[BG_FILE_HEADER_BYTES];
+    TU_EQ_I(bg_filter_encode_range(lf, 0, head, sizeof head), BG_OK);
+    TU_EQ_I(ts_int(c, "DEL mp"), 1);
+    redisReply *rep = redisCommand(c, "BF.LOADCHUNK mp 1 %b", head, sizeof head);
+    assert_non_null(rep);
+    TU_EQ_I(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_EREMOTE);
+    TU_TRUE(strstr(bg_remote_errstr(r), "being loaded") != NULL);
+    TU_TRUE(back == NULL);
+    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    TU_EQ_I(ts_int(c, "DEL mp"), 1);
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_ENOTFOUND);
+    TU_EQ_I(ts_count_keys(c, "*"), 0);
+
+    bg_remote_filter_close(f);
+    bg_filter_free(lf);
+    bg_filter_free(lf2);
+    tu_batch_free(&b);
+    redisFree(c);
+    bg_remote_free(r);
+    bg_remote_free(r2);
+    ts_stop(&s);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL); /* the library must cope without SIG_IGN */
@@ -1621,6 +1857,7 @@ int main(void)
         cmocka_unit_test(module_backend),
         cmocka_unit_test(module_staged_create),
         cmocka_unit_test(module_rebuild),
+        cmocka_unit_test(module_publish_fetch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,162 @@
+/* The measurement behind docs/PERFORMANCE.md's "Publish and fetch" table:
+ * moving a whole filter between a process and Redis, for filters of a few
+ * sizes, through
+ *   bitmap   bg_remote_filter_publish / _fetch of a standard filter: SET and
+ *            SETRANGE, then GETRANGE through a checked script, 4 MiB a call
+ *   module   the same calls on the module backend (bloomgate.so): a scalable
+ *            filter of the same payload size, BF.LOADCHUNK 4 MiB a call,
+ *            the rename; COPY, then BF.SCANDUMP 16 MiB a call
+ * on one local redis-server, modes interleaved, best of ROUNDS. For each it
+ * prints the wall time (MiB/s of payload) and the longest single command the
+ * server ran meanwhile (SLOWLOG, every command logged), which is how long
+ * every other client of that server waited at worst.
+ *   BLOOMGATE_MODULE=.../bloomgate.so transfer_bench [rounds, default 3] */
+#include <stdbool.h>
+
+#include "test_util.h"
+#include "redis_server.h"
+
+#include <bloomgate/filter.h>
+#include <bloomgate/remote.h>
+
+enum { BITMAP, MODULE, MODES };
+static const char *const mode_name[MODES] = {"bitmap", "module"};
+
+/* The longest command in the slow log since the last reset: its name into
+ * `what`, its duration in microseconds returned. */
+static long long longest(redisContext *c, char *what, size_t size)
+{
+    redisReply *rep = redisCommand(c, "SLOWLOG GET -1");
+    long long best = 0;
+    snprintf(what, size, "-");
+    for (size_t i = 0; rep && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+        redisReply *e = rep->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 4)
+            continue;
+        long long us = e->element[2]->integer;
+        redisReply *argv = e->element[3];
+        if (us > best && argv->type == REDIS_REPLY_ARRAY && argv->elements > 0) {
+            best = us;
+            snprintf(what, size, "%s", argv->element[0]->str);
+        }
+    }
+    if (rep)
+        freeReplyObject(rep);
+    freeReplyObject(redisCommand(c, "SLOWLOG RESET"));
+    return best;
+}
+
+static bg_filter *filter_of(int mode, uint64_t bytes)
+{
+    bg_filter *f;
+    /* Scalable: one layer of about `bytes` (p0 = p / 2: 11.04 bits a key,
+     * rounded up to whole words), allowed to grow to 512 MiB in all. */
+    bg_filter_options o = mode == BITMAP
+                              ? (bg_filter_options){.variant = BG_VARIANT_STANDARD,
+                                                    .bits = bytes * 8, .hashes = 7}
+                              : (bg_filter_options){.variant = BG_VARIANT_SCALABLE,
+                                                    .capacity = (uint64_t)((double)bytes * 8 /
+                                                                           11.04),
+                                                    .error_rate = 0.01,
+                                                    .max_bytes = UINT64_C(512) << 20};
+    if (bg_filter_new(&f, &o) != BG_OK) {
+        fprintf(stderr, "cannot make a %s filter of %llu bytes\n", mode_name[mode],
+                (unsigned long long)bytes);
+        exit(1);
+    }
+    return f;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 ? atoi(argv[1]) : 3;
+    const char *module = getenv("BLOOMGATE_MODULE");
+    if (!module || !*module) {
+        fprintf(stderr, "transfer_bench: set BLOOMGATE_MODULE to bloomgate.so\n");
+        return 2;
+    }
+    static const uint64_t sizes[] = {UINT64_C(16) << 20, UINT64_C(128) << 20,
+                                     UINT64_C(400) << 20};
+    enum { SIZES = sizeof sizes / sizeof *sizes };
+    ts_server s;
+    ts_start(&s, module);
+    bg_remote *r;
+    bg_remote_options ro = {.port = s.port, .command_timeout_ms = 60000};
+    if (bg_remote_connect(&r, &ro) != BG_OK)
+        return 1;
+    redisContext *c = ts_raw(&s);
+    freeReplyObject(redisCommand(c, "CONFIG SET slowlog-log-slower-than 0"));
+    freeReplyObject(redisCommand(c, "CONFIG SET slowlog-max-len 100000"));
+
+    /* [size][mode][publish, fetch]: best seconds, and the longest command
+     * (us) and its name in the best run. */
+    double best[SIZES][MODES][2];
+    long long stall[SIZES][MODES][2];
+    char stall_cmd[SIZES][MODES][2][24];
+    uint64_t payload[SIZES][MODES];
+    for (int i = 0; i < SIZES; i++)
+        for (int m = 0; m < MODES; m++)
+            for (int op = 0; op < 2; op++)
+                best[i][m][op] = 1e30;
+    for (int round = 0; round < rounds; round++)
+        for (int i = 0; i < SIZES; i++)
+            for (int m = 0; m < MODES; m++) {
+                bg_filter *local = filter_of(m, sizes[i]);
+                payload[i][m] = bg_filter_bytes(local);
+                bg_remote_backend be = m == BITMAP ? BG_REMOTE_BITMAP : BG_REMOTE_MODULE;
+                char name[16];
+                snprintf(name, sizeof name, "t%d", m);
+                char what[24];
+                (void)longest(c, what, sizeof what); /* resets the log */
+                double t0 = tu_now();
+                int rc = bg_remote_filter_publish(r, name, be, local);
+                double t1 = tu_now();
+                long long us = longest(c, what, sizeof what);
+                if (rc != BG_OK) {
+                    fprintf(stderr, "%s publish: %s\n", mode_name[m], bg_remote_errstr(r));
+                    return 1;
+                }
+                if (t1 - t0 < best[i][m][0]) {
+                    best[i][m][0] = t1 - t0;
+                    stall[i][m][0] = us;
+                    snprintf(stall_cmd[i][m][0], sizeof stall_cmd[i][m][0], "%s", what);
+                }
+                bg_filter_free(local);
+                bg_remote_filter *f;
+                if (bg_remote_filter_open(&f, r, name, be) != BG_OK)
+                    return 1;
+                bg_filter *back;
+                (void)longest(c, what, sizeof what);
+                t0 = tu_now();
+                rc = bg_remote_filter_fetch(f, &back);
+                t1 = tu_now();
+                us = longest(c, what, sizeof what);
+                if (rc != BG_OK) {
+                    fprintf(stderr, "%s fetch: %s\n", mode_name[m], bg_remote_errstr(r));
+                    return 1;
+                }
+                if (t1 - t0 < best[i][m][1]) {
+                    best[i][m][1] = t1 - t0;
+                    stall[i][m][1] = us;
+                    snprintf(stall_cmd[i][m][1], sizeof stall_cmd[i][m][1], "%s", what);
+                }
+                bg_filter_free(back);
+                (void)bg_remote_filter_drop(f);
+                bg_remote_filter_close(f);
+            }
+
+    printf("| payload | backend | publish s | MiB/s | longest command | fetch s | MiB/s | "
+           "longest command |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+    for (int i = 0; i < SIZES; i++)
+        for (int m = 0; m < MODES; m++) {
+            double mib = (double)payload[i][m] / 1048576.0;
+            printf("| %.0f MiB | %s | %.3f | %.0f | %.1f ms (%s) | %.3f | %.0f | %.1f ms (%s) |\n",
+                   mib, mode_name[m], best[i][m][0], mib / best[i][m][0],
+                   (double)stall[i][m][0] / 1000.0, stall_cmd[i][m][0], best[i][m][1],
+                   mib / best[i][m][1], (double)stall[i][m][1] / 1000.0, stall_cmd[i][m][1]);
+        }
+    redisFree(c);
+    bg_remote_free(r);
+    ts_stop(&s);
+    return 0;
+}
