@@ -28,8 +28,9 @@
  * KEY LAYOUT (module)
  *   name                        the filter (RedisBloom's type or bloomgate's)
  *   {name}:staging:<16 hex>     a staged filter until commit (STAGED CREATION)
- *   {name}:rebuild              hash: key, lease; only while a rebuild is
- *                               pending (REBUILD)
+ *   {name}:rebuild              hash: key, lease while a rebuild is
+ *                               pending; done, for a lease after its
+ *                               commit (REBUILD)
  *   {name}:rebuild:<16 hex>     the pending rebuild's filter
  *   {name}:publish:<16 hex>     a publish's upload until it replaces name
  *   {name}:fetch:<16 hex>       a fetch's copy until its download ends
@@ -433,9 +434,10 @@ BG_REMOTE_API int64_t bg_remote_filter_rebuild_add_many(bg_remote_filter *f,
                                                         const size_t *lens, size_t count,
                                                         uint8_t *results);
 
-/* Makes this handle's rebuild current, atomically (bitmap: a retry after a
- * lost reply is answered BG_OK; module: BG_ESTALE, open `name` to know).
- * The handle takes the new shape and generation.
+/* Makes this handle's rebuild current, atomically. A retry after a lost
+ * reply (BG_ECONN) is answered BG_OK if the first try did commit (module:
+ * within the rebuild's lease after it). The handle takes the new shape and
+ * generation.
  * BG_OK, BG_EINVAL (no rebuild begun here), BG_ESTALE (it was aborted or
  * replaced), BG_ENOTFOUND (the filter was dropped), BG_ECONN, BG_EREMOTE. */
 BG_REMOTE_API int bg_remote_filter_rebuild_commit(bg_remote_filter *f);

@@ -264,9 +264,12 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
  * lease). Both live for the lease, renewed by every rebuild_add; they are
  * set in one script, so they expire together (a script sees one frozen
  * clock) and a dead rebuilder's rebuild goes away by itself. Commit renames
- * the rebuild over `name` and deletes the marker in one script, so readers
- * switch from the complete old filter to the complete new one at once. All
- * three keys have name's cluster slot (names have no braces).
+ * the rebuild over `name` in one script, so readers switch from the
+ * complete old filter to the complete new one at once, and leaves the
+ * marker holding only `done` (the rebuild's key) for a lease: a commit
+ * retried after its reply was lost finds it and succeeds, as the bitmap
+ * backend's does (its generation says the same). All three keys have
+ * name's cluster slot (names have no braces).
  *
  * ADDS WHILE A REBUILD IS PENDING
  * A key added after the rebuild began must reach the rebuild too: the scan
@@ -311,6 +314,7 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     "return redis.error_reply('BGEXISTS a rebuild is pending') end\n"                   \
     "redis.call('BF.RESERVE', KEYS[3], unpack(ARGV, 2))\n"                              \
     "redis.call('PEXPIRE', KEYS[3], ARGV[1])\n"                                         \
+    "redis.call('DEL', KEYS[2])\n"                                                      \
     "redis.call('HSET', KEYS[2], 'key', KEYS[3], 'lease', ARGV[1])\n"                   \
     "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
     "return 1\n"
@@ -332,19 +336,24 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
     "return out\n"
 
-/* KEYS[1] the marker, KEYS[2] the rebuild, KEYS[3] name. name keeps its
- * time to live, if it has one. */
+/* KEYS[1] the marker, KEYS[2] the rebuild, KEYS[3] name; ARGV[1] the lease.
+ * name keeps its time to live, if it has one. The marker then says `done`:
+ * the rebuild committed, for a lease, so that a commit retried after a lost
+ * reply is answered 1 (adds, begin and abort look at `key` only). */
 #define REBUILD_COMMIT_SCRIPT                                                           \
     "local ttl = redis.call('PTTL', KEYS[3])\n"                                         \
     "if ttl == -2 then\n"                                                               \
     "  return redis.error_reply('BGNOTFOUND filter was dropped during the rebuild')\n"  \
     "end\n"                                                                             \
+    "if redis.call('HGET', KEYS[1], 'done') == KEYS[2] then return 1 end\n"             \
     REBUILD_MINE                                                                        \
     "redis.call('DEL', KEYS[1])\n"                                                      \
     "redis.call('UNLINK', KEYS[3])\n"                                                   \
     "redis.call('RENAME', KEYS[2], KEYS[3])\n"                                          \
     "if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) "                              \
     "else redis.call('PERSIST', KEYS[3]) end\n"                                         \
+    "redis.call('HSET', KEYS[1], 'done', KEYS[2])\n"                                    \
+    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
     "return 1\n"
 
 /* KEYS[1] the marker; ARGV[1] the rebuild to cancel, or "" for any. */
@@ -358,7 +367,8 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
 /* KEYS[1] name, KEYS[2] the marker: the filter and its pending rebuild. */
 #define DROP_SCRIPT                                                                     \
     "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
-    "if s then redis.call('UNLINK', s) redis.call('DEL', KEYS[2]) end\n"                \
+    "if s then redis.call('UNLINK', s) end\n"                                           \
+    "redis.call('DEL', KEYS[2])\n"                                                      \
     "return redis.call('DEL', KEYS[1])\n"
 
 static int script(bg_remote_filter *f, int idx, const char *src, int argc, const char **argv,
@@ -586,12 +596,14 @@ int bg__module_rebuild_commit(bg_remote_filter *f)
 {
     if (!f->rb_bits_key)
         return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
-    const char *argv[6] = {NULL, NULL, "3", f->rb_marker, f->rb_bits_key, f->name};
-    size_t lens[6];
-    for (int i = 2; i < 6; i++)
+    char lease[24];
+    snprintf(lease, sizeof lease, "%" PRIu64, f->rb_lease_ms);
+    const char *argv[7] = {NULL, NULL, "3", f->rb_marker, f->rb_bits_key, f->name, lease};
+    size_t lens[7];
+    for (int i = 2; i < 7; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_COMMIT, REBUILD_COMMIT_SCRIPT, 6,
+    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_COMMIT, REBUILD_COMMIT_SCRIPT, 7,
                                argv, lens, &rep);
     if (rc == BG_ESTALE || rc == BG_ENOTFOUND)
         rb_clear(f);
@@ -690,7 +702,8 @@ int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)
     "end\n"                                                                             \
     "local ttl = redis.call('PTTL', KEYS[2])\n"                                         \
     "local s = redis.call('HGET', KEYS[3], 'key')\n"                                    \
-    "if s then redis.call('UNLINK', s) redis.call('DEL', KEYS[3]) end\n"                \
+    "if s then redis.call('UNLINK', s) end\n"                                           \
+    "redis.call('DEL', KEYS[3])\n"                                                      \
     "redis.call('UNLINK', KEYS[2])\n"                                                   \
     "redis.call('RENAME', KEYS[1], KEYS[2])\n"                                          \
     "if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) "                              \

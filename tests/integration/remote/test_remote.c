@@ -8,8 +8,10 @@
 #include "test_util.h"
 #include "redis_server.h"
 
-#include <bloomgate/remote.h>
 #include <bloomgate/file.h>
+#include <bloomgate/remote.h>
+
+#include "remote/remote_internal.h" /* a lost reply's handle, in module_rebuild */
 
 #include <poll.h>
 #include <time.h>
@@ -1420,7 +1422,26 @@ static void module_rebuild(void **state)
     TU_EQ_U(st.capacity, 10000);
     ttl = ts_int(c, "PTTL mr");
     TU_TRUE(ttl > 500000 && ttl <= 600000);
-    TU_EQ_I(ts_count_keys(c, "*"), 1);
+    /* The marker now says the rebuild is done, for a lease. */
+    TU_EQ_I(ts_count_keys(c, "*"), 2);
+    ttl = ts_int(c, "PTTL {mr}:rebuild");
+    TU_TRUE(ttl > 0 && ttl <= BG_REMOTE_REBUILD_LEASE_MS);
+    redisReply *rep = redisCommand(c, "HGETALL {mr}:rebuild");
+    assert_non_null(rep);
+    TU_EQ_I(rep->elements, 2);
+    TU_TRUE(strcmp(rep->element[0]->str, "done") == 0 &&
+            strcmp(rep->element[1]->str, next) == 0);
+    freeReplyObject(rep);
+
+    /* A commit retried after its reply was lost (the handle still holds its
+     * rebuild, as after BG_ECONN) succeeds and changes nothing; one of a
+     * rebuild that never committed is stale. */
+    w->rb_bits_key = bg__strdup(next);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+    TU_TRUE(w->rb_bits_key == NULL);
+    expect_all(a, 9, CHILD);
+    w->rb_bits_key = bg__strdup("{mr}:rebuild:00000000000000ab");
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ESTALE);
 
     /* Abort: anyone's, by a handle that began none (a dead rebuilder). */
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
