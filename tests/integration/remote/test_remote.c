@@ -277,6 +277,24 @@ static void bitmap_stale(void **state)
     bg_remote_free(rb);
 }
 
+/* f answers as lf does, key for key, for keys 0..n-1 of set 3 (lf's) and
+ * 0..absent-1 of set 4 (not added). */
+static void agrees(bg_remote_filter *f, const bg_filter *lf, size_t n, size_t absent)
+{
+    enum { B = 500 };
+    tu_batch b;
+    tu_batch_init(&b, B);
+    uint8_t res[B];
+    for (uint64_t set = 3; set <= 4; set++)
+        for (size_t i = 0; i < (set == 3 ? n : absent); i += B) {
+            tu_batch_fill(&b, 1, set, i, B);
+            TU_TRUE(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res) >= 0);
+            for (size_t j = 0; j < B; j++)
+                TU_EQ_I(res[j], bg_filter_contains(lf, b.keys[j], b.lens[j]));
+        }
+    tu_batch_free(&b);
+}
+
 /* The bitmap is a local standard filter's payload, byte for byte: upload a
  * local filter and query it remotely, and add remotely and compare bytes. */
 static void bitmap_local_agrees(void **state)
@@ -319,14 +337,7 @@ static void bitmap_local_agrees(void **state)
     freeReplyObject(rep);
 
     /* Every key, added or not, gets the same answer from both. */
-    uint8_t res[B];
-    for (uint64_t set = 3; set <= 4; set++)
-        for (size_t i = 0; i < (set == 3 ? N : 40000); i += B) {
-            tu_batch_fill(&b, 1, set, i, B);
-            TU_TRUE(bg_remote_filter_contains_many(up, b.keys, b.lens, B, res) >= 0);
-            for (size_t j = 0; j < B; j++)
-                TU_EQ_I(res[j], bg_filter_contains(lf, b.keys[j], b.lens[j]));
-        }
+    agrees(up, lf, N, 40000);
 
     /* The other way: remote adds set the local filter's bits. */
     TU_EQ_I(bg_remote_filter_create(&fresh, r, "fresh", &o), BG_OK);
@@ -364,13 +375,26 @@ static uint8_t *image_of(const bg_filter *f, uint64_t *size)
     return img;
 }
 
-static bg_filter *local_filter(uint64_t capacity, double p, uint64_t seed, uint64_t set,
-                               size_t n)
+/* The fetched filter is `want`'s file image, byte for byte: the same
+ * layers, bits, item counts, seed and scaling. */
+static void same_image(bg_remote_filter *f, const bg_filter *want)
+{
+    bg_filter *back;
+    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
+    uint64_t s1, s2;
+    uint8_t *i1 = image_of(want, &s1), *i2 = image_of(back, &s2);
+    TU_EQ_U(s1, s2);
+    TU_TRUE(memcmp(i1, i2, s1) == 0);
+    free(i1);
+    free(i2);
+    bg_filter_free(back);
+}
+
+/* A new local filter of options `lo`, holding keys 0..n-1 of `set`. */
+static bg_filter *filled_filter(const bg_filter_options *lo, uint64_t set, size_t n)
 {
     bg_filter *lf;
-    bg_filter_options lo = {.variant = BG_VARIANT_STANDARD, .capacity = capacity,
-                            .error_rate = p, .seed = seed};
-    TU_EQ_I(bg_filter_new(&lf, &lo), BG_OK);
+    TU_EQ_I(bg_filter_new(&lf, lo), BG_OK);
     tu_batch b;
     tu_batch_init(&b, 500);
     for (size_t i = 0; i < n; i += 500) {
@@ -380,6 +404,14 @@ static bg_filter *local_filter(uint64_t capacity, double p, uint64_t seed, uint6
     }
     tu_batch_free(&b);
     return lf;
+}
+
+static bg_filter *local_filter(uint64_t capacity, double p, uint64_t seed, uint64_t set,
+                               size_t n)
+{
+    bg_filter_options lo = {.variant = BG_VARIANT_STANDARD, .capacity = capacity,
+                            .error_rate = p, .seed = seed};
+    return filled_filter(&lo, set, n);
 }
 
 /* Publish a local filter, agree key by key, fetch it back byte for byte;
@@ -397,30 +429,16 @@ static void bitmap_publish_fetch(void **state)
     TU_EQ_I(bg_remote_filter_open(&f, r, "pub", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_U(bg_remote_filter_bits(f), bg_filter_bits(lf));
     TU_EQ_U(bg_remote_filter_seed(f), 0xabcu);
+    agrees(f, lf, N, 20000);
     tu_batch b;
     tu_batch_init(&b, B);
     uint8_t res[B];
-    for (uint64_t set = 3; set <= 4; set++)
-        for (size_t i = 0; i < (set == 3 ? N : 20000); i += B) {
-            tu_batch_fill(&b, 1, set, i, B);
-            TU_TRUE(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res) >= 0);
-            for (size_t j = 0; j < B; j++)
-                TU_EQ_I(res[j], bg_filter_contains(lf, b.keys[j], b.lens[j]));
-        }
     bg_remote_filter_stats st;
     TU_EQ_I(bg_remote_filter_stats_get(f, &st), BG_OK);
     TU_EQ_U(st.items, bg_filter_items(lf));
 
     /* Fetch: the same image, byte for byte (header, items, checksum). */
-    bg_filter *back;
-    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
-    uint64_t s1, s2;
-    uint8_t *i1 = image_of(lf, &s1), *i2 = image_of(back, &s2);
-    TU_EQ_U(s1, s2);
-    TU_TRUE(memcmp(i1, i2, s1) == 0);
-    free(i1);
-    free(i2);
-    bg_filter_free(back);
+    same_image(f, lf);
 
     /* Publish again (other keys, same shape): the open handle follows. */
     uint64_t g1 = bg_remote_filter_generation(f);
@@ -431,13 +449,7 @@ static void bitmap_publish_fetch(void **state)
     TU_TRUE(bg_remote_filter_generation(f) != g1);
     redisContext *c = ts_raw(&srv);
     TU_EQ_I(ts_count_keys(c, "{pub}*"), 2); /* the old bits are gone */
-    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
-    i1 = image_of(lf2, &s1);
-    i2 = image_of(back, &s2);
-    TU_TRUE(s1 == s2 && memcmp(i1, i2, s1) == 0);
-    free(i1);
-    free(i2);
-    bg_filter_free(back);
+    same_image(f, lf2);
 
     /* Refusals. */
     bg_filter *blk;
@@ -464,17 +476,12 @@ static void bitmap_publish_fetch(void **state)
     TU_EQ_I(bg_remote_filter_open(&f, r, "pub", BG_REMOTE_BITMAP), BG_OK);
     tu_batch_fill(&b, 1, 6, 1500, B);
     TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res), B);
-    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
-    i1 = image_of(big, &s1);
-    i2 = image_of(back, &s2);
-    TU_TRUE(s1 == s2 && memcmp(i1, i2, s1) == 0);
-    free(i1);
-    free(i2);
-    bg_filter_free(back);
+    same_image(f, big);
     bg_filter_free(big);
 
     TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{pub}*"), 0);
+    bg_filter *back;
     TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_ENOTFOUND);
     TU_TRUE(back == NULL);
     bg_remote_filter_close(f);
@@ -598,10 +605,8 @@ static void bitmap_swap_readers(void **state)
     bg_remote_free(r);
 }
 
-/* An adder process during a rebuild: its handle was opened before the
- * rebuild began; it adds set 9 after the parent says go. */
 /* Another process: opens `name`, says so on ready_fd, waits for go_fd,
- * then adds keys 0..n-1 of set 9. */
+ * then adds keys 0..n-1 of set 9 (during a rebuild, or a fetch). */
 static void rebuild_adder(int port, const char *name, bg_remote_backend backend, int ready_fd,
                           int go_fd, size_t n)
 {
@@ -1622,64 +1627,14 @@ static void module_staged_create(void **state)
     ts_stop(&s);
 }
 
-/* A scalable local filter (capacity per first layer, p) holding keys
- * 0..n-1 of `set`. */
+/* A scalable local filter (capacity of its first layer, p = 0.01) holding
+ * keys 0..n-1 of `set`. */
 static bg_filter *scalable_filter(uint64_t capacity, uint64_t set, size_t n)
 {
-    bg_filter *lf;
     /* The module refuses a filter that may grow past its MAX_BYTES. */
     bg_filter_options lo = {.variant = BG_VARIANT_SCALABLE, .capacity = capacity,
                             .error_rate = 0.01, .max_bytes = UINT64_C(256) << 20};
-    TU_EQ_I(bg_filter_new(&lf, &lo), BG_OK);
-    tu_batch b;
-    tu_batch_init(&b, 500);
-    for (size_t i = 0; i < n; i += 500) {
-        size_t c = n - i < 500 ? n - i : 500;
-        tu_batch_fill(&b, 1, set, i, c);
-        TU_TRUE(bg_filter_add_many(lf, b.keys, b.lens, c, NULL) >= 0);
-    }
-    tu_batch_free(&b);
-    return lf;
-}
-
-/* The fetched filter is `want`'s file image, byte for byte: the same
- * layers, bits, item counts, seed and scaling. */
-static void same_image(bg_remote_filter *f, const bg_filter *want)
-{
-    bg_filter *back;
-    TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_OK);
-    uint64_t s1, s2;
-    uint8_t *i1 = image_of(want, &s1), *i2 = image_of(back, &s2);
-    TU_EQ_U(s1, s2);
-    TU_TRUE(memcmp(i1, i2, s1) == 0);
-    free(i1);
-    free(i2);
-    bg_filter_free(back);
-}
-
-/* Another process adding keys 0..n-1 of set 9 to module filter `name`, in
- * batches of 50; it says so on ready_fd before it starts. */
-static pid_t module_adder(int port, const char *name, size_t n, int ready_fd)
-{
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid > 0)
-        return pid;
-    bg_remote *cr = NULL;
-    bg_remote_options co = {.port = port};
-    bg_remote_filter *cf = NULL;
-    if (bg_remote_connect(&cr, &co) != BG_OK ||
-        bg_remote_filter_open(&cf, cr, name, BG_REMOTE_MODULE) != BG_OK ||
-        write(ready_fd, "r", 1) != 1)
-        _exit(2);
-    tu_batch b;
-    tu_batch_init(&b, 50);
-    int ok = 1;
-    for (size_t i = 0; ok && i < n; i += 50) {
-        tu_batch_fill(&b, 1, 9, i, 50);
-        ok = bg_remote_filter_add_many(cf, b.keys, b.lens, 50, NULL) >= 0;
-    }
-    _exit(ok ? 0 : 1);
+    return filled_filter(&lo, set, n);
 }
 
 /* Module publish and fetch: a local scalable filter of several layers goes
@@ -1713,28 +1668,19 @@ static void module_publish_fetch(void **state)
     TU_EQ_I(bg_remote_filter_stats_get(f, &st), BG_OK);
     TU_EQ_U(st.items, bg_filter_items(lf));
     TU_EQ_U(st.layers, 3);
+    agrees(f, lf, N, 20000);
+    same_image(f, lf);
     tu_batch b;
     tu_batch_init(&b, B);
-    uint8_t res[B];
-    for (uint64_t set = 3; set <= 4; set++)
-        for (size_t i = 0; i < (set == 3 ? N : 20000); i += B) {
-            tu_batch_fill(&b, 1, set, i, B);
-            TU_TRUE(bg_remote_filter_contains_many(f, b.keys, b.lens, B, res) >= 0);
-            for (size_t j = 0; j < B; j++)
-                TU_EQ_I(res[j], bg_filter_contains(lf, b.keys[j], b.lens[j]));
-        }
-    same_image(f, lf);
 
     /* Fetch while another process adds: each download is one moment's
      * filter (a dump of the live key would fail its checksum). */
-    int ready[2];
-    TU_EQ_I(pipe(ready), 0);
-    pid_t pid = module_adder(s.port, "mp", DURING, ready[1]);
-    char x;
-    TU_EQ_I(read(ready[0], &x, 1), 1);
+    adder ad;
+    adder_start(&ad, s.port, "mp", BG_REMOTE_MODULE, DURING);
+    TU_EQ_I(write(ad.go[1], "g", 1), 1);
     uint64_t items_seen = bg_filter_items(lf), fetches = 0, mid = 0;
     int status;
-    while (waitpid(pid, &status, WNOHANG) == 0) {
+    while (waitpid(ad.pid, &status, WNOHANG) == 0) {
         bg_filter *back;
         int rc = bg_remote_filter_fetch(f, &back);
         if (rc != BG_OK)
@@ -1749,8 +1695,10 @@ static void module_publish_fetch(void **state)
         bg_filter_free(back);
     }
     TU_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    close(ready[0]);
-    close(ready[1]);
+    for (int i = 0; i < 2; i++) {
+        close(ad.ready[i]);
+        close(ad.go[i]);
+    }
     print_message("%llu fetches during adds, %llu mid-way\n", (unsigned long long)fetches,
                   (unsigned long long)mid);
     TU_TRUE(mid >= 1);
