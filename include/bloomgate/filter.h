@@ -147,8 +147,8 @@
  * (BG_EVARIANT), nor does bg_filter_remove.
  *
  * MEMORY
- * bg_filter_new allocates (through <bloomgate/alloc.h>); bg_filter_free
- * releases. No other call here allocates, except an add to a scalable filter
+ * bg_filter_new and bg_filter_clone allocate (through <bloomgate/alloc.h>);
+ * bg_filter_free releases. No other call here allocates, except an add to a scalable filter
  * that opens a new layer (and the file calls of <bloomgate/file.h>). */
 #ifndef BLOOMGATE_FILTER_H
 #define BLOOMGATE_FILTER_H
@@ -211,6 +211,17 @@ typedef struct bg_filter_options {
  * another variant), BG_EVARIANT (unknown variant or layer variant) or
  * BG_ENOMEM. Allocates; free with bg_filter_free. */
 BG_API int bg_filter_new(bg_filter **out, const bg_filter_options *opts);
+
+/* Copies `f` into a new filter *out (NULL on failure): the same variant,
+ * parameters, concurrency mode, bits (counters) and item count, and for a
+ * scalable filter its growth parameters and every layer it has when the
+ * call begins; what the file image of `f` would decode to, without the
+ * image. The copy owns its memory and is writable, also when `f` is a
+ * mapped file (bg_filter_map). Safe while other threads add to `f` (THREADS):
+ * the copy is then some state between the one before the call and the one
+ * after. Returns BG_OK, BG_EINVAL (NULL) or BG_ENOMEM. Allocates; free with
+ * bg_filter_free. */
+BG_API int bg_filter_clone(bg_filter **out, const bg_filter *f);
 
 /* Frees a filter. NULL is allowed. `f` is dead after the call. */
 BG_API void bg_filter_free(bg_filter *f);

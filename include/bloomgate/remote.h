@@ -325,9 +325,9 @@ BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name,
  * short stall and a second copy's memory until the download ends, which
  * then deletes it), read with BF.SCANDUMP into a scalable filter equal to
  * the server's at the copy: the same layers, bits and item counts, checked
- * whole by bg_filter_decode (checksum included). A RedisBloom filter's dump
- * is not bloomgate's image: BG_EBADMAGIC. A staged handle fetches its
- * staged filter.
+ * whole by bg_filter_decode (checksum included). RedisBloom refuses to COPY
+ * its filters (BG_EREMOTE), and its dump is not bloomgate's image anyway
+ * (BG_EBADMAGIC). A staged handle fetches its staged filter.
  *
  * Sharded filters get BG_EINVAL. Statuses as for add, plus BG_ENOMEM and
  * the decoder's (<bloomgate/file.h> TRUST) for an image Redis sent that

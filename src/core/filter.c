@@ -188,6 +188,64 @@ void bg_filter_free(bg_filter *f)
     bg__free(f);
 }
 
+/* CLONE
+ * A copy is what a file image of the filter decodes to (the shape, the item
+ * count and the array of each part; a scalable filter's growth parameters
+ * and layers), built the way the decoder builds it, without the image in
+ * between: one allocation per array and one pass over it. The words are
+ * read with relaxed atomic loads, as bg_filter_encode reads them, so that
+ * other threads may add meanwhile (each word is some value it had during
+ * the call). */
+static int clone_array(bg_filter **out, const bg_filter *f, bool single_writer)
+{
+    bg__filter_shape shape = {
+        .variant = f->ops->variant,
+        .m = f->m,
+        .k = f->k,
+        .seed = f->seed,
+        .capacity = f->capacity,
+        .items = atomic_load_explicit(&f->items, memory_order_relaxed),
+        .single_writer = single_writer,
+    };
+    int rc = bg__filter_alloc(out, &shape);
+    if (rc != BG_OK)
+        return rc;
+    (*out)->items = shape.items;
+    _Atomic uint64_t *to = (*out)->words;
+    for (uint64_t i = 0; i < f->nwords; i++)
+        atomic_store_explicit(&to[i], atomic_load_explicit(&f->words[i], memory_order_relaxed),
+                              memory_order_relaxed);
+    return BG_OK;
+}
+
+int bg_filter_clone(bg_filter **out, const bg_filter *f)
+{
+    if (out == NULL)
+        return BG_EINVAL;
+    *out = NULL;
+    if (f == NULL)
+        return BG_EINVAL;
+    if (!f->scalable)
+        return clone_array(out, f, f->single_writer);
+    bg__scalable_params p;
+    bg__scalable_params_get(f, &p);
+    bg_filter *c;
+    int rc = bg__scalable_shell(&c, &p);
+    if (rc != BG_OK)
+        return rc;
+    uint32_t n = bg__scalable_count(f); /* the layers it has now */
+    for (uint32_t i = 0; i < n; i++) {
+        bg_filter *layer;
+        if ((rc = clone_array(&layer, bg__scalable_layer(f, i), p.single_writer)) != BG_OK) {
+            bg_filter_free(c);
+            return rc;
+        }
+        bg__scalable_push(c, layer);
+    }
+    *out = c;
+    return BG_OK;
+}
+
 /* items += added, saturating at UINT64_MAX (a union with a full filter adds
  * "infinitely many"). No real count reaches 2^63, so a count in the top half
  * means "saturated". Concurrent writers take one `lock xadd`; if it finds the

@@ -245,18 +245,10 @@ void *bgr_copy(RedisModuleString *fromkey, RedisModuleString *tokey, const void 
         c->assembly = a;
         return c;
     }
-    uint64_t total;
-    if (bg_filter_encoded_size(v->filter, &total) != BG_OK)
-        return NULL;
-    char *buf = RedisModule_Alloc((size_t)total);
+    /* COPY runs on Redis's main thread: one allocation per array and one
+     * pass over it (bg_filter_clone), not an image made and read back. */
     bg_filter *f = NULL;
-    int rc = bg_filter_encode(v->filter, buf, (size_t)total, NULL);
-    /* The image was made just now, in memory: checking its checksum again
-     * would only lengthen the pause (COPY runs on Redis's main thread). */
-    if (rc == BG_OK)
-        rc = bg_filter_decode(&f, buf, (size_t)total, BG_FILE_SINGLE_WRITER | BG_FILE_NO_VERIFY);
-    RedisModule_Free(buf);
-    if (rc != BG_OK)
+    if (bg_filter_clone(&f, v->filter) != BG_OK)
         return NULL;
     return bgr_value_wrap(f);
 }

@@ -429,6 +429,68 @@ static void same_keys_from_many_threads(void **state)
     }
 }
 
+/* bg_filter_clone while a thread adds: each clone holds every key whose add
+ * finished before the clone began (filter.h, bg_filter_clone), for a
+ * standard, a blocked and a growing scalable filter. */
+typedef struct clone_run {
+    bg_filter *f;
+    uint64_t n;
+    atomic_ullong done; /* keys 0..done-1 are added (release) */
+    atomic_ulong errors;
+} clone_run;
+
+static void *clone_writer_main(void *arg)
+{
+    clone_run *c = arg;
+    uint8_t buf[TU_DISTINCT_LEN];
+    for (uint64_t i = 0; i < c->n; i++) {
+        tu_key_distinct(SET_BASE + 1, i, buf);
+        if (bg_filter_add(c->f, buf, sizeof buf) < 0)
+            atomic_fetch_add(&c->errors, 1);
+        atomic_store_explicit(&c->done, i + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void clone_while_adding(void **state)
+{
+    (void)state;
+    static const bg_filter_options opts[] = {
+        {.variant = BG_VARIANT_STANDARD, .capacity = 100000, .error_rate = P},
+        {.variant = BG_VARIANT_BLOCKED, .capacity = 100000, .error_rate = P},
+        {.variant = BG_VARIANT_SCALABLE, .capacity = 1000, .error_rate = P},
+    };
+    for (size_t v = 0; v < sizeof opts / sizeof *opts; v++) {
+        tu_ctx("clone while adding: %s", bg_variant_name(opts[v].variant));
+        clone_run c;
+        memset(&c, 0, sizeof c);
+        c.n = keys_per_writer() / 4;
+        atomic_init(&c.done, 0);
+        atomic_init(&c.errors, 0);
+        TU_EQ_I(bg_filter_new(&c.f, &opts[v]), BG_OK);
+        pthread_t th;
+        TU_EQ_I(pthread_create(&th, NULL, clone_writer_main, &c), 0);
+        uint64_t clones = 0, missing = 0;
+        uint8_t buf[TU_DISTINCT_LEN];
+        for (uint64_t seen = 0; seen < c.n;) {
+            seen = atomic_load_explicit(&c.done, memory_order_acquire);
+            bg_filter *copy;
+            TU_EQ_I(bg_filter_clone(&copy, c.f), BG_OK);
+            clones++;
+            for (uint64_t i = 0; i < seen; i += 1 + seen / 512) {
+                tu_key_distinct(SET_BASE + 1, i, buf);
+                missing += bg_filter_contains(copy, buf, sizeof buf) != 1;
+            }
+            bg_filter_free(copy);
+        }
+        TU_EQ_I(pthread_join(th, NULL), 0);
+        TU_EQ_U(atomic_load(&c.errors), 0);
+        TU_EQ_U(missing, 0);
+        TU_TRUE(clones >= 2);
+        bg_filter_free(c.f);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -439,6 +501,7 @@ int main(void)
         cmocka_unit_test(single_writer_blocked),
         cmocka_unit_test(single_writer_with_union),
         cmocka_unit_test(same_keys_from_many_threads),
+        cmocka_unit_test(clone_while_adding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

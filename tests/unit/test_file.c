@@ -769,6 +769,119 @@ static void encode_range_reassembles(void **state)
     }
 }
 
+/* ---- bg_filter_clone ----------------------------------------------------- */
+
+/* A clone is what the image decodes to, for every shape and both writer
+ * modes: the same image at once, and after the same further adds (so a
+ * scalable clone grows as the decoded filter does); the original is left
+ * as it was. A mapped file's clone is writable. */
+static void clone_is_the_decoded_image(void **state)
+{
+    (void)state;
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "file");
+    for (size_t shape = 0; shape < N_PIECE_SHAPES; shape++)
+        for (int mode = 0; mode < 2; mode++) {
+            tu_ctx("clone: shape %zu, %s", shape, mode ? "single writer" : "concurrent");
+            bg_filter_options o = piece_shapes[shape];
+            o.concurrency = mode ? BG_SINGLE_WRITER : BG_CONCURRENT_WRITERS;
+            bg_filter *f, *c, *dec;
+            TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+            uint8_t key[TU_DISTINCT_LEN];
+            for (uint64_t i = 0; i < 700; i++) {
+                size_t n = tu_key_distinct(shape, i, key);
+                TU_TRUE(bg_filter_add(f, key, n) >= 0 || o.nonscaling);
+            }
+            uint64_t size;
+            TU_EQ_I(bg_filter_encoded_size(f, &size), BG_OK);
+            uint8_t *img = malloc((size_t)size);
+            assert_non_null(img);
+            TU_EQ_I(bg_filter_encode(f, img, (size_t)size, NULL), BG_OK);
+            TU_EQ_I(bg_filter_clone(&c, f), BG_OK);
+            TU_EQ_I(bg_filter_decode(&dec, img, (size_t)size,
+                                     mode ? BG_FILE_SINGLE_WRITER : 0), BG_OK);
+            assert_same_filter(f, c);
+            for (uint64_t i = 700; i < 2000; i++) {
+                size_t n = tu_key_distinct(shape, i, key);
+                int a = bg_filter_add(c, key, n), b = bg_filter_add(dec, key, n);
+                TU_EQ_I(a, b);
+            }
+            assert_same_filter(c, dec);
+            uint8_t *now = malloc((size_t)size);
+            assert_non_null(now);
+            TU_EQ_I(bg_filter_encode(f, now, (size_t)size, NULL), BG_OK);
+            assert_memory_equal(img, now, (size_t)size);
+
+            const char *path = tu_tmp_file(&d, "clone.bgf");
+            TU_EQ_I(bg_filter_save(f, path), BG_OK);
+            bg_filter *mapped, *mc;
+            TU_EQ_I(bg_filter_map(&mapped, path, 0), BG_OK);
+            TU_EQ_I(bg_filter_clone(&mc, mapped), BG_OK);
+            assert_same_filter(mapped, mc);
+            size_t n = tu_key_distinct(shape, 5000, key);
+            TU_EQ_I(bg_filter_add(mapped, key, n), BG_EREADONLY);
+            int added = bg_filter_add(mc, key, n);
+            TU_TRUE(added == BG_OK || (o.nonscaling && added == BG_EFULL));
+            if (added == BG_OK)
+                TU_EQ_I(bg_filter_contains(mc, key, n), 1);
+            bg_filter_free(mc);
+            bg_filter_free(mapped);
+            free(img);
+            free(now);
+            bg_filter_free(dec);
+            bg_filter_free(c);
+            bg_filter_free(f);
+        }
+    tu_tmpdir_remove(&d);
+
+    tu_ctx("clone: arguments");
+    bg_filter *c = (bg_filter *)&c, *f;
+    TU_EQ_I(bg_filter_clone(&c, NULL), BG_EINVAL);
+    TU_TRUE(c == NULL);
+    bg_filter_options o = {.capacity = 10, .error_rate = 0.1};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    TU_EQ_I(bg_filter_clone(NULL, f), BG_EINVAL);
+    bg_filter_free(f);
+}
+
+/* Failing each allocation of a clone in turn (a scalable filter of several
+ * layers): a clean BG_ENOMEM, *out NULL, nothing leaked. */
+static void clone_allocation_failure(void **state)
+{
+    (void)state;
+    tu_ctx("clone: allocation failures");
+    TU_EQ_I(bg_set_allocator(&fa_allocator), BG_OK);
+    fa_reset(0);
+    uint8_t *img;
+    size_t len;
+    bg_filter *f = piece_filter(4, &img, &len), *c;
+    bg_filter_scaling sc;
+    TU_EQ_I(bg_filter_scaling_get(f, &sc), BG_OK);
+    TU_TRUE(sc.layers >= 3);
+    long base = fa.live;
+    for (long n = 1;; n++) {
+        fa.calls = 0;
+        fa.failed = 0;
+        fa.fail_at = n;
+        c = (bg_filter *)&c;
+        int rc = bg_filter_clone(&c, f);
+        if (fa.failed == 0) {
+            TU_EQ_I(rc, BG_OK);
+            assert_same_filter(f, c);
+            bg_filter_free(c);
+            break;
+        }
+        TU_EQ_I(rc, BG_ENOMEM);
+        TU_TRUE(c == NULL);
+        TU_EQ_I(fa.live, base);
+    }
+    TU_EQ_I(fa.live, base);
+    bg_filter_free(f);
+    free(img);
+    TU_EQ_I(fa.live, 0);
+    TU_EQ_I(bg_set_allocator(NULL), BG_OK);
+}
+
 /* bg_file_image_size: the total from the header alone, for every shape;
  * refusals agree with the decoder; nothing is allocated. */
 static void image_size_from_the_header(void **state)
@@ -870,6 +983,8 @@ int main(void)
         cmocka_unit_test(large_file),
         cmocka_unit_test(encode_range_reassembles),
         cmocka_unit_test(image_size_from_the_header),
+        cmocka_unit_test(clone_is_the_decoded_image),
+        cmocka_unit_test(clone_allocation_failure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
