@@ -999,17 +999,6 @@ static int command_ok(bg_remote *r, int argc, const char **argv, const size_t *l
     return rc;
 }
 
-/* Best-effort DEL of a bits key no meta hash names, keeping errstr. */
-static void drop_orphan(bg_remote *r, const char *key)
-{
-    const char *da[2] = {"DEL", key};
-    size_t dl[2] = {3, strlen(key)};
-    char keep[BG__REMOTE_ERRSTR];
-    memcpy(keep, r->errstr, sizeof keep);
-    (void)command_ok(r, 2, da, dl);
-    memcpy(r->errstr, keep, sizeof keep);
-}
-
 /* Grows `key` to `bytes` zero bytes, BG__GROW_STEP at a time. */
 static int grow(bg_remote *r, const char *key, uint64_t bytes)
 {
@@ -1130,8 +1119,7 @@ int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local)
     freeReplyObject(rep);
     goto out;
 orphan:
-    if (rc != BG_ECONN)
-        drop_orphan(r, bits);
+    bg__remote_discard(r, bits, rc);
 out:
     bg__free(meta);
     bg__free(bits);
@@ -1301,8 +1289,7 @@ int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
     f->next = nx; /* this handle's adds write both from now on */
     return rc;
 fail:
-    if (rc != BG_ECONN)
-        drop_orphan(r, key);
+    bg__remote_discard(r, key, rc);
     bg__free(key);
     return rc;
 }

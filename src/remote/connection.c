@@ -836,3 +836,16 @@ int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const ch
     return BG_OK;
 }
 
+void bg__remote_discard(bg_remote *r, const char *key, int status)
+{
+    if (status == BG_ECONN)
+        return;
+    char keep[BG__REMOTE_ERRSTR];
+    memcpy(keep, r->errstr, sizeof keep);
+    const char *argv[2] = {"UNLINK", key};
+    size_t lens[2] = {6, strlen(key)};
+    redisReply *rep;
+    if (bg__remote_command(r, 2, argv, lens, &rep, 0) == BG_OK)
+        freeReplyObject(rep);
+    memcpy(r->errstr, keep, sizeof keep);
+}

@@ -25,16 +25,14 @@ static int handle_new(bg_remote_filter **out, bg_remote *r, const char *name,
     f->backend = backend;
     f->rb_lease_ms = BG_REMOTE_REBUILD_LEASE_MS;
     f->name = bg__strdup(name);
-    size_t n = strlen(name) + 11;
+    size_t n = strlen(name) + 8;
     f->meta_key = bg__malloc(n);
-    f->rb_marker = backend == BG_REMOTE_MODULE ? bg__malloc(n) : NULL;
+    f->rb_marker = backend == BG_REMOTE_MODULE ? bg__module_marker_key(name) : NULL;
     if (!f->name || !f->meta_key || (backend == BG_REMOTE_MODULE && !f->rb_marker)) {
         bg_remote_filter_close(f);
         return BG_ENOMEM;
     }
     snprintf(f->meta_key, n, "{%s}:meta", name);
-    if (f->rb_marker)
-        snprintf(f->rb_marker, n, "{%s}:rebuild", name);
     *out = f;
     return BG_OK;
 }

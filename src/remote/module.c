@@ -118,6 +118,15 @@ static char *hidden_key(const char *name, const char *what)
     return key;
 }
 
+char *bg__module_marker_key(const char *name)
+{
+    size_t n = strlen(name) + 11;
+    char *key = bg__malloc(n);
+    if (key)
+        snprintf(key, n, "{%s}:rebuild", name);
+    return key;
+}
+
 int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
 {
     reserve_args a;
@@ -719,22 +728,6 @@ int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)
     "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
     "return 1\n"
 
-/* Best-effort UNLINK of a hidden key, keeping errstr (the first error is
- * the one to report). Not after BG_ECONN: the key's lease ends it. */
-static void unlink_hidden(bg_remote *r, const char *key, int rc)
-{
-    if (rc == BG_ECONN)
-        return;
-    char keep[BG__REMOTE_ERRSTR];
-    memcpy(keep, r->errstr, sizeof keep);
-    const char *argv[2] = {"UNLINK", key};
-    size_t lens[2] = {6, strlen(key)};
-    redisReply *rep;
-    if (bg__remote_command(r, 2, argv, lens, &rep, 0) == BG_OK)
-        freeReplyObject(rep);
-    memcpy(r->errstr, keep, sizeof keep);
-}
-
 int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
 {
     if (bg_filter_variant(local) != BG_VARIANT_SCALABLE)
@@ -751,14 +744,12 @@ int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
                                                             : (size_t)(size - BG_FILE_HEADER_BYTES);
     if (bufsize < BG_FILE_HEADER_BYTES)
         bufsize = BG_FILE_HEADER_BYTES;
-    size_t mlen = strlen(name) + 11;
-    char *upload = hidden_key(name, "publish"), *marker = bg__malloc(mlen);
+    char *upload = hidden_key(name, "publish"), *marker = bg__module_marker_key(name);
     uint8_t *buf = bg__malloc(bufsize);
     if (!upload || !marker || !buf) {
         rc = BG_ENOMEM;
         goto out;
     }
-    snprintf(marker, mlen, "{%s}:rebuild", name); /* as filter.c names it */
 
     char lease[24], it[24];
     snprintf(lease, sizeof lease, "%u", BG_REMOTE_STAGE_TTL_MS);
@@ -799,7 +790,7 @@ int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
         freeReplyObject(rep);
 out:
     if (rc != BG_OK && upload)
-        unlink_hidden(r, upload, rc);
+        bg__remote_discard(r, upload, rc);
     bg__free(upload);
     bg__free(marker);
     bg__free(buf);
@@ -937,7 +928,7 @@ int bg__module_fetch(bg_remote_filter *f, bg_filter **out)
     uint8_t *img;
     uint64_t size = 0;
     rc = dump_image(r, copy, &img, &size);
-    unlink_hidden(r, copy, rc);
+    bg__remote_discard(r, copy, rc);
     bg__free(copy);
     if (rc != BG_OK)
         return rc;

@@ -168,6 +168,16 @@ int bg__remote_load_script(bg_remote *r, int idx, const char *src);
 int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const char **argv,
                       size_t *lens, redisReply **reply);
 
+/* Best-effort UNLINK of a key no reader looks at (an upload, a copy, an
+ * orphan bit array) after a call that ended with `status`, keeping errstr
+ * (the first error is the one to report). Nothing after BG_ECONN: the
+ * connection is gone, and the key's lease (or the orphan's note) covers it. */
+void bg__remote_discard(bg_remote *r, const char *key, int status);
+
+/* The module backend's rebuild marker, {name}:rebuild (module.c, REBUILD).
+ * NULL if out of memory. */
+char *bg__module_marker_key(const char *name);
+
 /* Maps an error reply to a status: our scripts' BGSTALE / BGNOTFOUND /
  * BGEXISTS prefixes, else BG_EREMOTE. Keeps the message in r->errstr. */
 int bg__remote_error_reply(bg_remote *r, const redisReply *reply);
