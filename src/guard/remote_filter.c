@@ -44,7 +44,12 @@
  * (remote.h, REBUILD), so puts are kept. A rebuild pending from another
  * client gives BG_EBUSY. If our abort fails too (Redis went away), the
  * rebuild stays pending there and would refuse every later one: the next
- * rebuild here aborts it first. Bitmap: the shape is kept unless
+ * rebuild here aborts it first. A commit that fails with BG_ECONN is tried
+ * once more before giving up: its request or its reply was lost, and the
+ * retry, on a new connection, commits it or finds it committed (remote.h),
+ * so a network blip at that moment does not throw away a whole scan of the
+ * source. Unlike other calls (CONNECTIONS) this one is retried even after a
+ * timeout: a hung server costs a second timeout once per rebuild. Bitmap: the shape is kept unless
  * options.filter.capacity is 0; then it is resized from count() * headroom,
  * and other handles reopen on their BG_ESTALE. Module: the new filter is
  * reserved as at creation (options.filter, capacity from count() *
@@ -325,6 +330,8 @@ static int rebuild_locked(bg_guard *g)
         return rc;
     rc = stream(g, BG__GUARD_BATCH_REMOTE, flush_rebuild, t->rf);
     if (rc == BG_OK)
+        rc = bg_remote_filter_rebuild_commit(t->rf);
+    if (rc == BG_ECONN) /* a lost request or reply: one retry (REBUILD) */
         rc = bg_remote_filter_rebuild_commit(t->rf);
     if (rc != BG_OK) {
         int ar = bg_remote_filter_rebuild_abort(t->rf);

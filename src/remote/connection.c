@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -821,6 +822,23 @@ int bg__remote_load_script(bg_remote *r, int idx, const char *src)
     return BG_OK;
 }
 
+_Atomic(bg__script_fault_fn) bg__remote_script_fault = NULL;
+
+/* Closes the connection the last command used, as a network fault would. */
+static int lose_connection(bg_remote *r)
+{
+    if (r->cluster) {
+        for (size_t i = 0; i < r->nnodes; i++)
+            if (r->c && r->nodes[i].c == r->c)
+                node_close(r, i);
+    } else if (r->c) {
+        redisFree(r->c);
+        r->c = NULL;
+        r->broken = 1;
+    }
+    return bg__remote_fail(r, BG_ECONN, "connection lost (injected fault)");
+}
+
 int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const char **argv,
                       size_t *lens, redisReply **reply)
 {
@@ -829,6 +847,11 @@ int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const ch
     int rc = bg__remote_load_script(r, idx, src);
     if (rc != BG_OK)
         return rc;
+    bg__script_fault_fn fault = atomic_load_explicit(&bg__remote_script_fault,
+                                                     memory_order_relaxed);
+    int inject = fault ? fault(idx) : BG__FAULT_NONE;
+    if (inject == BG__FAULT_LOSE_REQUEST)
+        return lose_connection(r);
     argv[0] = "EVALSHA";
     lens[0] = 7;
     argv[1] = r->sha[idx];
@@ -845,6 +868,10 @@ int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const ch
         rc = bg__remote_command(r, argc, argv, lens, &rep, 1);
         if (rc != BG_OK)
             return rc;
+    }
+    if (inject == BG__FAULT_LOSE_REPLY) {
+        freeReplyObject(rep);
+        return lose_connection(r);
     }
     if (rep->type == REDIS_REPLY_ERROR) {
         rc = bg__remote_error_reply(r, rep);

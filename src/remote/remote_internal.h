@@ -3,6 +3,7 @@
 #ifndef BG_REMOTE_INTERNAL_H
 #define BG_REMOTE_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -167,6 +168,18 @@ int bg__remote_load_script(bg_remote *r, int idx, const char *src);
  * caller's (freeReplyObject). */
 int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const char **argv,
                       size_t *lens, redisReply **reply);
+
+/* FAULT INJECTION, for tests only (nothing in the library sets it).
+ * A lost request or reply cannot be made to happen at a chosen command with
+ * a real server and socket, so bg__remote_script asks this hook, when set,
+ * before each script: BG__FAULT_NONE runs it; BG__FAULT_LOSE_REQUEST breaks
+ * the connection without sending (the script did not run);
+ * BG__FAULT_LOSE_REPLY runs it, then breaks the connection and drops the
+ * reply (it ran). The caller gets BG_ECONN either way, as after a real
+ * network fault, and the next call reconnects. */
+enum { BG__FAULT_NONE, BG__FAULT_LOSE_REQUEST, BG__FAULT_LOSE_REPLY };
+typedef int (*bg__script_fault_fn)(int idx);
+extern _Atomic(bg__script_fault_fn) bg__remote_script_fault;
 
 /* Best-effort UNLINK of a key no reader looks at (an upload, a copy, an
  * orphan bit array) after a call that ended with `status`, keeping errstr

@@ -11,9 +11,12 @@
  * rebuilds. Module backend (when $BLOOMGATE_MODULE names bloomgate.so): create,
  * fill, get; rebuilds drop deleted keys, keep a put made while they run,
  * and cause no false negative; creation is atomic (a watcher never sees a
- * partly filled filter, a failed one leaves nothing). */
+ * partly filled filter, a failed one leaves nothing). Both backends: a
+ * rebuild whose commit loses its request or its reply still commits, on one
+ * retry (script_fault.h injects the loss). */
 #include "test_util.h"
 #include "redis_server.h"
+#include "script_fault.h"
 #include "guard_fixtures.h"
 
 #define NKEYS 2000
@@ -502,6 +505,87 @@ static void module_creation_is_atomic(void **state)
     ts_stop(&ms);
 }
 
+/* ---- both backends: a lost commit ------------------------------------------------ */
+
+/* How many of keys <prefix>from..to-1 g's filter says are absent. */
+static long absent_in(bg_guard *g, const char *prefix, long from, long to)
+{
+    char k[64];
+    long n = 0;
+    for (long i = from; i < to; i++) {
+        size_t kl = ms_key(k, prefix, i);
+        n += bg_guard_may_contain(g, k, kl) == 0;
+    }
+    return n;
+}
+
+/* Deletes p<from>..p<to-1> from the source, then rebuilds through `a` with
+ * the next `times` commits losing `fault`: the rebuild must end with
+ * `want`, and (when BG_OK) `b` must then miss (nearly) all deleted keys. */
+static void rebuild_with_lost_commit(bg_guard *a, bg_guard *b, int script, int fault, int times,
+                                     int want, long from, long to)
+{
+    char k[64];
+    for (long i = from; i < to; i++) {
+        size_t kl = ms_key(k, "p", i);
+        TU_TRUE(ms_map_del(&src.map, k, kl));
+    }
+    sf_arm(script, fault, times);
+    int rc = bg_guard_rebuild(a);
+    int fired = sf_disarm();
+    TU_EQ_I(rc, want);
+    TU_EQ_I(fired, times);
+    if (want == BG_OK)
+        TU_TRUE(absent_in(b, "p", from, to) >= (to - from) * 9 / 10);
+    all_present(b, "p", to, NKEYS);
+}
+
+/* The commit of a rebuild is its one step that a network fault can turn
+ * into "did it happen?": a lost request (not run) or a lost reply (run).
+ * Either way one retry commits it, or finds it committed, and the scan's
+ * work is kept; two losses in a row give BG_ECONN, abort the rebuild, and
+ * leave nothing pending, so the other instance's next rebuild works. */
+static void lost_commit(const bg_remote_options *ro, const char *name, bg_remote_backend be)
+{
+    int script = be == BG_REMOTE_MODULE ? BG__SCRIPT_MODULE_REBUILD_COMMIT
+                                        : BG__SCRIPT_REBUILD_COMMIT;
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_guard *a = remote_guard(ro, name, be, 0);
+    bg_guard *b = remote_guard(ro, name, be, 0);
+    rebuild_with_lost_commit(a, b, script, BG__FAULT_LOSE_REPLY, 1, BG_OK, 0, 100);
+    rebuild_with_lost_commit(a, b, script, BG__FAULT_LOSE_REQUEST, 1, BG_OK, 100, 200);
+    TU_EQ_U(gc(a).rebuilds, 2);
+    rebuild_with_lost_commit(a, b, script, BG__FAULT_LOSE_REQUEST, 2, BG_ECONN, 200, 300);
+    TU_EQ_U(gc(a).rebuild_errors, 1);
+    TU_TRUE(absent_in(b, "p", 200, 300) == 0); /* not committed */
+    TU_EQ_I(bg_guard_rebuild(b), BG_OK);
+    TU_TRUE(absent_in(a, "p", 200, 300) >= 90);
+    all_present(a, "p", 300, NKEYS);
+    bg_guard_free(a);
+    bg_guard_free(b);
+    ms_free(&src);
+}
+
+static void bitmap_lost_commit(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap: a rebuild's lost commit is retried");
+    bg_remote_options ro = ropts(&srv);
+    lost_commit(&ro, "lost", BG_REMOTE_BITMAP);
+}
+
+static void module_lost_commit(void **state)
+{
+    (void)state;
+    tu_ctx("module: a rebuild's lost commit is retried");
+    ts_server ms;
+    ts_start_module(&ms);
+    bg_remote_options ro = ropts(&ms);
+    lost_commit(&ro, "lost", BG_REMOTE_MODULE);
+    ts_stop(&ms);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -511,6 +595,8 @@ int main(void)
         cmocka_unit_test(bitmap_outage),
         cmocka_unit_test(module_backend),
         cmocka_unit_test(module_creation_is_atomic),
+        cmocka_unit_test(bitmap_lost_commit),
+        cmocka_unit_test(module_lost_commit),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
