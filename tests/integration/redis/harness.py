@@ -451,6 +451,20 @@ class Server:
                     continue
                 raise ServerStartError("redis-server did not start: %s\n--- log ---\n%s" % (self.argv(), log[-3000:]))
 
+    def _is_ours(self, c):
+        """Whether the server on connection c is this object's process.
+
+        The tests run in parallel and pick ports at random in one range, so
+        the server on our port may be another test's (ours lost the bind, or
+        has exited and someone took the port): never call that one ours,
+        and never shut it down (CI once saw a server stopped 4 ms after it
+        started, by a SHUTDOWN meant for another)."""
+        try:
+            pid = info_field(c, "server", "process_id")
+        except AssertionError:  # an error reply (BUSY, NOAUTH): not known to be ours
+            return False
+        return self.proc is not None and pid == str(self.proc.pid)
+
     def _wait_ready(self, timeout):
         end = time.monotonic() + timeout
         while time.monotonic() < end:
@@ -459,7 +473,7 @@ class Server:
             try:
                 with Conn(self.port, timeout=2) as c:
                     r = c.cmd("PING")
-                    if r == Status(b"PONG"):
+                    if r == Status(b"PONG") and self._is_ours(c):
                         return
             except (OSError, ConnectionError, ProtocolError):
                 pass
@@ -520,6 +534,8 @@ class Server:
         if self.proc.poll() is None:
             try:
                 with Conn(self.port, timeout=10) as c:
+                    if not self._is_ours(c):
+                        raise ConnectionError("port %d: not our server" % self.port)
                     c.send("SHUTDOWN", "SAVE" if save else "NOSAVE")
                     try:
                         c.read()

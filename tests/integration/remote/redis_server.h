@@ -81,14 +81,20 @@ static inline int ts_free_port(void)
 }
 
 /* 1 once the server answers PING, 0 after ~5 s. */
-static inline int ts_wait_ping(int port)
+static inline int ts_wait_ping(pid_t pid, int port)
 {
+    char want[32];
+    snprintf(want, sizeof want, "process_id:%ld\r\n", (long)pid);
     for (int i = 0; i < 500; i++) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return 0; /* it exited: the log says why (a port taken meanwhile?) */
         struct timeval tv = {0, 200000};
         redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
         if (c && !c->err) {
-            redisReply *r = redisCommand(c, "PING");
-            int ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+            /* The tests run in parallel on random ports: the server that
+             * answers must be our child, not another test's. */
+            redisReply *r = redisCommand(c, "INFO server");
+            int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, want);
             if (r)
                 freeReplyObject(r);
             redisFree(c);
@@ -104,8 +110,9 @@ static inline int ts_wait_ping(int port)
 }
 
 /* (Re)starts s's server on s->port in s->dir (it loads dump.rdb if any),
- * with `extra` (NULL-terminated, or NULL) appended to its arguments. */
-static inline void ts_spawn_with(ts_server *s, const char *const *extra)
+ * with `extra` (NULL-terminated, or NULL) appended to its arguments; 0 if
+ * it exited or did not answer (s->pid is then 0). */
+static inline int ts_spawn_try(ts_server *s, const char *const *extra)
 {
     const char *bin = getenv("REDIS_SERVER");
     if (!bin || !*bin)
@@ -141,7 +148,19 @@ static inline void ts_spawn_with(ts_server *s, const char *const *extra)
     }
     ts_track(pid, 0);
     s->pid = pid;
-    if (!ts_wait_ping(s->port)) {
+    if (ts_wait_ping(pid, s->port))
+        return 1;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    ts_track(0, pid);
+    s->pid = 0;
+    return 0;
+}
+
+/* As ts_spawn_try, and a test failure (with the server's log) if it fails. */
+static inline void ts_spawn_with(ts_server *s, const char *const *extra)
+{
+    if (!ts_spawn_try(s, extra)) {
         char cmd[600];
         snprintf(cmd, sizeof cmd, "cat %s >&2", tu_tmp_file(&s->dir, "log"));
         (void)!system(cmd);
@@ -154,12 +173,19 @@ static inline void ts_spawn(ts_server *s)
     ts_spawn_with(s, NULL);
 }
 
+/* A new server on a free port: another port if someone takes this one
+ * between the check and the bind (the tests run in parallel). */
 static inline void ts_start(ts_server *s, const char *module)
 {
     memset(s, 0, sizeof *s);
     if (module)
         snprintf(s->module, sizeof s->module, "%s", module);
     tu_tmpdir_make(&s->dir, "remote");
+    for (int tries = 1; tries < 5; tries++) {
+        s->port = ts_free_port();
+        if (ts_spawn_try(s, NULL))
+            return;
+    }
     s->port = ts_free_port();
     ts_spawn(s);
 }
