@@ -822,7 +822,7 @@ int bg__remote_load_script(bg_remote *r, int idx, const char *src)
     return BG_OK;
 }
 
-_Atomic(bg__script_fault_fn) bg__remote_script_fault = NULL;
+_Atomic(bg__script_fault_fn) bg__remote_script_fault; /* NULL: zero-initialized */
 
 /* Closes the connection the last command used, as a network fault would. */
 static int lose_connection(bg_remote *r)
