@@ -11,10 +11,11 @@
  * restarted, an idle connection a proxy closed) is retried once, on the new
  * connection: otherwise every thread's first call after a Redis restart
  * would fail. A call that waited for its timeout is not retried: a hung
- * server would cost two timeouts (run below). A handle that gets BG_ESTALE (the filter was re-created or reshaped by a
- * rebuild elsewhere) is reopened and the call retried once; one that gets
- * BG_ENOTFOUND (dropped, or a Redis restarted without its data) is closed,
- * the status returned, and the next call opens it again.
+ * server would cost two timeouts (run below). A handle that gets
+ * BG_ESTALE (the filter was re-created or reshaped by a rebuild elsewhere)
+ * is reopened and the call retried once; one that gets BG_ENOTFOUND
+ * (dropped, or a Redis restarted without its data) is closed, the status
+ * returned, and the next call opens it again.
  *
  * CREATION
  * bg_guard_new opens the filter; if it does not exist, the guard creates it
@@ -49,12 +50,13 @@
  * retry, on a new connection, commits it or finds it committed (remote.h),
  * so a network blip at that moment does not throw away a whole scan of the
  * source. Unlike other calls (CONNECTIONS) this one is retried even after a
- * timeout: a hung server costs a second timeout once per rebuild. Bitmap: the shape is kept unless
- * options.filter.capacity is 0; then it is resized from count() * headroom,
- * and other handles reopen on their BG_ESTALE. Module: the new filter is
- * reserved as at creation (options.filter, capacity from count() *
- * headroom when 0), since Redis does not report a filter's error rate;
- * handles name only the key, so none goes stale. */
+ * timeout: a hung server costs a second timeout once per rebuild.
+ * Bitmap: the shape is kept unless options.filter.capacity is 0; then it
+ * is resized from count() * headroom, and other handles reopen on their
+ * BG_ESTALE. Module: the new filter is reserved as at creation
+ * (options.filter, capacity from count() * headroom when 0), since Redis
+ * does not report a filter's error rate; handles name only the key, so
+ * none goes stale. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <stdbool.h>
