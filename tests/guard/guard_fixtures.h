@@ -128,6 +128,10 @@ typedef struct ms_source {
     atomic_int scan_sleep_ms; /* each scan sleeps this long after its snapshot */
     atomic_int fail_get;      /* non-zero: get returns it */
     atomic_int fail_scan;     /* non-zero: scan returns it halfway */
+    /* Called halfway through each scan, when set (set it while no scan
+     * runs): a test's hook into the middle of a rebuild. */
+    void (*mid_scan)(void *arg);
+    void *mid_scan_arg;
 } ms_source;
 
 static inline void ms_sleep_ms(long ms)
@@ -175,6 +179,8 @@ static inline int ms_scan(void *ctx, int (*emit)(void *, const void *, size_t), 
         ms_sleep_ms(sl);
     int rc = BG_OK;
     for (size_t i = 0; i < n && rc >= 0; i++) {
+        if (i == n / 2 && s->mid_scan)
+            s->mid_scan(s->mid_scan_arg);
         if (i == n / 2 && atomic_load(&s->fail_scan))
             rc = atomic_load(&s->fail_scan);
         else
