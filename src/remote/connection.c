@@ -282,9 +282,20 @@ static int open_context(bg_remote *r, const char *host, int port, const char *un
  * 10n ms (TRYAGAIN and CLUSTERDOWN wait from the first): the 16 tries span
  * about 1.2 s, not the millisecond that 16 round trips take on loopback.
  *
+ * FAILOVER
+ * A master that dies sends no MOVED: the client cannot connect to it, or
+ * its connection breaks. A connection that breaks under a command fails it
+ * (BG_ECONN: it may have run) and is closed; the next command for that
+ * master cannot connect, and one that cannot connect has sent nothing, so
+ * it re-reads the map from another master and goes to the slot's new one
+ * if there is one (slot_master): once the cluster has promoted a replica,
+ * calls work again without the caller doing anything. Until then each call
+ * for the dead master's slots costs a failed connect (connect_timeout_ms
+ * at most) and a CLUSTER SLOTS, and fails with BG_ECONN.
+ *
  * LIMITATIONS
- * Masters only: no reads from replicas, and no failover handling beyond
- * what MOVED gives after the cluster promoted a replica. */
+ * Masters only: no reads from replicas (a replica's answers may miss the
+ * latest adds, which for a filter is a false negative). */
 #define BG__REDIRECTS 16
 
 unsigned bg__key_slot(const char *key, size_t len)
@@ -371,12 +382,13 @@ static size_t redirect_target(bg_remote *r, const char *s, unsigned *slot)
     return node_index(r, host, (size_t)(colon - host), (int)port);
 }
 
-/* Reads CLUSTER SLOTS from the first master that answers, into the map. */
-static int refresh_slots(bg_remote *r)
+/* Reads CLUSTER SLOTS from the first master that answers, other than
+ * `avoid` (one that just failed; BG__NO_NODE for none), into the map. */
+static int refresh_slots(bg_remote *r, size_t avoid)
 {
     int rc = BG_ECONN;
     for (size_t i = 0; i < r->nnodes; i++) {
-        if ((rc = node_ready(r, i)) != BG_OK)
+        if (i == avoid || (rc = node_ready(r, i)) != BG_OK)
             continue;
         const char *argv[2] = {"CLUSTER", "SLOTS"};
         size_t lens[2] = {7, 5};
@@ -452,6 +464,39 @@ static void pause_ms(long ms)
         ;
 }
 
+/* Into *out, the master of `slot`, connected. One that cannot be reached
+ * may have failed over: its replica, promoted, serves the slot now, but our
+ * map still names the dead master, and only a live one could answer MOVED.
+ * So the map is read again from the other masters and, if the slot has a
+ * new master, that one is tried. Nothing has been sent yet: trying another
+ * master is safe. Until the cluster has promoted a replica, the map still
+ * names the dead one and the call fails (BG_ECONN, its connect error). */
+static int slot_master(bg_remote *r, unsigned slot, size_t *out)
+{
+    if (r->slot_node[slot] == BG__NO_NODE)
+        (void)refresh_slots(r, BG__NO_NODE);
+    size_t ni = r->slot_node[slot];
+    if (ni == BG__NO_NODE)
+        return bg__remote_fail(r, BG_EREMOTE, "no master serves slot %u", slot);
+    int rc = node_ready(r, ni);
+    if (rc == BG_OK) {
+        *out = ni;
+        return BG_OK;
+    }
+    char keep[BG__REMOTE_ERRSTR];
+    memcpy(keep, r->errstr, sizeof keep);
+    if (refresh_slots(r, ni) == BG_OK && r->slot_node[slot] != BG__NO_NODE &&
+        r->slot_node[slot] != ni) {
+        ni = r->slot_node[slot];
+        r->redirects++;
+        if ((rc = node_ready(r, ni)) == BG_OK)
+            *out = ni;
+        return rc;
+    }
+    memcpy(r->errstr, keep, sizeof keep);
+    return rc;
+}
+
 /* The wait before following a command's redirection number `tries` (0 is
  * the first): see CLUSTER ROUTING. */
 static void settle_pause(int tries, int always)
@@ -471,23 +516,20 @@ static int cluster_command(bg_remote *r, int argc, const char **argv, const size
     int asking = 0;
     size_t ni = 0;
     for (int tries = 0;; tries++) {
-        if (!asking) {
-            if (keyed) {
-                if (r->slot_node[slot] == BG__NO_NODE)
-                    (void)refresh_slots(r);
-                if (r->slot_node[slot] == BG__NO_NODE)
-                    return bg__remote_fail(r, BG_EREMOTE, "no master serves slot %u", slot);
-                ni = r->slot_node[slot];
-            } else {
+        int rc;
+        if (!asking && keyed) {
+            if ((rc = slot_master(r, slot, &ni)) != BG_OK)
+                return rc;
+        } else {
+            if (!asking) {
                 ni = 0;
                 for (size_t i = 0; i < r->nnodes; i++)
                     if (r->c && r->nodes[i].c == r->c)
                         ni = i;
             }
+            if ((rc = node_ready(r, ni)) != BG_OK)
+                return rc;
         }
-        int rc = node_ready(r, ni);
-        if (rc != BG_OK)
-            return rc;
         r->c = r->nodes[ni].c;
         redisReply *rep;
         rc = exchange(r, r->c, asking, argc, argv, lens, &rep);
@@ -510,7 +552,7 @@ static int cluster_command(bg_remote *r, int argc, const char **argv, const size
             freeReplyObject(rep);
             r->redirects++;
             settle_pause(tries, 0);
-            (void)refresh_slots(r);
+            (void)refresh_slots(r, BG__NO_NODE);
             r->slot_node[s] = (uint16_t)to; /* the redirect is the freshest word */
             r->errstr[0] = '\0';
         } else if (strncmp(rep->str, "ASK ", 4) == 0) {
@@ -615,15 +657,7 @@ int bg__remote_fanout(bg_remote *r, bg__call *calls, size_t n)
             rc = bg__remote_fail(r, BG_EINVAL, "a fanout call without a key");
             goto out;
         }
-        unsigned slot = bg__key_slot(key, klen);
-        if (r->slot_node[slot] == BG__NO_NODE)
-            (void)refresh_slots(r);
-        if (r->slot_node[slot] == BG__NO_NODE) {
-            rc = bg__remote_fail(r, BG_EREMOTE, "no master serves slot %u", slot);
-            goto out;
-        }
-        node[i] = r->slot_node[slot];
-        if ((rc = node_ready(r, node[i])) != BG_OK)
+        if ((rc = slot_master(r, bg__key_slot(key, klen), &node[i])) != BG_OK)
             goto out;
     }
     /* Write: append everything, then flush each connection once. */
@@ -693,7 +727,7 @@ static int do_connect(bg_remote *r)
             r->slot_node[s] = BG__NO_NODE;
         int rc = node_ready(r, 0); /* the seed, for its error message */
         if (rc == BG_OK)
-            rc = refresh_slots(r);
+            rc = refresh_slots(r, BG__NO_NODE);
         if (rc != BG_OK)
             return rc;
         r->errstr[0] = '\0';

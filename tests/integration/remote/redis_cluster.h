@@ -1,8 +1,9 @@
-/* A real Redis Cluster of n masters (no replicas) for the remote tests and
- * the remote benchmark: redis-server processes on consecutive free loopback
- * ports in 23000-23999 (cluster bus: port + 10000), each in its own
- * temporary directory, joined with `redis-cli --cluster create`, stopped by
- * tc_stop (or, like every ts_server, when the test process dies). */
+/* A real Redis Cluster of n masters for the remote tests and the remote
+ * benchmark: redis-server processes on consecutive free loopback ports in
+ * 23000-23999 (cluster bus: port + 10000), each in its own temporary
+ * directory, joined with `redis-cli --cluster create`, stopped by tc_stop
+ * (or, like every ts_server, when the test process dies). tc_add_replica
+ * gives one master a replica, for failover. */
 #ifndef BG_TEST_REDIS_CLUSTER_H
 #define BG_TEST_REDIS_CLUSTER_H
 
@@ -86,6 +87,94 @@ static inline void tc_start(ts_server *cl, int n)
         nanosleep(&ts, NULL);
     }
     fail_msg("the cluster did not reach cluster_state:ok");
+}
+
+/* The field `name` of `INFO replication` on c, as a number; -1 if absent. */
+static inline long long tc_repl_field(redisContext *c, const char *name)
+{
+    redisReply *r = redisCommand(c, "INFO replication");
+    long long v = -1;
+    if (r && r->type == REDIS_REPLY_STRING) {
+        char want[64];
+        snprintf(want, sizeof want, "\r\n%s:", name);
+        const char *at = strstr(r->str, want);
+        if (at)
+            v = strtoll(at + strlen(want), NULL, 10);
+    }
+    if (r)
+        freeReplyObject(r);
+    return v;
+}
+
+/* Whether c's `cmd` reply (a string) contains `what`. */
+static inline int tc_reply_has(redisContext *c, const char *cmd, const char *what)
+{
+    redisReply *r = redisCommand(c, cmd);
+    int has = r && r->type == REDIS_REPLY_STRING && strstr(r->str, what);
+    if (r)
+        freeReplyObject(r);
+    return has;
+}
+
+/* Polls `ok` every 20 ms for up to 20 s; fails the test with `what`. */
+#define TC_WAIT(ok, what)                                                                       \
+    do {                                                                                        \
+        int tc_ok_ = 0;                                                                         \
+        for (int tc_t_ = 0; tc_t_ < 1000 && !(tc_ok_ = (ok)); tc_t_++) {                         \
+            struct timespec tc_ts_ = {0, 20000000};                                             \
+            nanosleep(&tc_ts_, NULL);                                                           \
+        }                                                                                       \
+        if (!tc_ok_)                                                                            \
+            fail_msg("timed out waiting until %s", what);                                       \
+    } while (0)
+
+/* Starts rep as a new node of the cluster cl[0..n-1], a replica of
+ * cl[master], and waits until every node knows it as such and it has
+ * caught up with everything the master has written. */
+static inline void tc_add_replica(ts_server *rep, ts_server *cl, int n, int master)
+{
+    memset(rep, 0, sizeof *rep);
+    snprintf(rep->module, sizeof rep->module, "%s", cl[master].module);
+    tu_tmpdir_make(&rep->dir, "cluster");
+    rep->port = tc_base_port(1);
+    tc_spawn(rep);
+    redisContext *m = ts_raw(&cl[master]), *c = ts_raw(rep);
+    char mid[64], rid[64], known[64];
+    redisReply *r = redisCommand(m, "CLUSTER MYID");
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    snprintf(mid, sizeof mid, "%s", r->str);
+    freeReplyObject(r);
+    r = redisCommand(c, "CLUSTER MYID");
+    assert_true(r && r->type == REDIS_REPLY_STRING);
+    snprintf(rid, sizeof rid, "%s", r->str);
+    freeReplyObject(r);
+    r = redisCommand(c, "CLUSTER MEET 127.0.0.1 %d", cl[master].port);
+    assert_true(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    snprintf(known, sizeof known, "cluster_known_nodes:%d\r\n", n + 1);
+    TC_WAIT(tc_reply_has(c, "CLUSTER INFO", known) &&
+                tc_reply_has(c, "CLUSTER INFO", "cluster_state:ok"),
+            "the new node knows the whole cluster");
+    r = redisCommand(c, "CLUSTER REPLICATE %s", mid);
+    if (!r || r->type != REDIS_REPLY_STATUS)
+        fail_msg("CLUSTER REPLICATE: %s", r && r->str ? r->str : "no reply");
+    freeReplyObject(r);
+    char as_replica[160];
+    snprintf(as_replica, sizeof as_replica, "slave %s", mid);
+    for (int i = 0; i < n; i++) {
+        redisContext *o = ts_raw(&cl[i]);
+        TC_WAIT(tc_reply_has(o, "CLUSTER NODES", rid) &&
+                    tc_reply_has(o, "CLUSTER NODES", as_replica),
+                "every master knows the replica");
+        redisFree(o);
+    }
+    /* The link first: before its first sync, both offsets may read 0. */
+    TC_WAIT(tc_reply_has(c, "INFO replication", "master_link_status:up"),
+            "the replica's link is up");
+    TC_WAIT(tc_repl_field(c, "slave_repl_offset") == tc_repl_field(m, "master_repl_offset"),
+            "the replica has caught up");
+    redisFree(m);
+    redisFree(c);
 }
 
 static inline void tc_stop(ts_server *cl, int n)

@@ -5,7 +5,9 @@
  * redirecting to each other for 150 ms on the way) while a forked
  * client adds and checks keys (it must see no error and no false negative).
  * With bloomgate.so loaded in every master ($BLOOMGATE_MODULE), the module
- * backend's staged creation, rebuild, publish and fetch over the cluster. */
+ * backend's staged creation, rebuild, publish and fetch over the cluster.
+ * Last, a master dies and its replica takes over: the same client handle
+ * must find the new master and every key. */
 #include "test_util.h"
 #include "redis_server.h"
 #include "redis_cluster.h"
@@ -474,6 +476,65 @@ static void module_on_cluster(void **state)
     bg_remote_free(r2);
 }
 
+/* A master dies (SIGKILL) and its replica takes over (CLUSTER FAILOVER
+ * TAKEOVER, which is what the cluster does on its own after
+ * cluster-node-timeout): no MOVED ever comes from the dead master, yet the
+ * same client handle must find the new master by itself, and the filter
+ * must have every key. Meanwhile calls fail (BG_ECONN), never "absent".
+ * Last in the file: it leaves one master dead. */
+static void master_fails_over(void **state)
+{
+    (void)state;
+    tu_ctx("a master dies and its replica takes over");
+    enum { N = 8000, MORE = 2000 };
+    bg_remote *r = cconn();
+    bg_remote_filter *f = NULL;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 20000,
+                                  .error_rate = P, .seed = 9, .shards = 8};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "fo", &o), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, N);
+    tu_batch_fill(&b, 0, 4, 0, N);
+    TU_TRUE(bg_remote_filter_add_many(f, b.keys, b.lens, N, NULL) >= 0);
+    int victim = owner_of("{fo:s0}:meta");
+    ts_server rep;
+    tc_add_replica(&rep, cl, CL_N, victim);
+
+    ts_kill(&cl[victim]);
+    TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, N, NULL), BG_ECONN);
+    TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, N, NULL), BG_ECONN);
+
+    redisContext *c = ts_raw(&rep);
+    ok_reply(c, redisCommand(c, "CLUSTER FAILOVER TAKEOVER"), "FAILOVER TAKEOVER");
+    uint64_t redirects = r->redirects;
+    int64_t h = BG_ECONN;
+    int failed = 0;
+    for (int t = 0; t < 250; t++) { /* 5 s: the other masters learn it in ms */
+        h = bg_remote_filter_contains_many(f, b.keys, b.lens, N, NULL);
+        if (h != BG_ECONN)
+            break;
+        failed++;
+        if (failed < 4 || failed % 50 == 0)
+            print_message("  %s\n", bg_remote_errstr(r));
+        sleep_ms(20);
+    }
+    if (h < 0)
+        print_message("  %s: %s\n", bg_err_name((int)h), bg_remote_errstr(r));
+    print_message("after the takeover: %d calls failed, then %" PRId64 " of %d keys found,"
+                  " %" PRIu64 " re-routes\n", failed, h, N, r->redirects - redirects);
+    TU_EQ_I(h, N);
+    TU_TRUE(r->redirects > redirects);
+    tu_batch_fill(&b, 0, 5, 0, MORE);
+    TU_EQ_I(bg_remote_filter_add_many(f, b.keys, b.lens, MORE, NULL), MORE);
+    TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, MORE, NULL), MORE);
+    TU_EQ_I(ts_int(c, "EXISTS {fo:s0}:meta"), 1); /* the promoted replica serves it */
+    redisFree(c);
+    tu_batch_free(&b);
+    bg_remote_filter_close(f);
+    bg_remote_free(r);
+    ts_stop(&rep);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_DFL);
@@ -482,6 +543,7 @@ int main(void)
         cmocka_unit_test(sharded_cross_process),
         cmocka_unit_test(reshard_while_clients_run),
         cmocka_unit_test(module_on_cluster),
+        cmocka_unit_test(master_fails_over),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
