@@ -152,6 +152,10 @@ typedef struct bg_remote_options {
     uint32_t command_timeout_ms; /* 0: 2000; a reply slower than this: BG_ECONN */
     int cluster;                 /* nonzero: host:port is a seed node of a Redis
                                     Cluster (SHARDING below); not with unix_socket */
+    const char *seeds;           /* cluster only: more seed nodes, "HOST:PORT" items
+                                    separated by ',' ("[::1]:7000" for IPv6), asked
+                                    in turn when host:port does not answer; NULL:
+                                    none. A bad list is BG_EINVAL. */
 } bg_remote_options;
 
 /* Connects into *out (copies the options' strings). On a connection or AUTH

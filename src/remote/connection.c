@@ -433,6 +433,12 @@ static int refresh_slots(bg_remote *r, size_t avoid)
         if (rc == BG_OK || rc == BG_ENOMEM)
             return rc;
     }
+    if (rc == BG_ECONN && r->nnodes > 1) {
+        char last[BG__REMOTE_ERRSTR];
+        memcpy(last, r->errstr, sizeof last);
+        bg__remote_fail(r, rc, "no node of the cluster answers (%zu tried; the last: %s)",
+                        r->nnodes - (avoid < r->nnodes), last);
+    }
     return rc;
 }
 
@@ -725,9 +731,8 @@ static int do_connect(bg_remote *r)
         r->c = NULL;
         for (size_t s = 0; s < BG__SLOTS; s++)
             r->slot_node[s] = BG__NO_NODE;
-        int rc = node_ready(r, 0); /* the seed, for its error message */
-        if (rc == BG_OK)
-            rc = refresh_slots(r, BG__NO_NODE);
+        /* The seeds in turn (then any master learned before a reconnect). */
+        int rc = refresh_slots(r, BG__NO_NODE);
         if (rc != BG_OK)
             return rc;
         r->errstr[0] = '\0';
@@ -756,12 +761,54 @@ int bg__remote_ready(bg_remote *r)
     return do_connect(r);
 }
 
+/* Adds every "HOST:PORT" of the comma-separated `list` as a node: BG_OK,
+ * BG_EINVAL (an empty item, no port, a port out of 1..65535, an unclosed
+ * '[') or BG_ENOMEM. */
+static int add_seeds(bg_remote *r, const char *list)
+{
+    for (const char *p = list;;) {
+        size_t len = strcspn(p, ",");
+        const char *host = p, *colon = NULL;
+        size_t hlen;
+        if (len > 0 && *p == '[') { /* an IPv6 literal */
+            const char *close = memchr(p, ']', len);
+            if (!close || close + 1 >= p + len || close[1] != ':')
+                return BG_EINVAL;
+            host = p + 1;
+            hlen = (size_t)(close - host);
+            colon = close + 1;
+        } else {
+            for (const char *c = p; c < p + len; c++)
+                if (*c == ':')
+                    colon = c;
+            if (!colon)
+                return BG_EINVAL;
+            hlen = (size_t)(colon - p);
+        }
+        size_t digits = (size_t)(p + len - colon - 1);
+        long port = 0;
+        for (size_t i = 1; i <= digits && i <= 5; i++) {
+            if (colon[i] < '0' || colon[i] > '9')
+                return BG_EINVAL;
+            port = port * 10 + (colon[i] - '0');
+        }
+        if (hlen == 0 || digits == 0 || digits > 5 || port < 1 || port > 65535)
+            return BG_EINVAL;
+        if (node_index(r, host, hlen, (int)port) == BG__NO_NODE)
+            return BG_ENOMEM;
+        if (p[len] == '\0')
+            return BG_OK;
+        p += len + 1;
+    }
+}
+
 int bg_remote_connect(bg_remote **out, const bg_remote_options *o)
 {
     if (!out)
         return BG_EINVAL;
     *out = NULL;
-    if (!o || o->port < 0 || o->port > 65535 || (o->cluster && o->unix_socket))
+    if (!o || o->port < 0 || o->port > 65535 || (o->cluster && o->unix_socket) ||
+        (o->seeds && !o->cluster))
         return BG_EINVAL;
     bg_remote *r = bg__calloc(1, sizeof *r);
     if (!r)
@@ -786,6 +833,11 @@ int bg_remote_connect(bg_remote **out, const bg_remote_options *o)
         if (!r->slot_node || node_index(r, r->host, strlen(r->host), r->port) != 0) {
             bg_remote_free(r);
             return BG_ENOMEM;
+        }
+        int sr = o->seeds ? add_seeds(r, o->seeds) : BG_OK;
+        if (sr != BG_OK) {
+            bg_remote_free(r);
+            return sr;
         }
     }
     int rc = do_connect(r);

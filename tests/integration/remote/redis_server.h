@@ -58,7 +58,10 @@ static inline void ts_track(pid_t pid, pid_t old)
 /* A port in [lo, lo + n) nobody listens on now. */
 static inline int ts_free_port_in(int lo, int n)
 {
-    uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
+    /* Calls in the same second get different candidates: a port handed
+     * out but not yet bound still binds here. */
+    static uint64_t calls;
+    uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL) + ++calls * 104729u;
     for (int tries = 0; tries < 200; tries++) {
         int port = lo + (int)(tu_next(&st) % (uint64_t)n);
         int fd = socket(AF_INET, SOCK_STREAM, 0);

@@ -476,6 +476,48 @@ static void module_on_cluster(void **state)
     bg_remote_free(r2);
 }
 
+/* More seed nodes (bg_remote_options.seeds): a client whose first seed is
+ * down connects through the next one that answers; none answering is
+ * BG_ECONN with a message that says so; a malformed list is BG_EINVAL. */
+static void seeds(void **state)
+{
+    (void)state;
+    tu_ctx("seed nodes");
+    int dead = ts_free_port(), dead2 = ts_free_port();
+    char list[128];
+    snprintf(list, sizeof list, "127.0.0.1:%d,[::1]:%d,127.0.0.1:%d", dead2, dead2, cl[1].port);
+    bg_remote_options o = {.port = dead, .cluster = 1, .seeds = list,
+                           .connect_timeout_ms = 500};
+    bg_remote *r = NULL;
+    TU_EQ_I(bg_remote_connect(&r, &o), BG_OK);
+    bg_remote_filter *f = NULL;
+    bg_remote_filter_options fo = {.backend = BG_REMOTE_BITMAP, .capacity = 1000,
+                                   .error_rate = P, .seed = 2, .shards = 4};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "seeds", &fo), BG_OK);
+    TU_EQ_I(bg_remote_filter_add(f, "k", 1), BG_OK);
+    TU_EQ_I(bg_remote_filter_contains(f, "k", 1), 1);
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    bg_remote_filter_close(f);
+    bg_remote_free(r);
+
+    snprintf(list, sizeof list, "127.0.0.1:%d", dead2);
+    TU_EQ_I(bg_remote_connect(&r, &o), BG_ECONN);
+    print_message("all seeds down: %s\n", bg_remote_errstr(r));
+    TU_TRUE(strstr(bg_remote_errstr(r), "no node of the cluster answers (2 tried") != NULL);
+    bg_remote_free(r);
+
+    const char *bad[] = {"", ",", "x", "127.0.0.1:", ":7000", "h:70000", "h:0", "h:7000,",
+                         ",h:7000", "[::1", "[::1]7000", "[]:7000", "h:12a", "h:123456"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        o.seeds = bad[i];
+        r = (bg_remote *)1;
+        TU_EQ_I(bg_remote_connect(&r, &o), BG_EINVAL);
+        TU_TRUE(r == NULL);
+    }
+    bg_remote_options plain = {.port = cl[0].port, .seeds = "127.0.0.1:1"};
+    TU_EQ_I(bg_remote_connect(&r, &plain), BG_EINVAL);
+}
+
 /* A master dies (SIGKILL) and its replica takes over (CLUSTER FAILOVER
  * TAKEOVER, which is what the cluster does on its own after
  * cluster-node-timeout): no MOVED ever comes from the dead master, yet the
@@ -543,6 +585,7 @@ int main(void)
         cmocka_unit_test(sharded_cross_process),
         cmocka_unit_test(reshard_while_clients_run),
         cmocka_unit_test(module_on_cluster),
+        cmocka_unit_test(seeds),
         cmocka_unit_test(master_fails_over),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
