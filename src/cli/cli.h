@@ -307,7 +307,8 @@ void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc);
  * HOST is an IPv4 address, a host name, or an IPv6 address in brackets;
  * PORT defaults to 6379. NAME (the filter's name, not a database number)
  * and the password are percent-decoded. `redis+cluster://HOST:PORT/NAME`
- * names a filter on a Redis Cluster (HOST:PORT a seed node), and `shards=S`
+ * names a filter on a Redis Cluster (HOST:PORT a seed node; more seeds may
+ * follow, separated by ',', into `seeds`), and `shards=S`
  * (2..BG_REMOTE_MAX_SHARDS, bitmap backend) makes create split the filter
  * into S sub-filters, one per hash slot; other subcommands find the shards
  * by themselves. */
@@ -325,6 +326,7 @@ typedef struct cli_url {
     cli_url_backend backend;
     uint32_t timeout_ms; /* 0: the library's defaults */
     bool cluster;        /* redis+cluster://: HOST:PORT is a seed node of a cluster */
+    char *seeds;         /* cluster: the seed nodes after the first, "H:P,H:P"; or NULL */
     uint32_t shards;     /* ?shards=S for create (bitmap backend); 0: unsharded */
     char *display;       /* the URL for messages, with the password as "***" */
 } cli_url;

@@ -88,6 +88,7 @@ static int connect_url(const cli_url *u, bg_remote **out)
         .connect_timeout_ms = u->timeout_ms,
         .command_timeout_ms = u->timeout_ms,
         .cluster = u->cluster,
+        .seeds = u->seeds,
     };
     int rc = bg_remote_connect(out, &ro);
     if (rc != BG_OK) {

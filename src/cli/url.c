@@ -97,6 +97,7 @@ void cli_url_free(cli_url *u)
     if (!u)
         return;
     free(u->host);
+    free(u->seeds);
     free(u->username);
     if (u->password) {
         /* Not left lying in freed memory. */
@@ -173,6 +174,106 @@ static const char *parse_query(const char *q, size_t len, cli_url *u, char *buf,
     return NULL;
 }
 
+/* Parses one HOST[:PORT] in p[0, end - p) into *host (allocated, without
+ * brackets) and *port (6379 if absent). NULL, or what is wrong. */
+static const char *parse_host(const char *p, const char *auth_end, char **out_host, int *out_port,
+                              char *buf, size_t size, bool *oom)
+{
+    const char *host, *host_end, *port_at;
+    if (p < auth_end && *p == '[') {
+        host = p + 1;
+        host_end = memchr(host, ']', (size_t)(auth_end - host));
+        if (!host_end)
+            return "an IPv6 address opened with '[' has no ']'";
+        if (host_end == host)
+            return "the IPv6 address between '[' and ']' is empty";
+        for (const char *c = host; c < host_end; c++)
+            if (hex_value(*c) < 0 && *c != ':' && *c != '.')
+                return "the IPv6 address between '[' and ']' has a character that is not a hex "
+                       "digit, ':' or '.'";
+        port_at = host_end + 1;
+        if (port_at < auth_end && *port_at != ':')
+            return "after ']' comes ':PORT' or the end of the host";
+    } else {
+        host = p;
+        host_end = p;
+        while (host_end < auth_end && *host_end != ':')
+            host_end++;
+        if (host_end == host)
+            return "the host is missing (e.g. redis://127.0.0.1:6379/NAME)";
+        for (const char *c = host; c < host_end; c++)
+            if (!host_char(*c)) {
+                snprintf(buf, size,
+                         "the host has a character '%c' that is not a letter, digit, '.', '-' "
+                         "or '_' (IPv6 addresses go in brackets)",
+                         *c);
+                return buf;
+            }
+        port_at = host_end;
+    }
+    *out_port = 6379;
+    if (port_at < auth_end) { /* *port_at == ':' */
+        const char *d = port_at + 1;
+        size_t n = (size_t)(auth_end - d);
+        if (n == 0)
+            return "the port after ':' is missing";
+        if (n > 5 || strspn(d, "0123456789") < n) {
+            snprintf(buf, size, "the port '%.*s' is not a number from 1 to 65535", (int)n, d);
+            return buf;
+        }
+        long port = strtol(d, NULL, 10);
+        if (port < 1 || port > 65535) {
+            snprintf(buf, size, "the port '%.*s' is not a number from 1 to 65535", (int)n, d);
+            return buf;
+        }
+        *out_port = (int)port;
+    }
+    *out_host = strndup(host, (size_t)(host_end - host));
+    if (!*out_host) {
+        *oom = true;
+        return "";
+    }
+    return NULL;
+}
+
+/* The seed nodes after the first, "HOST:PORT,..." in the URL's authority
+ * p[0, end - p) (each item as parse_host takes it), into u->seeds as the
+ * library wants them: every port written, IPv6 hosts in brackets. NULL, or
+ * what is wrong. */
+static const char *parse_seeds(const char *p, const char *end, cli_url *u, char *buf,
+                               size_t size, bool *oom)
+{
+    size_t cap = (size_t)(end - p) * 2 + 16, len = 0;
+    u->seeds = malloc(cap);
+    if (!u->seeds) {
+        *oom = true;
+        return "";
+    }
+    u->seeds[0] = '\0';
+    while (p <= end) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        const char *item_end = comma ? comma : end;
+        if (item_end == p)
+            return "an empty HOST:PORT between ',' (several seed nodes are 'H1:P1,H2:P2')";
+        char *host;
+        int port;
+        const char *why = parse_host(p, item_end, &host, &port, buf, size, oom);
+        if (why)
+            return why;
+        bool v6 = strchr(host, ':') != NULL;
+        int n = snprintf(u->seeds + len, cap - len, "%s%s%s%s:%d", len ? "," : "",
+                         v6 ? "[" : "", host, v6 ? "]" : "", port);
+        free(host);
+        if (n < 0 || (size_t)n >= cap - len)
+            return "the seed nodes are too long";
+        len += (size_t)n;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return NULL;
+}
+
 /* The body of cli_url_parse: NULL, or what is wrong (u half-filled). */
 static const char *parse(const char *text, cli_url *u, char *buf, size_t size, bool *oom)
 {
@@ -220,60 +321,15 @@ static const char *parse(const char *text, cli_url *u, char *buf, size_t size, b
             return "the password is empty (drop the ':@' for no password)";
         p = at + 1;
     }
-    const char *host, *host_end, *port_at;
-    if (*p == '[') {
-        host = p + 1;
-        host_end = memchr(host, ']', (size_t)(auth_end - host));
-        if (!host_end)
-            return "an IPv6 address opened with '[' has no ']'";
-        if (host_end == host)
-            return "the IPv6 address between '[' and ']' is empty";
-        for (const char *c = host; c < host_end; c++)
-            if (hex_value(*c) < 0 && *c != ':' && *c != '.')
-                return "the IPv6 address between '[' and ']' has a character that is not a hex "
-                       "digit, ':' or '.'";
-        port_at = host_end + 1;
-        if (port_at < auth_end && *port_at != ':')
-            return "after ']' comes ':PORT' or the end of the host";
-    } else {
-        host = p;
-        host_end = p;
-        while (host_end < auth_end && *host_end != ':')
-            host_end++;
-        if (host_end == host)
-            return "the host is missing (e.g. redis://127.0.0.1:6379/NAME)";
-        for (const char *c = host; c < host_end; c++)
-            if (!host_char(*c)) {
-                snprintf(buf, size,
-                         "the host has a character '%c' that is not a letter, digit, '.', '-' "
-                         "or '_' (IPv6 addresses go in brackets)",
-                         *c);
-                return buf;
-            }
-        port_at = host_end;
-    }
-    u->host = strndup(host, (size_t)(host_end - host));
-    if (!u->host) {
-        *oom = true;
-        return "";
-    }
-    u->port = 6379;
-    if (port_at < auth_end) { /* *port_at == ':' */
-        const char *d = port_at + 1;
-        size_t n = (size_t)(auth_end - d);
-        if (n == 0)
-            return "the port after ':' is missing";
-        if (n > 5 || strspn(d, "0123456789") < n) {
-            snprintf(buf, size, "the port '%.*s' is not a number from 1 to 65535", (int)n, d);
-            return buf;
-        }
-        long port = strtol(d, NULL, 10);
-        if (port < 1 || port > 65535) {
-            snprintf(buf, size, "the port '%.*s' is not a number from 1 to 65535", (int)n, d);
-            return buf;
-        }
-        u->port = (int)port;
-    }
+    /* HOST[:PORT], or for a cluster HOST[:PORT],HOST[:PORT]... (seeds) */
+    const char *first_end = memchr(p, ',', (size_t)(auth_end - p));
+    if (first_end && !u->cluster)
+        return "several hosts (separated by ',') are for redis+cluster:// (seed nodes)";
+    if ((why = parse_host(p, first_end ? first_end : auth_end, &u->host, &u->port, buf, size,
+                          oom)) != NULL)
+        return why;
+    if (first_end && (why = parse_seeds(first_end + 1, auth_end, u, buf, size, oom)) != NULL)
+        return why;
 
     /* /NAME[?QUERY] */
     p = auth_end;

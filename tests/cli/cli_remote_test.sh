@@ -143,6 +143,12 @@ case_badurl() {
         'redis://h/x?shards=4x|not a number of shards'
         'redis://h/x?shards=2&backend=module|needs the bitmap backend'
         'redis+cluster://h:7000|name is missing'
+        'redis://h1:1,h2:2/x|are for redis+cluster://'
+        'redis+cluster://h:1,/x|an empty HOST:PORT'
+        'redis+cluster://h:1,,h:2/x|an empty HOST:PORT'
+        'redis+cluster://h:1,h:0/x|is not a number from 1 to 65535'
+        'redis+cluster://h:1,h x:2/x|the host has a character'
+        'redis+cluster://h:1,[::1/x|has no '"'"']'"'"''
         'redis://topsecret@h/x|USER:PASSWORD@'
         'redis://:topsecret%g@h/x|in the password'
         'redis://:@h/x|the password is empty'
@@ -294,6 +300,43 @@ case_shared() {
     eq "$(cat out)" "$(printf 'keys\t40000\nmaybe\t40000\nno\t0')" "keys of both adders"
     run 0 "$BG" info --json "$U"
     eq "$(jget out items)" 40000 "items counted atomically"
+}
+
+# A port in 22000-22999 where nothing listens.
+dead_port() {
+    local p
+    for _ in $(seq 100); do
+        p=$((22000 + RANDOM % 1000))
+        (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+    done
+    fail "no unused port in 22000-22999"
+}
+
+# redis+cluster:// with more seed nodes: the first is down, the next ones
+# are tried (a one-master cluster that holds every slot).
+case_cluster_seeds() {
+    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
+    start_redis --cluster-enabled yes
+    redis-cli -p "$PORT" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null || fail "CLUSTER ADDSLOTSRANGE"
+    local i ok=0
+    for i in $(seq 200); do
+        if redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok; then ok=1; break; fi
+        sleep 0.05
+    done
+    eq "$ok" 1 "cluster_state:ok"
+    local dead dead2
+    dead=$(dead_port)
+    dead2=$(dead_port)
+    local U="redis+cluster://127.0.0.1:$dead,[::1]:$dead2,127.0.0.1:$PORT/seeded"
+    run 0 "$BG" create "$U?shards=4" -n 10000 -p 0.01 -q
+    keys 1 1000 a >a.txt
+    run 0 "$BG" add -q "$U" <a.txt
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t1000\nmaybe\t1000\nno\t0')" "keys through the third seed"
+    run 2 "$BG" info "redis+cluster://127.0.0.1:$dead/seeded"
+    has err "cannot connect"
+    run 2 "$BG" info "redis+cluster://127.0.0.1:$dead,localhost:$dead2/seeded"
+    has err "no node of the cluster answers (2 tried"
 }
 
 # ?shards=S: one logical filter over S sub-filters (on a plain server here;

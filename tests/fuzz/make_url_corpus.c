@@ -15,6 +15,8 @@ static const char *const seeds[] = {
     "redis://alice:raw/slash@host/f",
     "redis+cluster://10.0.0.1:7000/big?shards=16",
     "redis+cluster://10.0.0.1:7000/big?shards=16&backend=module",
+    "redis+cluster://h1:7000,[::1]:7001,h3/big?shards=4",
+    "redis+cluster://:pw@h1,h2:7002/x", "redis://h1:1,h2:2/x", "redis+cluster://h:1,/x",
     "redis://h/f?backend=bitmap&timeout=0&shards=2",
     "redis://h:0/f", "redis://h:65536/f", "redis://h:/f", "redis://h/",
     "redis://h", "redis:///f", "redis://[::1/f", "redis://h/f?", "redis://h/f?x=1",
