@@ -6,6 +6,8 @@
  *   module   the same calls on the module backend (bloomgate.so): a scalable
  *            filter of the same payload size, BF.LOADCHUNK 4 MiB a call,
  *            the rename; COPY, then BF.SCANDUMP 16 MiB a call
+ * and bg_remote_filter_create of an empty filter of that size (bitmap: one
+ * zero-filled SETRANGE; module: BF.RESERVE),
  * on one local redis-server, modes interleaved, best of ROUNDS. For each it
  * prints the wall time (MiB/s of payload) and the longest single command the
  * server ran meanwhile (SLOWLOG, every command logged), which is how long
@@ -88,15 +90,16 @@ int main(int argc, char **argv)
     freeReplyObject(redisCommand(c, "CONFIG SET slowlog-log-slower-than 0"));
     freeReplyObject(redisCommand(c, "CONFIG SET slowlog-max-len 100000"));
 
-    /* [size][mode][publish, fetch]: best seconds, and the longest command
-     * (us) and its name in the best run. */
-    double best[SIZES][MODES][2];
-    long long stall[SIZES][MODES][2];
-    char stall_cmd[SIZES][MODES][2][24];
+    /* [size][mode][publish, fetch, create]: best seconds, and the longest
+     * command (us) and its name in the best run. */
+    enum { PUBLISH, FETCH, CREATE, OPS };
+    double best[SIZES][MODES][OPS];
+    long long stall[SIZES][MODES][OPS];
+    char stall_cmd[SIZES][MODES][OPS][24];
     uint64_t payload[SIZES][MODES];
     for (int i = 0; i < SIZES; i++)
         for (int m = 0; m < MODES; m++)
-            for (int op = 0; op < 2; op++)
+            for (int op = 0; op < OPS; op++)
                 best[i][m][op] = 1e30;
     for (int round = 0; round < rounds; round++)
         for (int i = 0; i < SIZES; i++)
@@ -116,10 +119,11 @@ int main(int argc, char **argv)
                     fprintf(stderr, "%s publish: %s\n", mode_name[m], bg_remote_errstr(r));
                     return 1;
                 }
-                if (t1 - t0 < best[i][m][0]) {
-                    best[i][m][0] = t1 - t0;
-                    stall[i][m][0] = us;
-                    snprintf(stall_cmd[i][m][0], sizeof stall_cmd[i][m][0], "%s", what);
+                if (t1 - t0 < best[i][m][PUBLISH]) {
+                    best[i][m][PUBLISH] = t1 - t0;
+                    stall[i][m][PUBLISH] = us;
+                    snprintf(stall_cmd[i][m][PUBLISH], sizeof stall_cmd[i][m][PUBLISH], "%s",
+                             what);
                 }
                 bg_filter_free(local);
                 bg_remote_filter *f;
@@ -135,25 +139,56 @@ int main(int argc, char **argv)
                     fprintf(stderr, "%s fetch: %s\n", mode_name[m], bg_remote_errstr(r));
                     return 1;
                 }
-                if (t1 - t0 < best[i][m][1]) {
-                    best[i][m][1] = t1 - t0;
-                    stall[i][m][1] = us;
-                    snprintf(stall_cmd[i][m][1], sizeof stall_cmd[i][m][1], "%s", what);
+                if (t1 - t0 < best[i][m][FETCH]) {
+                    best[i][m][FETCH] = t1 - t0;
+                    stall[i][m][FETCH] = us;
+                    snprintf(stall_cmd[i][m][FETCH], sizeof stall_cmd[i][m][FETCH], "%s", what);
                 }
                 bg_filter_free(back);
+                (void)bg_remote_filter_drop(f);
+                bg_remote_filter_close(f);
+
+                bg_remote_filter_options co =
+                    m == BITMAP ? (bg_remote_filter_options){.backend = be,
+                                                             .bits = sizes[i] * 8,
+                                                             .hashes = 7, .seed = 1}
+                                : (bg_remote_filter_options){
+                                      .backend = be, .error_rate = 0.005,
+                                      .capacity = (uint64_t)((double)sizes[i] * 8 / 11.04)};
+                (void)longest(c, what, sizeof what);
+                t0 = tu_now();
+                rc = bg_remote_filter_create(&f, r, name, &co);
+                t1 = tu_now();
+                us = longest(c, what, sizeof what);
+                if (rc != BG_OK) {
+                    fprintf(stderr, "%s create: %s\n", mode_name[m], bg_remote_errstr(r));
+                    return 1;
+                }
+                if (t1 - t0 < best[i][m][CREATE]) {
+                    best[i][m][CREATE] = t1 - t0;
+                    stall[i][m][CREATE] = us;
+                    snprintf(stall_cmd[i][m][CREATE], sizeof stall_cmd[i][m][CREATE], "%s",
+                             what);
+                }
                 (void)bg_remote_filter_drop(f);
                 bg_remote_filter_close(f);
             }
 
     printf("| payload | backend | publish s | MiB/s | longest command | fetch s | MiB/s | "
-           "longest command |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
+           "longest command | create s | longest command |\n"
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (int i = 0; i < SIZES; i++)
         for (int m = 0; m < MODES; m++) {
             double mib = (double)payload[i][m] / 1048576.0;
-            printf("| %.0f MiB | %s | %.3f | %.0f | %.1f ms (%s) | %.3f | %.0f | %.1f ms (%s) |\n",
-                   mib, mode_name[m], best[i][m][0], mib / best[i][m][0],
-                   (double)stall[i][m][0] / 1000.0, stall_cmd[i][m][0], best[i][m][1],
-                   mib / best[i][m][1], (double)stall[i][m][1] / 1000.0, stall_cmd[i][m][1]);
+            printf("| %.0f MiB | %s", mib, mode_name[m]);
+            for (int op = 0; op < OPS; op++) {
+                if (op != CREATE)
+                    printf(" | %.3f | %.0f", best[i][m][op], mib / best[i][m][op]);
+                else
+                    printf(" | %.3f", best[i][m][op]);
+                printf(" | %.1f ms (%s)", (double)stall[i][m][op] / 1000.0, stall_cmd[i][m][op]);
+            }
+            printf(" |\n");
         }
     redisFree(c);
     bg_remote_free(r);
