@@ -289,7 +289,8 @@ static int open_context(bg_remote *r, const char *host, int port, const char *un
  * master cannot connect, and one that cannot connect has sent nothing, so
  * it re-reads the map from another master and goes to the slot's new one
  * if there is one (slot_master): once the cluster has promoted a replica,
- * calls work again without the caller doing anything. Until then each call
+ * calls work again without the caller doing anything. A keyless command
+ * (SCRIPT LOAD) goes on to the next master that answers. Until then each call
  * for the dead master's slots costs a failed connect (connect_timeout_ms
  * at most) and a CLUSTER SLOTS, and fails with BG_ECONN.
  *
@@ -533,9 +534,16 @@ static int cluster_command(bg_remote *r, int argc, const char **argv, const size
                     if (r->c && r->nodes[i].c == r->c)
                         ni = i;
             }
-            if ((rc = node_ready(r, ni)) != BG_OK)
+            rc = node_ready(r, ni);
+            /* A keyless command (SCRIPT LOAD) may go to any master: past a
+             * dead one to the next that answers. */
+            for (size_t i = 0; rc != BG_OK && !asking && i < r->nnodes; i++)
+                if (i != ni && (rc = node_ready(r, i)) == BG_OK)
+                    ni = i;
+            if (rc != BG_OK)
                 return rc;
         }
+        r->errstr[0] = '\0'; /* a dead master passed on the way is no error */
         r->c = r->nodes[ni].c;
         redisReply *rep;
         rc = exchange(r, r->c, asking, argc, argv, lens, &rep);

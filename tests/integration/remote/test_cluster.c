@@ -500,6 +500,15 @@ static void seeds(void **state)
     bg_remote_filter_close(f);
     bg_remote_free(r);
 
+    /* A keyless command (SCRIPT LOAD) first on a new handle goes to the
+     * first node it knows, the dead seed here: it must go on to one that
+     * answers. (A throw-away handle: its script cache gets a stranger.) */
+    TU_EQ_I(bg_remote_connect(&r, &o), BG_OK);
+    TU_EQ_I(bg__remote_load_script(r, BG__SCRIPT_STATS, "return 1"), BG_OK);
+    TU_EQ_I(strlen(r->sha[BG__SCRIPT_STATS]), 40);
+    TU_TRUE(bg_remote_errstr(r)[0] == '\0');
+    bg_remote_free(r);
+
     snprintf(list, sizeof list, "127.0.0.1:%d", dead2);
     TU_EQ_I(bg_remote_connect(&r, &o), BG_ECONN);
     print_message("all seeds down: %s\n", bg_remote_errstr(r));
