@@ -369,8 +369,10 @@ BG_REMOTE_API int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out);
  * bg_remote_filter_create refuses), BG_ECONN, BG_EREMOTE, BG_ENOMEM.
  * commit: BG_OK, BG_EEXIST, BG_ENOTFOUND (the staged filter expired or was
  * dropped), BG_EINVAL (not a staged handle, or committed already), BG_ECONN,
- * BG_EREMOTE. A commit whose reply was lost (BG_ECONN) may have happened:
- * open `name` to know. */
+ * BG_EREMOTE. A commit that failed with BG_ECONN may have happened: a
+ * retry commits if its request was lost, and answers BG_ENOTFOUND if it
+ * ran (the staging key is gone); then open `name`, which holds the filter
+ * (or, if the staged one had expired, whatever another client made). */
 #define BG_REMOTE_STAGE_TTL_MS 600000u
 BG_REMOTE_API int bg_remote_filter_stage(bg_remote_filter **out, bg_remote *r, const char *name,
                                          const bg_remote_filter_options *opts);

@@ -34,7 +34,11 @@
  * bg_remote_filter_stage_commit renames it to the name unless someone
  * created it meanwhile (BG_EEXIST: ours is dropped and theirs opened).
  * Nobody opens a partly filled filter, and of instances racing through
- * this the first commit wins: the others drop theirs and open it.
+ * this the first commit wins: the others drop theirs and open it. A commit
+ * that fails with BG_ECONN is tried once more: BG_OK if its request was
+ * lost; if its reply was, the staging key is gone (BG_ENOTFOUND) and the
+ * name holds our filter, or another instance's if ours expired first:
+ * either is complete, so the guard opens it.
  * bg_guard_rebuild of a filter that no longer exists creates it again this
  * way (a Redis restarted without persistence).
  *
@@ -246,9 +250,13 @@ static int create_module(bg_guard *g, bg__guard_thread *t)
     rc = stream(g, BG__GUARD_BATCH_REMOTE, flush_remote, t->rf);
     if (rc == BG_OK)
         rc = bg_remote_filter_stage_commit(t->rf);
-    if (rc == BG_EEXIST) {
-        /* Another instance published its complete filter first: use it
-         * (commit dropped ours). */
+    int lost = rc == BG_ECONN;
+    if (lost) /* its request or reply was lost: try again (CREATION) */
+        rc = bg_remote_filter_stage_commit(t->rf);
+    if (rc == BG_EEXIST || (lost && rc == BG_ENOTFOUND)) {
+        /* Another instance published its complete filter first (commit
+         * dropped ours), or, after a lost reply, ours is the name already
+         * (the staging key is gone): use whichever is there. */
         bg_remote_filter_close(t->rf);
         t->rf = NULL;
         return reopen(g, t);

@@ -159,10 +159,11 @@ int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
 
 int bg__module_stage_commit(bg_remote_filter *f)
 {
-    const char *argv[5] = {"EVAL", STAGE_COMMIT_SCRIPT, "2", f->name, f->final_name};
-    size_t lens[5] = {4, strlen(STAGE_COMMIT_SCRIPT), 1, strlen(f->name), strlen(f->final_name)};
+    const char *argv[5] = {NULL, NULL, "2", f->name, f->final_name};
+    size_t lens[5] = {0, 0, 1, strlen(f->name), strlen(f->final_name)};
     redisReply *rep;
-    int rc = bg__remote_command(f->r, 5, argv, lens, &rep, 0);
+    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_STAGE_COMMIT, STAGE_COMMIT_SCRIPT, 5, argv,
+                               lens, &rep);
     if (rc != BG_OK)
         return rc;
     long long won = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;

@@ -597,10 +597,29 @@ static void bitmap_lost_commit(void **state)
 static void module_lost_commit(void **state)
 {
     (void)state;
-    tu_ctx("module: a rebuild's lost commit is retried");
+    tu_ctx("module: a creation's or a rebuild's lost commit is retried");
     ts_server ms;
     ts_start_module(&ms);
     bg_remote_options ro = ropts(&ms);
+    /* Creation: the staged filter's commit loses its reply (it ran: the
+     * retry finds the staging key gone, the guard opens the name) or its
+     * request (the retry commits). Either way bg_guard_new succeeds. */
+    const int kinds[2] = {BG__FAULT_LOSE_REPLY, BG__FAULT_LOSE_REQUEST};
+    const char *names[2] = {"lostc1", "lostc2"};
+    redisContext *c = ts_raw(&ms);
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    for (int i = 0; i < 2; i++) {
+        sf_arm(BG__SCRIPT_MODULE_STAGE_COMMIT, kinds[i], 1);
+        bg_guard *g = remote_guard(&ro, names[i], BG_REMOTE_MODULE, 0);
+        TU_EQ_I(sf_disarm(), 1);
+        all_present(g, "p", 0, NKEYS);
+        TU_EQ_I(ts_int(c, "EXISTS %s", names[i]), 1);
+        bg_guard_free(g);
+    }
+    TU_EQ_I(ts_count_keys(c, "*"), 2); /* the two names, no staging key */
+    redisFree(c);
+    ms_free(&src);
     lost_commit(&ro, "lost", BG_REMOTE_MODULE);
     ts_stop(&ms);
 }

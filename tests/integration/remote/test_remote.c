@@ -1592,6 +1592,27 @@ static void module_staged_create(void **state)
     TU_EQ_I(ts_int(c, "PERSIST st"), 1);
     bg_remote_filter_close(f);
 
+    /* A commit whose reply is lost ran: a retry finds the staging key gone
+     * (BG_ENOTFOUND), and the name holds the filter. One whose request is
+     * lost did not: a retry commits. */
+    const int kinds[2] = {BG__FAULT_LOSE_REPLY, BG__FAULT_LOSE_REQUEST};
+    const char *lost[2] = {"st-reply", "st-request"};
+    for (int i = 0; i < 2; i++) {
+        bg_remote_filter *h = NULL;
+        TU_EQ_I(bg_remote_filter_stage(&h, r, lost[i], &o), BG_OK);
+        TU_EQ_I(bg_remote_filter_add(h, "kept", 4), BG_OK);
+        sf_arm(BG__SCRIPT_MODULE_STAGE_COMMIT, kinds[i], 1);
+        TU_EQ_I(bg_remote_filter_stage_commit(h), BG_ECONN);
+        TU_EQ_I(sf_disarm(), 1);
+        TU_EQ_I(ts_int(c, "EXISTS %s", lost[i]), i == 0);
+        TU_EQ_I(bg_remote_filter_stage_commit(h), i == 0 ? BG_ENOTFOUND : BG_OK);
+        TU_EQ_I(ts_int(c, "BF.EXISTS %s kept", lost[i]), 1);
+        TU_EQ_I(ts_int(c, "PTTL %s", lost[i]), -1);
+        TU_EQ_I(ts_int(c, "DEL %s", lost[i]), 1);
+        bg_remote_filter_close(h);
+    }
+    TU_EQ_I(ts_count_keys(c, "{st-*"), 0);
+
     /* A second creator, staged meanwhile, loses at commit: its staged
      * filter is deleted and the name keeps the first one's keys only. */
     TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
