@@ -289,10 +289,10 @@ static int open_context(bg_remote *r, const char *host, int port, const char *un
  * master cannot connect, and one that cannot connect has sent nothing, so
  * it re-reads the map from another master and goes to the slot's new one
  * if there is one (slot_master): once the cluster has promoted a replica,
- * calls work again without the caller doing anything. A keyless command
- * (SCRIPT LOAD) goes on to the next master that answers. Until then each call
+ * calls work again without the caller doing anything. Until then each call
  * for the dead master's slots costs a failed connect (connect_timeout_ms
- * at most) and a CLUSTER SLOTS, and fails with BG_ECONN.
+ * at most) and a CLUSTER SLOTS, and fails with BG_ECONN. A keyless command
+ * (SCRIPT LOAD) goes on to the next master that answers.
  *
  * LIMITATIONS
  * Masters only: no reads from replicas (a replica's answers may miss the

@@ -327,6 +327,7 @@ case_cluster_seeds() {
     local dead dead2
     dead=$(dead_port)
     dead2=$(dead_port)
+    while [ "$dead2" = "$dead" ]; do dead2=$(dead_port); done # two seeds, not one
     local U="redis+cluster://127.0.0.1:$dead,[::1]:$dead2,127.0.0.1:$PORT/seeded"
     run 0 "$BG" create "$U?shards=4" -n 10000 -p 0.01 -q
     keys 1 1000 a >a.txt

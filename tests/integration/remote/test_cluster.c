@@ -483,7 +483,10 @@ static void seeds(void **state)
 {
     (void)state;
     tu_ctx("seed nodes");
-    int dead = ts_free_port(), dead2 = ts_free_port();
+    int dead = ts_free_port(), dead2;
+    do /* two different ports: equal ones make one seed */
+        dead2 = ts_free_port();
+    while (dead2 == dead);
     char list[128];
     snprintf(list, sizeof list, "127.0.0.1:%d,[::1]:%d,127.0.0.1:%d", dead2, dead2, cl[1].port);
     bg_remote_options o = {.port = dead, .cluster = 1, .seeds = list,
