@@ -407,6 +407,16 @@ static int set_bits_key(bg_remote_filter *f)
     return BG_OK;
 }
 
+/* One command whose reply is only checked for not being an error. */
+static int command_ok(bg_remote *r, int argc, const char **argv, const size_t *lens)
+{
+    redisReply *rep;
+    int rc = bg__remote_command(r, argc, argv, lens, &rep, 0);
+    if (rc == BG_OK)
+        freeReplyObject(rep);
+    return rc;
+}
+
 /* Makes `key` a string of `bytes` bytes (zero bytes past what it holds) in
  * one SETRANGE: see CREATION for why not in steps. */
 static int grow(bg_remote *r, const char *key, uint64_t bytes)
@@ -415,11 +425,7 @@ static int grow(bg_remote *r, const char *key, uint64_t bytes)
     snprintf(last, sizeof last, "%" PRIu64, bytes - 1);
     const char *sa[4] = {"SETRANGE", key, last, "\0"};
     size_t sl[4] = {8, strlen(key), strlen(last), 1};
-    redisReply *rep;
-    int rc = bg__remote_command(r, 4, sa, sl, &rep, 0);
-    if (rc == BG_OK)
-        freeReplyObject(rep);
-    return rc;
+    return command_ok(r, 4, sa, sl);
 }
 
 int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o)
@@ -999,16 +1005,6 @@ int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms)
 }
 
 /* ---- generations: publish, fetch, rebuild (SWAPS at the top) ---------- */
-
-/* One command whose reply is only checked for not being an error. */
-static int command_ok(bg_remote *r, int argc, const char **argv, const size_t *lens)
-{
-    redisReply *rep;
-    int rc = bg__remote_command(r, argc, argv, lens, &rep, 0);
-    if (rc == BG_OK)
-        freeReplyObject(rep);
-    return rc;
-}
 
 /* "{name}:bits:<gen>", or "{name}:meta" for gen 0. Allocates. */
 static char *key_for(const char *name, uint64_t gen)
