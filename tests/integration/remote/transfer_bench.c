@@ -48,6 +48,42 @@ static long long longest(redisContext *c, char *what, size_t size)
     return best;
 }
 
+/* An operation's best run: seconds, and the longest command the server ran
+ * meanwhile (us) and its name. */
+typedef struct timing {
+    double s;
+    long long us;
+    char cmd[24];
+} timing;
+
+/* Empties the slow log and returns the time: call right before the
+ * operation. */
+static double start(redisContext *c)
+{
+    char what[24];
+    (void)longest(c, what, sizeof what);
+    return tu_now();
+}
+
+/* Call right after the operation, which began at t0 and returned rc: exits
+ * on an error, else keeps the run in *best if it is the fastest so far. */
+static void keep(timing *best, double t0, int rc, redisContext *c, bg_remote *r,
+                 const char *what_op)
+{
+    double t = tu_now() - t0;
+    char what[24];
+    long long us = longest(c, what, sizeof what);
+    if (rc != BG_OK) {
+        fprintf(stderr, "%s: %s\n", what_op, bg_remote_errstr(r));
+        exit(1);
+    }
+    if (t < best->s) {
+        best->s = t;
+        best->us = us;
+        snprintf(best->cmd, sizeof best->cmd, "%s", what);
+    }
+}
+
 static bg_filter *filter_of(int mode, uint64_t bytes)
 {
     bg_filter *f;
@@ -90,60 +126,36 @@ int main(int argc, char **argv)
     freeReplyObject(redisCommand(c, "CONFIG SET slowlog-log-slower-than 0"));
     freeReplyObject(redisCommand(c, "CONFIG SET slowlog-max-len 100000"));
 
-    /* [size][mode][publish, fetch, create]: best seconds, and the longest
-     * command (us) and its name in the best run. */
+    /* [size][mode][publish, fetch, create]: the best runs. */
     enum { PUBLISH, FETCH, CREATE, OPS };
-    double best[SIZES][MODES][OPS];
-    long long stall[SIZES][MODES][OPS];
-    char stall_cmd[SIZES][MODES][OPS][24];
+    timing best[SIZES][MODES][OPS];
     uint64_t payload[SIZES][MODES];
     for (int i = 0; i < SIZES; i++)
         for (int m = 0; m < MODES; m++)
             for (int op = 0; op < OPS; op++)
-                best[i][m][op] = 1e30;
+                best[i][m][op] = (timing){.s = 1e30};
     for (int round = 0; round < rounds; round++)
         for (int i = 0; i < SIZES; i++)
             for (int m = 0; m < MODES; m++) {
                 bg_filter *local = filter_of(m, sizes[i]);
                 payload[i][m] = bg_filter_bytes(local);
                 bg_remote_backend be = m == BITMAP ? BG_REMOTE_BITMAP : BG_REMOTE_MODULE;
-                char name[16];
+                char name[16], op_name[32];
                 snprintf(name, sizeof name, "t%d", m);
-                char what[24];
-                (void)longest(c, what, sizeof what); /* resets the log */
-                double t0 = tu_now();
+                snprintf(op_name, sizeof op_name, "%s publish", mode_name[m]);
+                double t0 = start(c);
                 int rc = bg_remote_filter_publish(r, name, be, local);
-                double t1 = tu_now();
-                long long us = longest(c, what, sizeof what);
-                if (rc != BG_OK) {
-                    fprintf(stderr, "%s publish: %s\n", mode_name[m], bg_remote_errstr(r));
-                    return 1;
-                }
-                if (t1 - t0 < best[i][m][PUBLISH]) {
-                    best[i][m][PUBLISH] = t1 - t0;
-                    stall[i][m][PUBLISH] = us;
-                    snprintf(stall_cmd[i][m][PUBLISH], sizeof stall_cmd[i][m][PUBLISH], "%s",
-                             what);
-                }
+                keep(&best[i][m][PUBLISH], t0, rc, c, r, op_name);
                 bg_filter_free(local);
+
                 bg_remote_filter *f;
                 if (bg_remote_filter_open(&f, r, name, be) != BG_OK)
                     return 1;
-                bg_filter *back;
-                (void)longest(c, what, sizeof what);
-                t0 = tu_now();
+                bg_filter *back = NULL;
+                snprintf(op_name, sizeof op_name, "%s fetch", mode_name[m]);
+                t0 = start(c);
                 rc = bg_remote_filter_fetch(f, &back);
-                t1 = tu_now();
-                us = longest(c, what, sizeof what);
-                if (rc != BG_OK) {
-                    fprintf(stderr, "%s fetch: %s\n", mode_name[m], bg_remote_errstr(r));
-                    return 1;
-                }
-                if (t1 - t0 < best[i][m][FETCH]) {
-                    best[i][m][FETCH] = t1 - t0;
-                    stall[i][m][FETCH] = us;
-                    snprintf(stall_cmd[i][m][FETCH], sizeof stall_cmd[i][m][FETCH], "%s", what);
-                }
+                keep(&best[i][m][FETCH], t0, rc, c, r, op_name);
                 bg_filter_free(back);
                 (void)bg_remote_filter_drop(f);
                 bg_remote_filter_close(f);
@@ -155,21 +167,10 @@ int main(int argc, char **argv)
                                 : (bg_remote_filter_options){
                                       .backend = be, .error_rate = 0.005,
                                       .capacity = (uint64_t)((double)sizes[i] * 8 / 11.04)};
-                (void)longest(c, what, sizeof what);
-                t0 = tu_now();
+                snprintf(op_name, sizeof op_name, "%s create", mode_name[m]);
+                t0 = start(c);
                 rc = bg_remote_filter_create(&f, r, name, &co);
-                t1 = tu_now();
-                us = longest(c, what, sizeof what);
-                if (rc != BG_OK) {
-                    fprintf(stderr, "%s create: %s\n", mode_name[m], bg_remote_errstr(r));
-                    return 1;
-                }
-                if (t1 - t0 < best[i][m][CREATE]) {
-                    best[i][m][CREATE] = t1 - t0;
-                    stall[i][m][CREATE] = us;
-                    snprintf(stall_cmd[i][m][CREATE], sizeof stall_cmd[i][m][CREATE], "%s",
-                             what);
-                }
+                keep(&best[i][m][CREATE], t0, rc, c, r, op_name);
                 (void)bg_remote_filter_drop(f);
                 bg_remote_filter_close(f);
             }
@@ -182,11 +183,12 @@ int main(int argc, char **argv)
             double mib = (double)payload[i][m] / 1048576.0;
             printf("| %.0f MiB | %s", mib, mode_name[m]);
             for (int op = 0; op < OPS; op++) {
+                const timing *b = &best[i][m][op];
                 if (op != CREATE)
-                    printf(" | %.3f | %.0f", best[i][m][op], mib / best[i][m][op]);
+                    printf(" | %.3f | %.0f", b->s, mib / b->s);
                 else
-                    printf(" | %.3f", best[i][m][op]);
-                printf(" | %.1f ms (%s)", (double)stall[i][m][op] / 1000.0, stall_cmd[i][m][op]);
+                    printf(" | %.3f", b->s);
+                printf(" | %.1f ms (%s)", (double)b->us / 1000.0, b->cmd);
             }
             printf(" |\n");
         }
