@@ -85,7 +85,8 @@
  * A counting variant makes bg_guard_remove effective. BG_GUARD_FILTER_REMOTE:
  * the filter is the remote filter options.remote_name on options.remote,
  * shared by every instance (opened if it exists, else created and filled
- * from the source); each thread uses its own connection, made on first use.
+ * from the source, sharded when options.remote_shards asks: docs/GUARD.md);
+ * each thread uses its own connection, made on first use.
  * BG_GUARD_FILTER_NONE: no filter, every get goes to the cache and source
  * (the baseline the demo compares against).
  *
@@ -191,6 +192,12 @@ typedef struct bg_guard_options {
     double negative_jitter;       /* +- this fraction of negative_ttl_ms, below 1;
                                      0: 0.2; negative: none (exact TTLs) */
     size_t negative_capacity;     /* most negatives kept in this process; 0: 65536 */
+    /* Remote filter, added last (the struct grows at its end). */
+    uint32_t remote_shards;       /* bitmap: a filter the guard creates is sharded
+                                     this many ways, 2..BG_REMOTE_MAX_SHARDS, each
+                                     shard its own cluster slot; 0 or 1: one filter.
+                                     An existing filter is opened as it is, however
+                                     it is sharded. Module: 0 or 1. */
 } bg_guard_options;
 
 /* Creates a guard and builds (local) or opens (remote) its filter from the

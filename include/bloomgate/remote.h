@@ -92,8 +92,10 @@
  * batch): each shard's part is atomic, the batch as a whole is not (S
  * atomic parts). Add, contains,
  * test-and-add, the batches, stats (summed), drop, expire and rebuild
- * (shard by shard: REBUILD below) work on a sharded filter; publish and
- * fetch get BG_EINVAL (a local filter cannot be split into shards).
+ * (shard by shard: REBUILD below) work on a sharded filter; fetch gets
+ * BG_EINVAL (its shards do not make one local filter). It is published
+ * from local filters built shard by shard (bg_remote_filter_publish_shards,
+ * with bg_remote_shard_of), not by bg_remote_filter_publish.
  *
  * ERRORS
  * Every call returns a status (error.h). BG_ECONN: the connection failed,
@@ -205,9 +207,9 @@ typedef struct bg_remote_filter_options {
 #define BG_REMOTE_MAX_SHARDS 1024u
 
 /* Creates the filter `name` (a non-empty string without '{' or '}') and
- * opens it into *out (NULL on failure). The bitmap backend allocates the
- * whole bit array now, in steps of a few MiB (SETRANGE) so that Redis never
- * stalls for long, then writes the meta hash last, atomically refusing if
+ * opens it into *out (NULL on failure). The bitmap backend makes the whole
+ * bit array now (one SETRANGE at its last byte; Redis zero-fills it), then
+ * writes the meta hash last, atomically refusing if
  * another client created the filter meanwhile. Returns BG_OK, BG_EEXIST,
  * BG_EINVAL, the sizing errors, BG_ETOOBIG (above BG_REMOTE_MAX_BITS),
  * BG_ECONN, BG_EREMOTE or BG_ENOMEM. After a BG_ECONN in the middle, an
@@ -314,6 +316,41 @@ BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
  * outlives the call. */
 BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name,
                                            bg_remote_backend backend, const bg_filter *local);
+
+/* SHARDED PUBLISH (bitmap)
+ * Uploads `count` (2..BG_REMOTE_MAX_SHARDS) local standard filters, all
+ * with one seed, as the shards of the sharded filter `name` (SHARDING
+ * above): shards[j] becomes `name:s<j>` through bg_remote_filter_publish,
+ * and {name}:shards is written last, so a reader opens the filter only once
+ * every shard is complete. shards[j] must hold exactly the keys whose
+ * bg_remote_shard_of(h, count) is j, h hashed with that seed
+ * (bg_filter_hash): a key added to another shard is never found, and the
+ * library cannot check it. The shards need not have equal sizes; each is
+ * at most BG_REMOTE_MAX_BITS. So a filter built offline (say by a service
+ * from its database) can exceed one bitmap's 2^32 bits and one node's
+ * memory.
+ *
+ * A sharded filter of `count` shards under `name` is replaced shard by
+ * shard: until the last one, a reader's keys are answered by some old and
+ * some new shards, each complete; handles follow each shard as for publish.
+ * An unsharded filter `name`, or a sharded one with another count, is left
+ * alone: BG_EEXIST. Clients that publish one name at the same time (say,
+ * service instances starting together) must give the same count: each
+ * shard is then complete whichever client's it is, but a shard routed for
+ * another count has the wrong keys. A failed call can leave shards without
+ * {name}:shards: nobody opens them, a publish again replaces them, and
+ * bg_remote_filter_create of that name gets BG_EEXIST on them.
+ *
+ * Returns BG_OK, BG_EINVAL (NULL, a bad name, count out of range, seeds
+ * that differ), BG_EVARIANT, BG_ETOOBIG, BG_EEXIST, BG_ECONN, BG_EREMOTE or
+ * BG_ENOMEM. Allocates nothing that outlives the call. */
+BG_REMOTE_API int bg_remote_filter_publish_shards(bg_remote *r, const char *name,
+                                                  const bg_filter *const *shards, uint32_t count);
+
+/* The shard (0..shards - 1) of a key hashed h, by the formula of SHARDING
+ * above; 0 when shards <= 1. For building the shards of
+ * bg_remote_filter_publish_shards. */
+BG_REMOTE_API uint32_t bg_remote_shard_of(bg_hash h, uint32_t shards);
 
 /* Downloads the filter into a new local filter *out, as it was at one
  * moment (NULL on failure). Free it with bg_filter_free.

@@ -98,6 +98,11 @@ static int check_options(const bg_guard_options *o)
         if (o->remote_backend != 0 && o->remote_backend != BG_REMOTE_BITMAP &&
             o->remote_backend != BG_REMOTE_MODULE)
             return BG_EINVAL;
+        if (o->remote_shards > BG_REMOTE_MAX_SHARDS ||
+            (o->remote_shards > 1 && o->remote_backend == BG_REMOTE_MODULE))
+            return BG_EINVAL;
+    } else if (o->remote_shards > 1) {
+        return BG_EINVAL; /* shards of a filter that is not remote */
     }
     return BG_OK;
 }

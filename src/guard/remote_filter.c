@@ -28,7 +28,15 @@
  * through this both publish complete filters; the second replaces the
  * first, and a put made through the first in between is only in the first:
  * a false negative until the next rebuild. Start one instance first, or
- * create the filter ahead (bloomgate push), to avoid that window. Module
+ * create the filter ahead (bloomgate push), to avoid that window. With
+ * options.remote_shards S > 1 the filter is built as S local filters, each
+ * key in the one bg_remote_shard_of names, and published shard by shard,
+ * the shard count last (bg_remote_filter_publish_shards): again nobody
+ * opens it before it is complete. Racing instances must then agree on S
+ * (they share a configuration): a filter found under the name, however
+ * sharded, is opened as it is, but two publishing at once with different
+ * S would mix shards routed differently.
+ * Module
  * backend: the same in Redis: bg_remote_filter_stage reserves it under a
  * hidden staging key, bg_remote_filter_add_many fills it in batches, and
  * bg_remote_filter_stage_commit renames it to the name unless someone
@@ -68,6 +76,7 @@
 
 #include <bloomgate/remote.h>
 
+#include "core/alloc_internal.h"
 #include "guard_internal.h"
 
 void bg__remote_thread_close(bg__guard_thread *t)
@@ -200,6 +209,59 @@ static int stream(bg_guard *g, size_t batch,
     return rc;
 }
 
+/* The local shards of a sharded filter being built: each key goes to the
+ * one bg_remote_shard_of names, which is where a sharded handle looks. */
+typedef struct local_shards {
+    bg_filter **f;
+    uint32_t n;
+} local_shards;
+
+static int flush_shards(void *arg, const void *const *keys, const size_t *lens, size_t n)
+{
+    local_shards *s = arg;
+    for (size_t i = 0; i < n; i++) {
+        bg_hash h;
+        int rc = bg_filter_hash(s->f[0], keys[i], lens[i], &h);
+        if (rc == BG_OK)
+            rc = bg_filter_add_hash(s->f[bg_remote_shard_of(h, s->n)], h);
+        if (rc != BG_OK)
+            return rc;
+    }
+    return BG_OK;
+}
+
+/* As create_bitmap, in options.remote_shards shards of 1/S of the
+ * capacity (or bits) each, with one seed; published shard by shard, the
+ * count last (bg_remote_filter_publish_shards). */
+static int create_sharded(bg_guard *g, bg__guard_thread *t, const bg_filter_options *whole)
+{
+    uint32_t n = g->o.remote_shards;
+    bg_filter_options fo = *whole;
+    fo.capacity = whole->capacity / n + (whole->capacity % n != 0);
+    fo.bits = whole->bits / n + (whole->bits % n != 0);
+    local_shards s = {bg__calloc(n, sizeof *s.f), n};
+    if (!s.f)
+        return BG_ENOMEM;
+    int rc = BG_OK;
+    for (uint32_t j = 0; rc == BG_OK && j < n; j++)
+        rc = bg_filter_new(&s.f[j], &fo);
+    if (rc == BG_OK)
+        rc = stream(g, BG__GUARD_BATCH_LOCAL, flush_shards, &s);
+    if (rc == BG_OK) {
+        rc = reopen(g, t); /* as in create_bitmap */
+        if (rc == BG_ENOTFOUND) {
+            rc = bg_remote_filter_publish_shards(t->conn, g->rname,
+                                                 (const bg_filter *const *)s.f, n);
+            if (rc == BG_OK || rc == BG_EEXIST) /* made meanwhile, otherwise */
+                rc = reopen(g, t);
+        }
+    }
+    for (uint32_t j = 0; j < n; j++)
+        bg_filter_free(s.f[j]);
+    bg__free(s.f);
+    return rc;
+}
+
 static int create_bitmap(bg_guard *g, bg__guard_thread *t)
 {
     const bg_filter_options *o = &g->o.filter;
@@ -213,6 +275,8 @@ static int create_bitmap(bg_guard *g, bg__guard_thread *t)
     }
     if (fo.error_rate == 0 && fo.bits == 0 && fo.hashes == 0)
         fo.error_rate = 0.01;
+    if (g->o.remote_shards > 1)
+        return create_sharded(g, t, &fo);
     bg_filter *local;
     int rc = bg_filter_new(&local, &fo);
     if (rc != BG_OK)

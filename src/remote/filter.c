@@ -670,6 +670,101 @@ int bg_remote_filter_publish(bg_remote *r, const char *name, bg_remote_backend b
     return BG_EINVAL;
 }
 
+uint32_t bg_remote_shard_of(bg_hash h, uint32_t shards)
+{
+    return shards > 1 ? shard_of(&h, shards) : 0;
+}
+
+/* How `name` is held now: *have = its shard count, 1 for an unsharded
+ * filter ({name}:meta), 0 for none. */
+static int shards_now(bg_remote *r, const char *name, const char *shards_key, uint32_t *have)
+{
+    *have = 0;
+    char *meta = bg__malloc(strlen(name) + 8);
+    if (!meta)
+        return BG_ENOMEM;
+    sprintf(meta, "{%s}:meta", name);
+    const char *ea[2] = {"EXISTS", meta};
+    size_t el[2] = {6, strlen(meta)};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 2, ea, el, &rep, 0);
+    bg__free(meta);
+    if (rc != BG_OK)
+        return rc;
+    int unsharded = rep->type == REDIS_REPLY_INTEGER && rep->integer != 0;
+    freeReplyObject(rep);
+    if (unsharded) {
+        *have = 1;
+        return BG_OK;
+    }
+    const char *ga[2] = {"GET", shards_key};
+    size_t gl[2] = {3, strlen(shards_key)};
+    if ((rc = bg__remote_command(r, 2, ga, gl, &rep, 0)) != BG_OK)
+        return rc;
+    uint64_t n = 0;
+    if (rep->type == REDIS_REPLY_STRING && bg__parse_u64(rep->str, rep->len, &n) == 0 &&
+        n >= 2 && n <= BG_REMOTE_MAX_SHARDS)
+        *have = (uint32_t)n;
+    else if (rep->type != REDIS_REPLY_NIL)
+        rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad shard count", shards_key);
+    freeReplyObject(rep);
+    return rc;
+}
+
+/* SHARDED PUBLISH in remote.h. The shards first, {name}:shards last (SET
+ * NX): a reader that finds it finds every shard complete. */
+int bg_remote_filter_publish_shards(bg_remote *r, const char *name,
+                                    const bg_filter *const *shards, uint32_t count)
+{
+    if (!r || !name_ok(name) || !shards || count < 2 || count > BG_REMOTE_MAX_SHARDS)
+        return BG_EINVAL;
+    for (uint32_t j = 0; j < count; j++) {
+        if (!shards[j])
+            return BG_EINVAL;
+        if (bg_filter_seed(shards[j]) != bg_filter_seed(shards[0]))
+            return bg__remote_fail(r, BG_EINVAL, "the shards' seeds differ (it routes keys)");
+        if (bg_filter_variant(shards[j]) != BG_VARIANT_STANDARD)
+            return bg__remote_fail(r, BG_EVARIANT, "only standard filters can be published");
+        if (bg_filter_bits(shards[j]) > BG_REMOTE_MAX_BITS)
+            return bg__remote_fail(r, BG_ETOOBIG,
+                                   "shard %" PRIu32 ": %" PRIu64 " bits, above 2^32", j,
+                                   bg_filter_bits(shards[j]));
+    }
+    size_t n = strlen(name) + 10;
+    char *key = bg__malloc(n);
+    if (!key)
+        return BG_ENOMEM;
+    snprintf(key, n, "{%s}:shards", name);
+    uint32_t have;
+    int rc = shards_now(r, name, key, &have);
+    if (rc == BG_OK && have != 0 && have != count)
+        rc = have == 1 ? bg__remote_fail(r, BG_EEXIST, "%s is an unsharded filter", name)
+                       : bg__remote_fail(r, BG_EEXIST, "%s has %" PRIu32 " shards, not %" PRIu32,
+                                         name, have, count);
+    for (uint32_t j = 0; rc == BG_OK && j < count; j++) {
+        char *sn = sub_name(name, j);
+        rc = sn ? bg__bitmap_publish(r, sn, shards[j]) : BG_ENOMEM;
+        bg__free(sn);
+    }
+    if (rc == BG_OK && have == 0) {
+        char sv[12];
+        snprintf(sv, sizeof sv, "%" PRIu32, count);
+        const char *sa[4] = {"SET", key, sv, "NX"};
+        size_t sl[4] = {3, strlen(key), strlen(sv), 2};
+        redisReply *rep;
+        if ((rc = bg__remote_command(r, 4, sa, sl, &rep, 0)) == BG_OK) {
+            int lost = rep->type == REDIS_REPLY_NIL;
+            freeReplyObject(rep);
+            /* Another client published it meanwhile: with as many shards,
+             * each of ours is as good as its (both complete). */
+            if (lost && (rc = shards_now(r, name, key, &have)) == BG_OK && have != count)
+                rc = bg__remote_fail(r, BG_EEXIST, "%s was made meanwhile", name);
+        }
+    }
+    bg__free(key);
+    return rc;
+}
+
 int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
 {
     if (!out)

@@ -270,6 +270,104 @@ static void sharded_rebuild(void **state)
     ms_free(&src);
 }
 
+/* How many of keys <prefix>from..to-1 g's filter says are absent. */
+static long absent_in(bg_guard *g, const char *prefix, long from, long to)
+{
+    char k[64];
+    long n = 0;
+    for (long i = from; i < to; i++) {
+        size_t kl = ms_key(k, prefix, i);
+        n += bg_guard_may_contain(g, k, kl) == 0;
+    }
+    return n;
+}
+
+/* What {name}:shards holds, -1 if nothing. */
+static long shard_count(redisContext *c, const char *name)
+{
+    redisReply *rep = redisCommand(c, "GET {%s}:shards", name);
+    assert_non_null(rep);
+    long n = rep->type == REDIS_REPLY_STRING ? atol(rep->str) : -1;
+    freeReplyObject(rep);
+    return n;
+}
+
+/* A guard that creates a sharded filter: built here and published whole
+ * (a failed scan, or a shard's upload lost halfway, leaves nothing anyone
+ * opens), then shared, put to and rebuilt like any other. */
+static void sharded_create(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap, sharded: created by the guard");
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    bg_remote_options ro = ropts(&srv);
+    redisContext *c = ts_raw(&srv);
+    bg_guard_options o = {.source = ms_callbacks(&src), .filter_kind = BG_GUARD_FILTER_REMOTE,
+                          .filter = {.error_rate = 0.001, .seed = 7}, .remote = &ro,
+                          .remote_name = "gsc", .remote_shards = 3};
+    bg_guard *g = NULL;
+
+    /* Refused: shards of a module or local filter, too many. */
+    o.remote_backend = BG_REMOTE_MODULE;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EINVAL);
+    o.remote_backend = BG_REMOTE_BITMAP;
+    o.remote_shards = BG_REMOTE_MAX_SHARDS + 1;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EINVAL);
+    o.remote_shards = 3;
+    o.filter_kind = BG_GUARD_FILTER_LOCAL;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EINVAL);
+    o.filter_kind = BG_GUARD_FILTER_REMOTE;
+
+    /* A scan that fails halfway: nothing in Redis. */
+    atomic_store(&src.fail_scan, BG_EIO);
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EIO);
+    TU_EQ_I(ts_count_keys(c, "*gsc*"), 0);
+    atomic_store(&src.fail_scan, 0);
+
+    /* The third shard's upload lost: two shards there, but no count, so
+     * nobody opens a filter missing a third of the keys. */
+    sf_arm_after(BG__SCRIPT_PUBLISH, BG__FAULT_LOSE_REQUEST, 2, 1);
+    TU_EQ_I(bg_guard_new(&g, &o), BG_ECONN);
+    TU_EQ_I(sf_disarm(), 1);
+    TU_EQ_I(ts_count_keys(c, "{gsc:s*}:meta"), 2);
+    TU_EQ_I(shard_count(c, "gsc"), -1);
+    bg_remote *r = NULL;
+    bg_remote_filter *f = NULL;
+    TU_EQ_I(bg_remote_connect(&r, &ro), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&f, r, "gsc", BG_REMOTE_BITMAP), BG_ENOTFOUND);
+
+    /* Created (the leftovers replaced), opened by a second guard that asks
+     * for no shards, every key found, absent keys filtered. */
+    bg_guard *a = NULL;
+    TU_EQ_I(bg_guard_new(&a, &o), BG_OK);
+    TU_EQ_I(shard_count(c, "gsc"), 3);
+    TU_EQ_I(ts_count_keys(c, "{gsc:s*}:meta"), 3);
+    TU_EQ_I(bg_remote_filter_open(&f, r, "gsc", BG_REMOTE_BITMAP), BG_OK);
+    bg_remote_filter_stats st;
+    TU_EQ_I(bg_remote_filter_stats_get(f, &st), BG_OK);
+    TU_EQ_U(st.layers, 3);
+    TU_EQ_U(st.seed, 7);
+    TU_TRUE(st.items > NKEYS * 99 / 100 && st.items <= NKEYS);
+    bg_guard *b = remote_guard(&ro, "gsc", BG_REMOTE_BITMAP, 0);
+    all_present(b, "p", 0, NKEYS);
+    TU_TRUE(absent_in(b, "absent", 0, 5000) >= 4975); /* p = 0.001 */
+    ms_add(&src, "new", 1);
+    TU_EQ_I(bg_guard_put(b, "new1", 4), BG_OK);
+    TU_EQ_I(bg_guard_may_contain(a, "new1", 4), 1);
+    rebuilds_drop_deleted(a, b, 2);
+    TU_EQ_I(shard_count(c, "gsc"), 3);
+    bg_remote_filter_close(f); /* stale: the rebuilds resized the shards */
+    TU_EQ_I(bg_remote_filter_open(&f, r, "gsc", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    bg_remote_filter_close(f);
+    bg_remote_free(r);
+    bg_guard_free(a);
+    bg_guard_free(b);
+    redisFree(c);
+    ms_free(&src);
+}
+
 /* ---- bitmap: outage ------------------------------------------------------------- */
 
 static void bitmap_outage(void **state)
@@ -526,18 +624,6 @@ static void module_creation_is_atomic(void **state)
 
 /* ---- both backends: a lost commit ------------------------------------------------ */
 
-/* How many of keys <prefix>from..to-1 g's filter says are absent. */
-static long absent_in(bg_guard *g, const char *prefix, long from, long to)
-{
-    char k[64];
-    long n = 0;
-    for (long i = from; i < to; i++) {
-        size_t kl = ms_key(k, prefix, i);
-        n += bg_guard_may_contain(g, k, kl) == 0;
-    }
-    return n;
-}
-
 /* Deletes p<from>..p<to-1> from the source, then rebuilds through `a` with
  * the next `times` commits losing `fault`: the rebuild must end with
  * `want`, and (when BG_OK) `b` must then miss (nearly) all deleted keys. */
@@ -630,6 +716,7 @@ int main(void)
         cmocka_unit_test(bitmap_create_and_share),
         cmocka_unit_test(bitmap_rebuild),
         cmocka_unit_test(sharded_rebuild),
+        cmocka_unit_test(sharded_create),
         cmocka_unit_test(bitmap_outage),
         cmocka_unit_test(module_backend),
         cmocka_unit_test(module_creation_is_atomic),

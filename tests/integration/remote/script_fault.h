@@ -1,7 +1,8 @@
 /* Lost requests and replies on demand, through the remote client's fault
  * hook (src/remote/remote_internal.h, FAULT INJECTION): the next `times`
  * runs of one script, in this process, lose their request (the script does
- * not run) or their reply (it does). A test disarms it when done. */
+ * not run) or their reply (it does); sf_arm_after lets some runs pass
+ * first. A test disarms it when done. */
 #ifndef BG_TEST_SCRIPT_FAULT_H
 #define BG_TEST_SCRIPT_FAULT_H
 
@@ -9,25 +10,37 @@
 
 #include "remote/remote_internal.h"
 
-static atomic_int sf_script, sf_kind, sf_left, sf_fired;
+static atomic_int sf_script, sf_kind, sf_skip, sf_left, sf_fired;
 
 static int sf_inject(int idx)
 {
     if (idx != atomic_load(&sf_script) || atomic_load(&sf_left) <= 0)
         return BG__FAULT_NONE;
+    if (atomic_load(&sf_skip) > 0) {
+        atomic_fetch_sub(&sf_skip, 1);
+        return BG__FAULT_NONE;
+    }
     atomic_fetch_sub(&sf_left, 1);
     atomic_fetch_add(&sf_fired, 1);
     return atomic_load(&sf_kind);
 }
 
-/* From now on, the next `times` runs of script `idx` get fault `kind`. */
-static inline void sf_arm(int idx, int kind, int times)
+/* From now on, after `skip` runs of script `idx` that pass, the next
+ * `times` get fault `kind`. */
+static inline void sf_arm_after(int idx, int kind, int skip, int times)
 {
     atomic_store(&sf_script, idx);
+    atomic_store(&sf_skip, skip);
     atomic_store(&sf_kind, kind);
     atomic_store(&sf_fired, 0);
     atomic_store(&sf_left, times);
     atomic_store(&bg__remote_script_fault, sf_inject);
+}
+
+/* The next `times` runs of script `idx` get fault `kind`. */
+static inline void sf_arm(int idx, int kind, int times)
+{
+    sf_arm_after(idx, kind, 0, times);
 }
 
 /* Disarms it; returns how many faults were injected since sf_arm. */

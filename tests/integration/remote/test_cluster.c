@@ -167,6 +167,196 @@ static void sharded_cross_process(void **state)
     bg_remote_free(r);
 }
 
+/* Keys matching `pattern` on every master. */
+static long long cluster_keys(const char *pattern)
+{
+    long long n = 0;
+    for (int i = 0; i < CL_N; i++) {
+        redisContext *c = ts_raw(&cl[i]);
+        n += ts_count_keys(c, pattern);
+        redisFree(c);
+    }
+    return n;
+}
+
+#define PUB_S 5u
+
+/* S local filters, one per shard, each holding the keys of set `set`
+ * [first, first + count) that bg_remote_shard_of routes to it. */
+static void build_shards(bg_filter **out, uint64_t seed, uint64_t set, uint64_t first,
+                         uint64_t count)
+{
+    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .capacity = N_KEYS / PUB_S + 1,
+                            .error_rate = P, .seed = seed};
+    for (uint32_t j = 0; j < PUB_S; j++)
+        TU_EQ_I(bg_filter_new(&out[j], &fo), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 1000);
+    for (uint64_t i = 0; i < count; i += 1000) {
+        size_t n = count - i < 1000 ? (size_t)(count - i) : 1000;
+        tu_batch_fill(&b, 0, set, first + i, n);
+        for (size_t x = 0; x < n; x++) {
+            bg_hash h;
+            TU_EQ_I(bg_filter_hash(out[0], b.keys[x], b.lens[x], &h), BG_OK);
+            TU_EQ_I(bg_filter_add_hash(out[bg_remote_shard_of(h, PUB_S)], h), BG_OK);
+        }
+    }
+    tu_batch_free(&b);
+}
+
+static void free_shards(bg_filter **f)
+{
+    for (uint32_t j = 0; j < PUB_S; j++)
+        bg_filter_free(f[j]);
+}
+
+/* How many of set `set` [first, first + count) the filter finds. */
+static int64_t found(bg_remote_filter *f, uint64_t set, uint64_t first, uint64_t count)
+{
+    tu_batch b;
+    tu_batch_init(&b, 1000);
+    int64_t hits = 0;
+    for (uint64_t i = 0; i < count; i += 1000) {
+        tu_batch_fill(&b, 0, set, first + i, 1000);
+        int64_t h = bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, NULL);
+        TU_TRUE(h >= 0);
+        hits += h;
+    }
+    tu_batch_free(&b);
+    return hits;
+}
+
+/* A sharded filter built locally and published shard by shard (a service
+ * building it from its database): its routing is the client's, every key
+ * is found over the cluster with the FP rate asked for, bad input writes
+ * nothing, and a publish again replaces every shard. */
+static void published_shards(void **state)
+{
+    (void)state;
+    tu_ctx("sharded filter published from local shards");
+    bg_remote *r = cconn();
+
+    /* bg_remote_shard_of is the routing of a sharded handle: each key added
+     * through one is in the shard it names. */
+    bg_remote_filter *sx = NULL;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 4000,
+                                  .error_rate = P, .seed = 9, .shards = 4};
+    TU_EQ_I(bg_remote_filter_create(&sx, r, "shx", &o), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 1000);
+    tu_batch_fill(&b, 0, 6, 0, 1000);
+    TU_EQ_I(bg_remote_filter_add_many(sx, b.keys, b.lens, b.count, NULL), 1000);
+    bg_remote_filter *sub[4];
+    for (uint32_t j = 0; j < 4; j++) {
+        char name[16];
+        snprintf(name, sizeof name, "shx:s%u", j);
+        TU_EQ_I(bg_remote_filter_open(&sub[j], r, name, BG_REMOTE_BITMAP), BG_OK);
+    }
+    int per[4] = {0};
+    for (size_t x = 0; x < b.count; x++) {
+        bg_hash h;
+        TU_EQ_I(bg_hash_key(b.keys[x], b.lens[x], 9, &h), BG_OK);
+        uint32_t j = bg_remote_shard_of(h, 4);
+        TU_EQ_I(bg_remote_filter_contains(sub[j], b.keys[x], b.lens[x]), 1);
+        per[j]++;
+    }
+    for (uint32_t j = 0; j < 4; j++) {
+        TU_TRUE(per[j] >= 150 && per[j] <= 350); /* uniform: 250 each */
+        bg_remote_filter_close(sub[j]);
+    }
+    TU_EQ_I(bg_remote_filter_drop(sx), BG_OK);
+    bg_remote_filter_close(sx);
+    TU_EQ_U(bg_remote_shard_of((bg_hash){1, 2}, 1), 0);
+    TU_EQ_U(bg_remote_shard_of((bg_hash){1, 2}, 0), 0);
+
+    /* Refused, nothing written. */
+    bg_filter *sh[PUB_S];
+    build_shards(sh, 21, 7, 0, N_KEYS);
+    const bg_filter *const *csh = (const bg_filter *const *)sh;
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, 1), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, BG_REMOTE_MAX_SHARDS + 1), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", NULL, PUB_S), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish_shards(NULL, "pub", csh, PUB_S), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "p{u}b", csh, PUB_S), BG_EINVAL);
+    bg_filter *keep = sh[3], *other;
+    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .capacity = 100, .error_rate = P,
+                            .seed = 22};
+    TU_EQ_I(bg_filter_new(&other, &fo), BG_OK);
+    sh[3] = other;
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S), BG_EINVAL);
+    TU_TRUE(strstr(bg_remote_errstr(r), "seeds differ") != NULL);
+    bg_filter_free(other);
+    fo.variant = BG_VARIANT_BLOCKED;
+    fo.seed = 21;
+    TU_EQ_I(bg_filter_new(&other, &fo), BG_OK);
+    sh[3] = other;
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S), BG_EVARIANT);
+    bg_filter_free(other);
+    sh[3] = NULL;
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S), BG_EINVAL);
+    sh[3] = keep;
+    TU_EQ_I(cluster_keys("*pub*"), 0);
+
+    /* Published: over more than one master, every key found through a
+     * fresh connection, the FP rate of one shard. */
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S), BG_OK);
+    TU_EQ_I(cluster_keys("{pub}:shards"), 1);
+    int used[CL_N] = {0};
+    for (uint32_t j = 0; j < PUB_S; j++) {
+        char k[32];
+        snprintf(k, sizeof k, "{pub:s%u}:meta", j);
+        size_t ni = r->slot_node[bg__key_slot(k, strlen(k))];
+        for (int i = 0; i < CL_N; i++)
+            used[i] |= (int)(r->nodes[ni].port == cl[i].port);
+    }
+    TU_TRUE(used[0] + used[1] + used[2] >= 2);
+    bg_remote *r2 = cconn();
+    bg_remote_filter *g = NULL;
+    TU_EQ_I(bg_remote_filter_open(&g, r2, "pub", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_U(bg_remote_filter_seed(g), 21);
+    TU_EQ_I(found(g, 7, 0, N_KEYS), N_KEYS);
+    double rate = (double)found(g, 8, 0, 100000) / 100000.0;
+    print_message("published shards: FP rate %.5f (p = %.3f)\n", rate, P);
+    TU_IN_RANGE_D(rate, 0.8 * P, 1.2 * P);
+    bg_remote_filter_stats st;
+    TU_EQ_I(bg_remote_filter_stats_get(g, &st), BG_OK);
+    TU_EQ_U(st.layers, PUB_S);
+    uint64_t items = 0; /* the adds that found their key new, per shard */
+    for (uint32_t j = 0; j < PUB_S; j++)
+        items += bg_filter_items(sh[j]);
+    TU_EQ_U(st.items, items);
+
+    /* Another count, or an unsharded filter of that name: refused. */
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S - 1), BG_EEXIST);
+    TU_TRUE(strstr(bg_remote_errstr(r), "has 5 shards, not 4") != NULL);
+    TU_EQ_I(bg_remote_filter_publish(r, "one", BG_REMOTE_BITMAP, sh[0]), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "one", csh, PUB_S), BG_EEXIST);
+    TU_TRUE(strstr(bg_remote_errstr(r), "unsharded") != NULL);
+    TU_EQ_I(cluster_keys("{one:s*"), 0);
+    bg_remote_filter *one = NULL;
+    TU_EQ_I(bg_remote_filter_open(&one, r, "one", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_drop(one), BG_OK);
+    bg_remote_filter_close(one);
+
+    /* Published again from other keys (the second half of the set and a
+     * new one): the open handle follows every shard (same shape), the
+     * first half is gone (FP aside). */
+    free_shards(sh);
+    build_shards(sh, 21, 7, N_KEYS / 2, N_KEYS / 2);
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S), BG_OK);
+    TU_EQ_I(found(g, 7, N_KEYS / 2, N_KEYS / 2), N_KEYS / 2);
+    TU_TRUE(found(g, 7, 0, N_KEYS / 2) < N_KEYS / 2 / 20);
+    TU_EQ_I(cluster_keys("{pub:s*}:bits:*"), PUB_S); /* the old bits deleted */
+
+    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    TU_EQ_I(cluster_keys("*pub*"), 0);
+    free_shards(sh);
+    tu_batch_free(&b);
+    bg_remote_filter_close(g);
+    bg_remote_free(r2);
+    bg_remote_free(r);
+}
+
 /* The node of cl[] that owns `slot` (it answers a key there without MOVED). */
 static int owner_of(const char *key)
 {
@@ -595,6 +785,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(slot_known),
         cmocka_unit_test(sharded_cross_process),
+        cmocka_unit_test(published_shards),
         cmocka_unit_test(reshard_while_clients_run),
         cmocka_unit_test(module_on_cluster),
         cmocka_unit_test(seeds),
