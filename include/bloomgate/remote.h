@@ -209,12 +209,13 @@ typedef struct bg_remote_filter_options {
 /* Creates the filter `name` (a non-empty string without '{' or '}') and
  * opens it into *out (NULL on failure). The bitmap backend makes the whole
  * bit array now (one SETRANGE at its last byte; Redis zero-fills it), then
- * writes the meta hash last, atomically refusing if
- * another client created the filter meanwhile. Returns BG_OK, BG_EEXIST,
- * BG_EINVAL, the sizing errors, BG_ETOOBIG (above BG_REMOTE_MAX_BITS),
- * BG_ECONN, BG_EREMOTE or BG_ENOMEM. After a BG_ECONN in the middle, an
- * orphan bit array {name}:bits:<g> can remain, never referenced by a meta
- * hash (no reader sees it). Allocates; close with bg_remote_filter_close. */
+ * writes the meta hash last, atomically refusing if another client created
+ * the filter (or a sharded one of that name) meanwhile. Returns BG_OK,
+ * BG_EEXIST, BG_EINVAL, the sizing errors, BG_ETOOBIG (above
+ * BG_REMOTE_MAX_BITS), BG_ECONN, BG_EREMOTE or BG_ENOMEM. After a BG_ECONN
+ * in the middle, an orphan bit array {name}:bits:<g> can remain, never
+ * referenced by a meta hash (no reader sees it). Allocates; close with
+ * bg_remote_filter_close. */
 BG_REMOTE_API int bg_remote_filter_create(bg_remote_filter **out, bg_remote *r, const char *name,
                                    const bg_remote_filter_options *opts);
 
@@ -294,7 +295,9 @@ BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
  * BG_REMOTE_MAX_BITS: BG_ETOOBIG). Its payload is uploaded in steps of a few
  * MiB under a fresh bits key no reader looks at, then one script makes it
  * current (flips the meta hash's generation and parameters, items taken
- * from `local`) and deletes the previous bits. A handle whose bits, hashes
+ * from `local`) and deletes the previous bits; a sharded filter of that
+ * name is left alone (BG_EEXIST: the new one would hide it, open finding
+ * the meta hash first). A handle whose bits, hashes
  * and seed equal `local`'s goes on working across the swap, others get
  * BG_ESTALE. After a BG_ECONN an orphan bits key (never current) can remain.
  *

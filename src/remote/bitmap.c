@@ -229,9 +229,10 @@ static const char *const script_src[BG__SCRIPTS] = {
         "  out[key] = here\n"
         "end\n"
         RETURN_OUT,
-    /* ARGV: generation, m, k, seed, bytes, capacity, error_rate. */
+    /* ARGV: generation, m, k, seed, bytes, capacity, error_rate. A sharded
+     * filter of that name ({name}:shards, in the same slot) exists too. */
     [BG__SCRIPT_CREATE] =
-        "if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+        "if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -5) .. 'shards') > 0 then\n"
         "  redis.call('DEL', KEYS[2])\n"
         "  return redis.error_reply('BGEXISTS filter exists')\n"
         "end\n"
@@ -260,7 +261,9 @@ static const char *const script_src[BG__SCRIPTS] = {
         "return 1\n",
     /* KEYS[2]: the uploaded bits. ARGV: generation, m, k, seed, bytes,
      * capacity, error_rate, items. Makes the upload current, deletes the old
-     * bits and cancels a pending rebuild; keeps the lineage and a TTL. */
+     * bits and cancels a pending rebuild; keeps the lineage and a TTL.
+     * Refuses to shadow a sharded filter of that name (open would find the
+     * meta hash first). */
     [BG__SCRIPT_PUBLISH] =
         "if redis.call('STRLEN', KEYS[2]) ~= tonumber(ARGV[5]) then\n"
         "  redis.call('DEL', KEYS[2])\n"
@@ -268,6 +271,10 @@ static const char *const script_src[BG__SCRIPTS] = {
         "end\n"
         "local pre = string.sub(KEYS[1], 1, -5)\n"
         "local h = redis.call('HMGET', KEYS[1], 'generation', 'lineage', 'next', 'format')\n"
+        "if not h[1] and redis.call('EXISTS', pre .. 'shards') == 1 then\n"
+        "  redis.call('DEL', KEYS[2])\n"
+        "  return redis.error_reply('BGEXISTS a sharded filter has this name')\n"
+        "end\n"
         "local lineage = ARGV[1]\n"
         "if h[1] then\n"
         "  if h[4] ~= '" BG__BITMAP_FORMAT "' then\n"

@@ -326,6 +326,16 @@ static void published_shards(void **state)
         items += bg_filter_items(sh[j]);
     TU_EQ_U(st.items, items);
 
+    /* An unsharded filter over it: refused (it would shadow the shards). */
+    TU_EQ_I(bg_remote_filter_publish(r, "pub", BG_REMOTE_BITMAP, sh[0]), BG_EEXIST);
+    TU_TRUE(strstr(bg_remote_errstr(r), "a sharded filter has this name") != NULL);
+    bg_remote_filter *x = NULL;
+    bg_remote_filter_options small = {.backend = BG_REMOTE_BITMAP, .capacity = 100,
+                                      .error_rate = P};
+    TU_EQ_I(bg_remote_filter_create(&x, r, "pub", &small), BG_EEXIST);
+    TU_EQ_I(cluster_keys("{pub}:*"), 1); /* only the count */
+    TU_EQ_I(found(g, 7, 0, N_KEYS), N_KEYS);
+
     /* Another count, or an unsharded filter of that name: refused. */
     TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S - 1), BG_EEXIST);
     TU_TRUE(strstr(bg_remote_errstr(r), "has 5 shards, not 4") != NULL);
