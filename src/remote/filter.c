@@ -97,6 +97,42 @@ static int sharded_shape(bg_remote_filter *f)
     return BG_OK;
 }
 
+/* How `name` is held now: *have = its shard count, 1 for an unsharded
+ * filter ({name}:meta), 0 for none. */
+static int shards_now(bg_remote *r, const char *name, const char *shards_key, uint32_t *have)
+{
+    *have = 0;
+    char *meta = bg__malloc(strlen(name) + 8);
+    if (!meta)
+        return BG_ENOMEM;
+    sprintf(meta, "{%s}:meta", name);
+    const char *ea[2] = {"EXISTS", meta};
+    size_t el[2] = {6, strlen(meta)};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 2, ea, el, &rep, 0);
+    bg__free(meta);
+    if (rc != BG_OK)
+        return rc;
+    int unsharded = rep->type == REDIS_REPLY_INTEGER && rep->integer != 0;
+    freeReplyObject(rep);
+    if (unsharded) {
+        *have = 1;
+        return BG_OK;
+    }
+    const char *ga[2] = {"GET", shards_key};
+    size_t gl[2] = {3, strlen(shards_key)};
+    if ((rc = bg__remote_command(r, 2, ga, gl, &rep, 0)) != BG_OK)
+        return rc;
+    uint64_t n = 0;
+    if (rep->type == REDIS_REPLY_STRING && bg__parse_u64(rep->str, rep->len, &n) == 0 &&
+        n >= 2 && n <= BG_REMOTE_MAX_SHARDS)
+        *have = (uint32_t)n;
+    else if (rep->type != REDIS_REPLY_NIL)
+        rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad shard count", shards_key);
+    freeReplyObject(rep);
+    return rc;
+}
+
 static int sharded_create(bg_remote_filter **out, bg_remote *r, const char *name,
                           const bg_remote_filter_options *o)
 {
@@ -107,14 +143,11 @@ static int sharded_create(bg_remote_filter **out, bg_remote *r, const char *name
     if (rc != BG_OK)
         return rc;
     redisReply *rep;
-    const char *ea[2] = {"EXISTS", f->shards_key};
-    size_t el[2] = {6, strlen(f->shards_key)};
-    if ((rc = bg__remote_command(r, 2, ea, el, &rep, 0)) != BG_OK)
+    uint32_t have; /* an unsharded one would hide ours (open finds it first) */
+    if ((rc = shards_now(r, name, f->shards_key, &have)) != BG_OK)
         goto fail;
-    int exists = rep->type == REDIS_REPLY_INTEGER && rep->integer != 0;
-    freeReplyObject(rep);
-    if (exists) {
-        rc = bg__remote_fail(r, BG_EEXIST, "%s exists", f->shards_key);
+    if (have) {
+        rc = bg__remote_fail(r, BG_EEXIST, "%s exists", have == 1 ? f->meta_key : f->shards_key);
         goto fail;
     }
     /* Each shard holds about 1/S of the keys in 1/S of the bits. */
@@ -673,42 +706,6 @@ int bg_remote_filter_publish(bg_remote *r, const char *name, bg_remote_backend b
 uint32_t bg_remote_shard_of(bg_hash h, uint32_t shards)
 {
     return shards > 1 ? shard_of(&h, shards) : 0;
-}
-
-/* How `name` is held now: *have = its shard count, 1 for an unsharded
- * filter ({name}:meta), 0 for none. */
-static int shards_now(bg_remote *r, const char *name, const char *shards_key, uint32_t *have)
-{
-    *have = 0;
-    char *meta = bg__malloc(strlen(name) + 8);
-    if (!meta)
-        return BG_ENOMEM;
-    sprintf(meta, "{%s}:meta", name);
-    const char *ea[2] = {"EXISTS", meta};
-    size_t el[2] = {6, strlen(meta)};
-    redisReply *rep;
-    int rc = bg__remote_command(r, 2, ea, el, &rep, 0);
-    bg__free(meta);
-    if (rc != BG_OK)
-        return rc;
-    int unsharded = rep->type == REDIS_REPLY_INTEGER && rep->integer != 0;
-    freeReplyObject(rep);
-    if (unsharded) {
-        *have = 1;
-        return BG_OK;
-    }
-    const char *ga[2] = {"GET", shards_key};
-    size_t gl[2] = {3, strlen(shards_key)};
-    if ((rc = bg__remote_command(r, 2, ga, gl, &rep, 0)) != BG_OK)
-        return rc;
-    uint64_t n = 0;
-    if (rep->type == REDIS_REPLY_STRING && bg__parse_u64(rep->str, rep->len, &n) == 0 &&
-        n >= 2 && n <= BG_REMOTE_MAX_SHARDS)
-        *have = (uint32_t)n;
-    else if (rep->type != REDIS_REPLY_NIL)
-        rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad shard count", shards_key);
-    freeReplyObject(rep);
-    return rc;
 }
 
 /* SHARDED PUBLISH in remote.h. The shards first, {name}:shards last (SET

@@ -342,6 +342,9 @@ static void published_shards(void **state)
     TU_EQ_I(bg_remote_filter_publish(r, "one", BG_REMOTE_BITMAP, sh[0]), BG_OK);
     TU_EQ_I(bg_remote_filter_publish_shards(r, "one", csh, PUB_S), BG_EEXIST);
     TU_TRUE(strstr(bg_remote_errstr(r), "unsharded") != NULL);
+    small.shards = 3; /* nor created sharded */
+    TU_EQ_I(bg_remote_filter_create(&x, r, "one", &small), BG_EEXIST);
+    TU_TRUE(x == NULL);
     TU_EQ_I(cluster_keys("{one:s*"), 0);
     bg_remote_filter *one = NULL;
     TU_EQ_I(bg_remote_filter_open(&one, r, "one", BG_REMOTE_BITMAP), BG_OK);
