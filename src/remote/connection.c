@@ -12,6 +12,7 @@
 #endif
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -290,14 +291,29 @@ static int open_context(bg_remote *r, const char *host, int port, const char *un
  * it re-reads the map from another master and goes to the slot's new one
  * if there is one (slot_master): once the cluster has promoted a replica,
  * calls work again without the caller doing anything. Until then each call
- * for the dead master's slots costs a failed connect (connect_timeout_ms
- * at most) and a CLUSTER SLOTS, and fails with BG_ECONN. A keyless command
- * (SCRIPT LOAD) goes on to the next master that answers.
+ * for the dead master's slots fails with BG_ECONN, at once (below). A
+ * keyless command (SCRIPT LOAD) goes on to the next master that answers.
+ *
+ * HELD-DOWN MASTERS
+ * A master whose connect failed is not tried again for a while: the n-th
+ * failure in a row holds it down BG__HOLD_MIN_MS * 2^(n-1), at most
+ * BG__HOLD_MAX_MS (100, 200, 400, 800, 1000 ms ...); a connect that works
+ * clears it. Meanwhile a call for its slots fails with BG_ECONN at once,
+ * its message the failed connect's, and re-reads the slot map from the
+ * other masters at most once per BG__HOLD_MIN_MS, so a promoted replica is
+ * still found within that. Why: a master that is unreachable rather than
+ * refusing (a host down, a partition that drops packets) costs every
+ * connect the whole connect_timeout_ms, and during a failover (the
+ * cluster's node timeout, 15 s by default) a service would pay that on
+ * every request for a third of its keys: threads pile up behind a master
+ * the cluster is about to replace. bg_remote_reconnect forgets the holds.
  *
  * LIMITATIONS
  * Masters only: no reads from replicas (a replica's answers may miss the
  * latest adds, which for a filter is a false negative). */
 #define BG__REDIRECTS 16
+#define BG__HOLD_MIN_MS 100u
+#define BG__HOLD_MAX_MS 1000u
 
 unsigned bg__key_slot(const char *key, size_t len)
 {
@@ -358,11 +374,36 @@ static void node_close(bg_remote *r, size_t i)
     }
 }
 
+uint64_t bg__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Connects to master i unless it is held down (HELD-DOWN MASTERS). */
 static int node_ready(bg_remote *r, size_t i)
 {
-    if (r->nodes[i].c)
+    bg__node *n = &r->nodes[i];
+    if (n->c)
         return BG_OK;
-    return open_context(r, r->nodes[i].host, r->nodes[i].port, NULL, &r->nodes[i].c);
+    uint64_t now = bg__now_ms();
+    if (now < n->retry_at)
+        return bg__remote_fail(r, BG_ECONN, "%s (held down for %" PRIu64 " ms more)", n->why,
+                               n->retry_at - now);
+    r->connects++;
+    int rc = open_context(r, n->host, n->port, NULL, &n->c);
+    if (rc == BG_ECONN) {
+        n->failures++;
+        unsigned shift = n->failures - 1 < 4 ? n->failures - 1 : 4;
+        uint64_t hold = (uint64_t)BG__HOLD_MIN_MS << shift;
+        n->retry_at = bg__now_ms() + (hold < BG__HOLD_MAX_MS ? hold : BG__HOLD_MAX_MS);
+        memcpy(n->why, r->errstr, sizeof n->why);
+    } else if (rc == BG_OK) {
+        n->failures = 0;
+        n->retry_at = 0;
+    }
+    return rc;
 }
 
 /* Parses "<slot> <host>:<port>" after MOVED / ASK. */
@@ -490,6 +531,10 @@ static int slot_master(bg_remote *r, unsigned slot, size_t *out)
         *out = ni;
         return BG_OK;
     }
+    uint64_t now = bg__now_ms();
+    if (rc != BG_ECONN || now - r->slots_read_at < BG__HOLD_MIN_MS)
+        return rc; /* read again a moment ago (HELD-DOWN MASTERS) */
+    r->slots_read_at = now;
     char keep[BG__REMOTE_ERRSTR];
     memcpy(keep, r->errstr, sizeof keep);
     if (refresh_slots(r, ni) == BG_OK && r->slot_node[slot] != BG__NO_NODE &&
@@ -734,8 +779,11 @@ out:
 static int do_connect(bg_remote *r)
 {
     if (r->cluster) {
-        for (size_t i = 0; i < r->nnodes; i++)
+        for (size_t i = 0; i < r->nnodes; i++) {
             node_close(r, i);
+            r->nodes[i].failures = 0;
+            r->nodes[i].retry_at = 0;
+        }
         r->c = NULL;
         for (size_t s = 0; s < BG__SLOTS; s++)
             r->slot_node[s] = BG__NO_NODE;

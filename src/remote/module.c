@@ -100,13 +100,6 @@ int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
     "redis.call('PERSIST', KEYS[2])\n"                                                  \
     "return 1\n"
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* A key no name can open, in name's cluster slot: {name}:<what>:<16 hex
  * digits>, random. NULL if out of memory. */
 static char *hidden_key(const char *name, const char *what)
@@ -151,7 +144,7 @@ int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
     freeReplyObject(rep);
     f->final_name = f->name;
     f->name = staging;
-    f->stage_touched = now_ms();
+    f->stage_touched = bg__now_ms();
     f->capacity = o->capacity;
     f->error_rate = o->error_rate;
     return BG_OK;
@@ -208,7 +201,7 @@ static int pexpire(bg_remote_filter *f, uint64_t ttl_ms)
  * BG__STAGE_RENEW_MS (after an add: the key exists). */
 static int stage_renew(bg_remote_filter *f)
 {
-    uint64_t now = now_ms();
+    uint64_t now = bg__now_ms();
     if (now - f->stage_touched < BG__STAGE_RENEW_MS)
         return BG_OK;
     int rc = pexpire(f, BG_REMOTE_STAGE_TTL_MS);

@@ -47,7 +47,10 @@ enum {
 typedef struct bg__node {
     char *host;
     int port;
-    redisContext *c; /* NULL until first used, or after it broke */
+    redisContext *c;   /* NULL until first used, or after it broke */
+    unsigned failures; /* connects failed in a row (HELD-DOWN MASTERS, connection.c) */
+    uint64_t retry_at; /* no connect before this (monotonic ms); 0: any time */
+    char why[BG__REMOTE_ERRSTR]; /* the last failed connect's message */
 } bg__node;
 
 #define BG__SLOTS 16384
@@ -66,6 +69,8 @@ struct bg_remote {
     size_t nnodes;
     uint16_t *slot_node;       /* cluster: BG__SLOTS node indices, or BG__NO_NODE */
     uint64_t redirects;        /* cluster: MOVED/ASK/TRYAGAIN followed (tests read it) */
+    uint64_t connects;         /* cluster: connects tried (tests read it) */
+    uint64_t slots_read_at;    /* cluster: CLUSTER SLOTS last read for a down master */
     int no_fanout;             /* bench only: send a sharded batch's parts one by one */
     /* REPLY LIMITS (connection.c): every context's reader builds arrays
      * through reply_fn, whose createArray refuses more than array_cap
@@ -83,6 +88,9 @@ struct bg_remote {
 /* Lets array replies have up to `count` + 2 elements (a batch's results and
  * a generation), or back to BG__ARRAY_CAP for count 0. */
 void bg__remote_allow_array(bg_remote *r, size_t count);
+
+/* CLOCK_MONOTONIC in milliseconds. */
+uint64_t bg__now_ms(void);
 
 /* The cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */
 unsigned bg__key_slot(const char *key, size_t len);

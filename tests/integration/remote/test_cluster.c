@@ -6,8 +6,9 @@
  * client adds and checks keys (it must see no error and no false negative).
  * With bloomgate.so loaded in every master ($BLOOMGATE_MODULE), the module
  * backend's staged creation, rebuild, publish and fetch over the cluster.
- * Last, a master dies and its replica takes over: the same client handle
- * must find the new master and every key. */
+ * Last, a master dies and its replica takes over: meanwhile the client
+ * holds the dead master down instead of connecting on every call, and then
+ * the same client handle must find the new master and every key. */
 #include "test_util.h"
 #include "redis_server.h"
 #include "redis_cluster.h"
@@ -760,6 +761,22 @@ static void master_fails_over(void **state)
     ts_kill(&cl[victim]);
     TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, N, NULL), BG_ECONN);
     TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, N, NULL), BG_ECONN);
+
+    /* Held down (connection.c, HELD-DOWN MASTERS): for 300 ms, calls every
+     * 2 ms fail at once, and the dead master is tried only as its holds of
+     * 100, 200 ms ... run out, not on every call. */
+    uint64_t connects = r->connects, t0 = bg__now_ms();
+    int calls = 0, held = 0;
+    for (; bg__now_ms() - t0 < 300; calls++) {
+        TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, 100, NULL), BG_ECONN);
+        held += strstr(bg_remote_errstr(r), "Connection refused (held down for") != NULL;
+        sleep_ms(2);
+    }
+    print_message("held down: %d calls in 300 ms, %d held, %" PRIu64 " connects\n", calls, held,
+                  r->connects - connects);
+    TU_TRUE(calls >= 50);
+    TU_TRUE(r->connects - connects <= 4);
+    TU_TRUE(held >= calls - 4); /* the others tried a connect */
 
     redisContext *c = ts_raw(&rep);
     ok_reply(c, redisCommand(c, "CLUSTER FAILOVER TAKEOVER"), "FAILOVER TAKEOVER");
