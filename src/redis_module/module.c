@@ -243,6 +243,23 @@ static void free_fn(void *p)
     RedisModule_Free(p);
 }
 
+/* The work of freeing a value, for Redis's lazy free: above its threshold
+ * of 64 (and for 0, which Redis reads as "a lot"), a delete made with
+ * UNLINK (as our clients' scripts make them) or under the lazyfree-lazy-*
+ * settings hands the value to a background thread, so no client waits for
+ * it. Freeing a filter returns its pages to the allocator or the kernel,
+ * work in proportion to its bytes: one unit per 4 KiB page, so a filter
+ * over 256 KiB is freed in the background, and a smaller one at once
+ * (cheaper than the hand-over). The free callback is safe there: it calls
+ * only RedisModule_Free (and munmap), never the rest of the module API.
+ * Measured: UNLINK of a 377 MiB filter whose pages were all written took
+ * the server 0.92-1.00 ms before, 0.01-0.06 ms now (docs/REDIS.md). */
+static size_t bgr_free_effort(RedisModuleString *key, const void *value)
+{
+    (void)key;
+    return 1 + bgr_mem_usage(value) / 4096;
+}
+
 /* The one symbol the module exports. */
 __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx,
                                                               RedisModuleString **argv, int argc);
@@ -268,6 +285,7 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         .mem_usage = bgr_mem_usage,
         .digest = bgr_digest,
         .free = bgr_value_free,
+        .free_effort = bgr_free_effort,
         .copy = bgr_copy,
     };
     bgr_type = RedisModule_CreateDataType(ctx, BGR_TYPE_NAME, BGR_ENCVER, &tm);

@@ -367,12 +367,14 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     "redis.call('DEL', KEYS[1])\n"                                                      \
     "return 1\n"
 
-/* KEYS[1] name, KEYS[2] the marker: the filter and its pending rebuild. */
+/* KEYS[1] name, KEYS[2] the marker: the filter and its pending rebuild.
+ * Filters go with UNLINK: a large one is then freed in the server's
+ * background thread (docs/REDIS.md, UNLINK), not while every client waits. */
 #define DROP_SCRIPT                                                                     \
     "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
     "if s then redis.call('UNLINK', s) end\n"                                           \
     "redis.call('DEL', KEYS[2])\n"                                                      \
-    "return redis.call('DEL', KEYS[1])\n"
+    "return redis.call('UNLINK', KEYS[1])\n"
 
 static int script(bg_remote_filter *f, int idx, const char *src, int argc, const char **argv,
                   size_t *lens, redisReply **rep)
@@ -641,7 +643,7 @@ int bg__module_drop(bg_remote_filter *f)
 {
     int rc;
     if (f->final_name) {
-        rc = key_command(f, "DEL", NULL); /* a staged filter: its staging key */
+        rc = key_command(f, "UNLINK", NULL); /* a staged filter: its staging key */
     } else {
         const char *argv[5] = {NULL, NULL, "2", f->name, f->rb_marker};
         size_t lens[5];

@@ -6,6 +6,7 @@ asserts bloomgate's reply and the comment says why."""
 
 import os
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
@@ -528,6 +529,30 @@ class Info(Base):
         self.assertReply(c3.cmd("BF.INFO", "n").get(Status(b"Expansion rate"), "absent"), None)
         self.assertReply(c3.cmd("BF.INFO", "k", "nope"), Err(b"Invalid information value"))
         self.assertReply(c3.cmd("BF.INFO", "nokey"), NOT_FOUND)
+
+
+class LazyFree(Base):
+    """A filter over 256 KiB is freed by Redis's background thread when
+    unlinked (the type's free_effort, src/redis_module/module.c), so no
+    client waits for it; a small one at once."""
+
+    def lazyfreed(self):
+        r = bytes(self.c.cmd("INFO", "memory")).decode()
+        return int(next(l.split(":")[1] for l in r.splitlines() if l.startswith("lazyfreed_objects:")))
+
+    def test_large_in_background_small_at_once(self):
+        c = self.c
+        self.assertReply(c.cmd("BF.RESERVE", "small", "0.01", "100"), OK)
+        self.assertReply(c.cmd("BF.RESERVE", "large", "0.01", "1000000"), OK)  # 1.2 MiB
+        self.assertReply(c.cmd("COPY", "large", "copy"), 1)  # every page written
+        before = self.lazyfreed()
+        self.assertReply(c.cmd("UNLINK", "small"), 1)
+        self.assertEqual(self.lazyfreed(), before)
+        self.assertReply(c.cmd("UNLINK", "large", "copy"), 2)
+        deadline = time.monotonic() + 5
+        while self.lazyfreed() < before + 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(self.lazyfreed(), before + 2)
 
 
 class Card(Base):
