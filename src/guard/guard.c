@@ -163,6 +163,7 @@ int bg_guard_new(bg_guard **out, const bg_guard_options *opts)
         g->ropts.unix_socket = g->rsocket = bg__guard_strdup(o->remote->unix_socket, &fail);
         g->ropts.username = g->ruser = bg__guard_strdup(o->remote->username, &fail);
         g->ropts.password = g->rpass = bg__guard_strdup(o->remote->password, &fail);
+        g->ropts.seeds = g->rseeds = bg__guard_strdup(o->remote->seeds, &fail);
         g->rname = bg__guard_strdup(o->remote_name, &fail);
         o->remote = &g->ropts;
         o->remote_name = g->rname;
@@ -219,6 +220,7 @@ void bg_guard_free(bg_guard *g)
     bg__free(g->rsocket);
     bg__free(g->ruser);
     bg__free(g->rpass);
+    bg__free(g->rseeds);
     bg__free(g);
 }
 

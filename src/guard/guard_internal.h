@@ -147,7 +147,7 @@ struct bg_guard {
     bg_guard_options o;      /* defaults filled in; remote and remote_name
                                 point at the copies below */
     bg_remote_options ropts; /* copy, strings below */
-    char *rname, *rhost, *rsocket, *ruser, *rpass;
+    char *rname, *rhost, *rsocket, *ruser, *rpass, *rseeds;
 
     /* Local filter (swap.c). */
     _Atomic(bg_filter *) current;

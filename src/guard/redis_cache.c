@@ -97,7 +97,7 @@ typedef struct rc_thread {
 
 struct bg_guard_redis_cache {
     bg_remote_options ro;     /* strings point at the copies below */
-    char *host, *unix_socket, *username, *password;
+    char *host, *unix_socket, *username, *password, *seeds;
     char *prefix;
     size_t prefix_len;
     uint64_t default_ttl_ms;
@@ -128,6 +128,7 @@ void bg_guard_redis_cache_free(bg_guard_redis_cache *c)
     bg__free(c->unix_socket);
     bg__free(c->username);
     bg__free(c->password);
+    bg__free(c->seeds);
     bg__free(c->prefix);
     bg__free(c);
 }
@@ -389,6 +390,7 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     c->unix_socket = bg__guard_strdup(ro->unix_socket, &oom);
     c->username = bg__guard_strdup(ro->username, &oom);
     c->password = bg__guard_strdup(ro->password, &oom);
+    c->seeds = bg__guard_strdup(ro->seeds, &oom);
     c->prefix = bg__guard_strdup(prefix ? prefix : RC_DEFAULT_PREFIX, &oom);
     if (oom) {
         bg_guard_redis_cache_free(c);
@@ -398,6 +400,7 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     c->ro.unix_socket = c->unix_socket;
     c->ro.username = c->username;
     c->ro.password = c->password;
+    c->ro.seeds = c->seeds;
     if (c->ro.connect_timeout_ms == 0)
         c->ro.connect_timeout_ms = RC_CONNECT_TIMEOUT_MS;
     if (c->ro.command_timeout_ms == 0)

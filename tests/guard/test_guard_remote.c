@@ -16,6 +16,7 @@
  * retry (script_fault.h injects the loss). */
 #include "test_util.h"
 #include "redis_server.h"
+#include "redis_cluster.h"
 #include "script_fault.h"
 #include "guard_fixtures.h"
 
@@ -368,6 +369,72 @@ static void sharded_create(void **state)
     ms_free(&src);
 }
 
+/* ---- a cluster, reached through a seed list ------------------------------------ */
+
+typedef struct seeded_reader {
+    bg_guard *g;
+    long found, errors;
+} seeded_reader;
+
+/* Gets p0..p99 twice on a thread of its own, so on new connections (the
+ * guard's and the cache's) made after bg_guard_new returned. */
+static void *seeded_gets(void *arg)
+{
+    seeded_reader *sr = arg;
+    bg_guard_buf v = {0};
+    char k[64];
+    for (int round = 0; round < 2; round++)
+        for (long i = 0; i < 100; i++) {
+            size_t kl = ms_key(k, "p", i);
+            int rc = bg_guard_get(sr->g, k, kl, &v);
+            sr->found += rc == BG_GUARD_FOUND;
+            sr->errors += rc < 0;
+        }
+    bg_guard_buf_free(&v);
+    return NULL;
+}
+
+/* The guard and its Redis cache copy the options' seed list like their
+ * other strings: a thread that connects later must not read the caller's
+ * (here overwritten) buffer. The first seed is dead, so the list is what
+ * every connection needs. A sharded filter and the cache on a 3-master
+ * cluster. */
+static void cluster_seeds_copied(void **state)
+{
+    (void)state;
+    tu_ctx("cluster: the seed list is copied");
+    ts_server cl[3];
+    tc_start(cl, 3);
+    ms_init(&src);
+    ms_add_range(&src, "p", NKEYS);
+    char seeds[64];
+    snprintf(seeds, sizeof seeds, "127.0.0.1:%d", cl[1].port);
+    bg_remote_options ro = {.port = ts_free_port(), .cluster = 1, .seeds = seeds,
+                            .connect_timeout_ms = 500, .command_timeout_ms = 2000};
+    bg_guard_redis_cache *rc = NULL;
+    bg_guard_options o = {.source = ms_callbacks(&src), .filter_kind = BG_GUARD_FILTER_REMOTE,
+                          .filter = {.error_rate = 0.01, .seed = 5}, .remote = &ro,
+                          .remote_name = "cs", .remote_shards = 3};
+    TU_EQ_I(bg_guard_redis_cache_new(&rc, &ro, "cs:", 0, &o.cache), BG_OK);
+    bg_guard *g = NULL;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_OK);
+    snprintf(seeds, sizeof seeds, "x:1"); /* what a guard without copies would read */
+
+    seeded_reader sr = {.g = g};
+    pthread_t t;
+    TU_EQ_I(pthread_create(&t, NULL, seeded_gets, &sr), 0);
+    pthread_join(t, NULL);
+    TU_EQ_I(sr.errors, 0);
+    TU_EQ_I(sr.found, 200);
+    bg_guard_counters c = gc(g);
+    TU_TRUE(c.cache_hits >= 100); /* the second round, from the cluster's cache */
+    TU_EQ_I(c.cache_errors, 0);
+    bg_guard_free(g);
+    bg_guard_redis_cache_free(rc);
+    ms_free(&src);
+    tc_stop(cl, 3);
+}
+
 /* ---- bitmap: outage ------------------------------------------------------------- */
 
 static void bitmap_outage(void **state)
@@ -717,6 +784,7 @@ int main(void)
         cmocka_unit_test(bitmap_rebuild),
         cmocka_unit_test(sharded_rebuild),
         cmocka_unit_test(sharded_create),
+        cmocka_unit_test(cluster_seeds_copied),
         cmocka_unit_test(bitmap_outage),
         cmocka_unit_test(module_backend),
         cmocka_unit_test(module_creation_is_atomic),
