@@ -100,7 +100,9 @@ static void usage(FILE *f, const char *prog)
         "                         empty; 0 never (default %llu)\n"
         "Cache:\n"
         "  --cache KIND           none | redis (default none)\n"
-        "  --redis-url URL        the cache: redis://[[user]:pw@]host[:port] or\n"
+        "  --redis-url URL        the cache: redis://[[user]:pw@]host[:port],\n"
+        "                         redis+cluster://[[user]:pw@]host[:port][,host[:port]...]\n"
+        "                         (a Redis Cluster: seed nodes, asked in turn) or\n"
         "                         unix:///path (default %s)\n"
         "  --cache-ttl-ms N       TTL of cached products; needs --cache redis\n"
         "                         (default %llu)\n"
@@ -122,8 +124,15 @@ static void usage(FILE *f, const char *prog)
         "  --headroom X           capacity / count, 1..1000; only with --capacity 0\n"
         "                         (default %g)\n"
         "  --filter-backend B     remote: bitmap | module (default bitmap)\n"
-        "  --filter-url URL       remote: the Redis holding the filter (default %s)\n"
+        "  --filter-url URL       remote: the Redis holding the filter, a URL as for\n"
+        "                         --redis-url (default %s)\n"
         "  --filter-name NAME     remote: the filter's name (default %s)\n"
+        "  --filter-shards S      remote bitmap: a filter created here is S filters,\n"
+        "                         each with 1/S of the bits in its own cluster slot,\n"
+        "                         1..%u (default 1); an existing filter keeps its\n"
+        "                         own. For a filter over 2^32 bits (512 MiB), or more\n"
+        "                         load than one Redis takes: on redis+cluster:// the\n"
+        "                         shards spread over the masters\n"
         "  --rebuild-interval S   rebuild the filter from the database every S seconds,\n"
         "                         0 off (default 0); remote: what re-creates a filter\n"
         "                         that a restarted Redis lost\n"
@@ -144,7 +153,7 @@ static void usage(FILE *f, const char *prog)
         (unsigned long long)DEFAULT_CACHE_TTL_MS, DEFAULT_CACHE_TIMEOUT_MS,
         (unsigned long long)DEFAULT_NEGATIVE_TTL_MS,
         DEFAULT_ERROR_RATE, DEFAULT_HEADROOM, DEFAULT_REDIS, DEFAULT_FILTER_NAME,
-        DEFAULT_CHECK_SAMPLE_LOCAL, DEFAULT_CHECK_SAMPLE_REMOTE);
+        (unsigned)BG_REMOTE_MAX_SHARDS, DEFAULT_CHECK_SAMPLE_LOCAL, DEFAULT_CHECK_SAMPLE_REMOTE);
 }
 
 static int bad(FILE *err, const char *fmt, ...)
@@ -191,34 +200,90 @@ static void copy(char *dst, size_t cap, const char *src, size_t len)
     dst[len] = '\0';
 }
 
+/* Parses one host[:port] in [p, end) into host (cap bytes) and *port (6379
+ * when absent). NULL, or what is wrong. */
+static const char *parse_host(const char *p, const char *end, char *host, size_t cap, int *port)
+{
+    const char *hbegin = p, *hend, *portp = NULL;
+    if (p < end && *p == '[') { /* [IPv6]:port */
+        const char *close = memchr(p, ']', (size_t)(end - p));
+        if (!close) return "unterminated [IPv6 address]";
+        hbegin = p + 1;
+        hend = close;
+        if (close + 1 < end) {
+            if (close[1] != ':') return "junk after ]";
+            portp = close + 2;
+        }
+    } else {
+        const char *colon = memchr(p, ':', (size_t)(end - p));
+        hend = colon ? colon : end;
+        if (colon) portp = colon + 1;
+    }
+    if ((size_t)(hend - hbegin) >= cap) return "host too long";
+    copy(host, cap, hbegin, (size_t)(hend - hbegin));
+    if (host[0] == '\0' || strchr(host, '/'))
+        return "bad host (paths and database numbers are not supported)";
+    *port = 6379;
+    if (portp) {
+        char buf[8];
+        size_t n = (size_t)(end - portp);
+        uint64_t v;
+        if (n == 0 || n >= sizeof(buf)) return "bad port";
+        copy(buf, sizeof(buf), portp, n);
+        if (parse_u64(buf, 1, 65535, &v) != 0) return "port must be 1..65535";
+        *port = (int)v;
+    }
+    return NULL;
+}
+
+/* The URL as messages show it: credentials as "***", for a password must
+ * not reach a terminal's scrollback or a log. */
+static void redact(const char *url, char *out, size_t cap)
+{
+    const char *scheme_end = strstr(url, "://");
+    const char *at = scheme_end ? strrchr(scheme_end + 3, '@') : NULL;
+    if (at)
+        snprintf(out, cap, "%.*s***%s", (int)(scheme_end + 3 - url), url, at);
+    else
+        snprintf(out, cap, "%s", url);
+}
+
 int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
+    char shown[1100]; /* url in messages */
+    redact(url, shown, sizeof(shown));
     if (strncmp(url, "unix://", 7) == 0) {
         const char *path = url + 7;
         if (path[0] != '/' || strlen(path) >= sizeof(out->unix_socket)) {
-            snprintf(err, errlen, "'%s': want unix:///absolute/path", url);
+            snprintf(err, errlen, "'%s': want unix:///absolute/path", shown);
             return -1;
         }
         copy(out->unix_socket, sizeof(out->unix_socket), path, strlen(path));
         return 0;
     }
-    if (strncmp(url, "redis://", 8) != 0) {
-        snprintf(err, errlen, "'%s': want redis://[[user]:password@]host[:port] or unix:///path",
-                 url);
+    const char *p;
+    if (strncmp(url, "redis+cluster://", 16) == 0) {
+        out->cluster = 1;
+        p = url + 16;
+    } else if (strncmp(url, "redis://", 8) == 0) {
+        p = url + 8;
+    } else {
+        snprintf(err, errlen, "'%s': want redis://[[user]:password@]host[:port], "
+                 "redis+cluster://[[user]:password@]host[:port][,host[:port]...] or "
+                 "unix:///path", shown);
         return -1;
     }
-    const char *p = url + 8;
     const char *at = strrchr(p, '@');
     if (at) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
         if (!colon) {
-            snprintf(err, errlen, "'%s': credentials must be [user]:password@", url);
+            snprintf(err, errlen, "'%s': credentials must be [user]:password@", shown);
             return -1;
         }
         if ((size_t)(colon - p) >= sizeof(out->username) ||
             (size_t)(at - colon - 1) >= sizeof(out->password)) {
-            snprintf(err, errlen, "'%s': credentials too long", url);
+            snprintf(err, errlen, "'%s': credentials too long", shown);
             return -1;
         }
         copy(out->username, sizeof(out->username), p, (size_t)(colon - p));
@@ -228,53 +293,54 @@ int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen)
     }
     size_t rest = strlen(p);
     if (rest > 0 && p[rest - 1] == '/') rest--;
-    const char *hend;
-    const char *portp = NULL;
-    if (*p == '[') { /* [IPv6]:port */
-        const char *close = memchr(p, ']', rest);
-        if (!close) {
-            snprintf(err, errlen, "'%s': unterminated [IPv6 address]", url);
+    const char *end = p + rest;
+    /* host[:port], or for a cluster a list of them: the first is the seed
+     * node, the others go to out->seeds, each with its port written (the
+     * library wants one) and IPv6 in brackets. */
+    size_t nseeds = 0;
+    for (const char *item = p;;) {
+        const char *comma = memchr(item, ',', (size_t)(end - item));
+        const char *iend = comma ? comma : end;
+        if (comma && !out->cluster) {
+            snprintf(err, errlen, "'%s': several hosts (separated by ',') are for "
+                     "redis+cluster:// (seed nodes of a cluster)", shown);
             return -1;
         }
-        copy(out->host, sizeof(out->host), p + 1, (size_t)(close - p - 1));
-        hend = close + 1;
-        if (hend < p + rest) {
-            if (*hend != ':') {
-                snprintf(err, errlen, "'%s': junk after ]", url);
+        if (iend == item && (comma || item > p)) {
+            snprintf(err, errlen, "'%s': an empty host:port between ',' (several seed nodes "
+                     "are host1:port1,host2:port2)", shown);
+            return -1;
+        }
+        char host[sizeof(out->host)];
+        int port;
+        const char *why = parse_host(item, iend, host, sizeof(host), &port);
+        if (why && item == p) {
+            snprintf(err, errlen, "'%s': %s", shown, why);
+            return -1;
+        }
+        if (why) {
+            snprintf(err, errlen, "'%s': seed node '%.*s': %s", shown, (int)(iend - item), item,
+                     why);
+            return -1;
+        }
+        if (item == p) {
+            memcpy(out->host, host, sizeof(host));
+            out->port = port;
+        } else {
+            int v6 = strchr(host, ':') != NULL;
+            int n = snprintf(out->seeds + nseeds, sizeof(out->seeds) - nseeds, "%s%s%s%s:%d",
+                             nseeds ? "," : "", v6 ? "[" : "", host, v6 ? "]" : "", port);
+            if (n < 0 || (size_t)n >= sizeof(out->seeds) - nseeds) {
+                /* The URL cut short: in full it would push the reason out
+                 * of the message. */
+                snprintf(err, errlen, "'%.60s...': the seed nodes are too long (at most %zu "
+                         "characters as host:port,...)", shown, sizeof(out->seeds) - 1);
                 return -1;
             }
-            portp = hend + 1;
+            nseeds += (size_t)n;
         }
-    } else {
-        const char *colon = memchr(p, ':', rest);
-        hend = colon ? colon : p + rest;
-        if ((size_t)(hend - p) >= sizeof(out->host)) {
-            snprintf(err, errlen, "'%s': host too long", url);
-            return -1;
-        }
-        copy(out->host, sizeof(out->host), p, (size_t)(hend - p));
-        if (colon) portp = colon + 1;
-    }
-    if (out->host[0] == '\0' || strchr(out->host, '/')) {
-        snprintf(err, errlen, "'%s': bad host (paths and database numbers are not supported)",
-                 url);
-        return -1;
-    }
-    out->port = 6379;
-    if (portp) {
-        char buf[8];
-        size_t n = (size_t)(p + rest - portp);
-        uint64_t v;
-        if (n == 0 || n >= sizeof(buf)) {
-            snprintf(err, errlen, "'%s': bad port", url);
-            return -1;
-        }
-        copy(buf, sizeof(buf), portp, n);
-        if (parse_u64(buf, 1, 65535, &v) != 0) {
-            snprintf(err, errlen, "'%s': port must be 1..65535", url);
-            return -1;
-        }
-        out->port = (int)v;
+        if (!comma) break;
+        item = comma + 1;
     }
     return 0;
 }
@@ -288,6 +354,8 @@ void redis_url_options(const redis_url *u, bg_remote_options *ro)
         ro->host = u->host;
         ro->port = u->port;
     }
+    ro->cluster = u->cluster;
+    ro->seeds = u->seeds[0] ? u->seeds : NULL;
     ro->username = u->username[0] ? u->username : NULL;
     ro->password = u->has_password ? u->password : NULL;
     /* timeouts 0: each user picks its own (main.c) */
@@ -296,28 +364,33 @@ void redis_url_options(const redis_url *u, bg_remote_options *ro)
 /* Whether a filter of --capacity keys at --error-rate fits what it will be
  * built in: a local filter's memory cap (BG_DEFAULT_MAX_BYTES; a counting
  * filter's array is 4 bits per position), a remote bitmap's
- * BG_REMOTE_MAX_BITS. A module filter is sized by the module. 0, or -1
- * with a message. (With --capacity 0 the size depends on the row count,
- * known only once the database is open: a filter too big for it is exit
- * status 1 then.) */
+ * BG_REMOTE_MAX_BITS per shard. A module filter is sized by the module. 0,
+ * or -1 with a message. (With --capacity 0 the size depends on the row
+ * count, known only once the database is open: a filter too big for it is
+ * exit status 1 then.) */
 static int check_size(const products_config *c, char *msg, size_t cap)
 {
     bg_variant variant = c->variant;
     uint64_t max_bits = BG_DEFAULT_MAX_BYTES * 8;
+    uint64_t n = c->capacity;
     if (c->filter_kind == BG_GUARD_FILTER_REMOTE) {
         if (c->filter_backend == BG_REMOTE_MODULE) return 0;
         variant = BG_VARIANT_STANDARD;
         max_bits = BG_REMOTE_MAX_BITS;
+        /* Each shard is sized for ceil(n / S) keys, as the library does
+         * (remote.h, SHARDING), so S shards hold S times the bits. */
+        n = n / c->filter_shards + (n % c->filter_shards != 0);
     } else if (variant == BG_VARIANT_COUNTING) {
         max_bits /= 4;
     }
-    bg_sizing sz = {.n = c->capacity, .p = c->error_rate};
+    bg_sizing sz = {.n = n, .p = c->error_rate};
     int rc = bg_sizing_solve(variant, &sz, max_bits);
     if (rc == BG_OK) return 0;
     if (c->filter_kind == BG_GUARD_FILTER_REMOTE)
         snprintf(msg, cap, "--capacity %llu at --error-rate %g: %s (a remote bitmap filter "
-                 "has at most 2^32 bits)", (unsigned long long)c->capacity, c->error_rate,
-                 bg_strerror(rc));
+                 "has at most 2^32 bits per shard, and --filter-shards is %u)",
+                 (unsigned long long)c->capacity, c->error_rate, bg_strerror(rc),
+                 (unsigned)c->filter_shards);
     else
         snprintf(msg, cap, "--capacity %llu at --error-rate %g: %s (a local filter takes at "
                  "most %llu GiB)", (unsigned long long)c->capacity, c->error_rate,
@@ -329,8 +402,8 @@ enum {
     OPT_PORT = 256, OPT_BIND, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_DB, OPT_DB_PATH,
     OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_CACHE_TIMEOUT,
     OPT_NEG_TTL, OPT_FILTER, OPT_VARIANT, OPT_ERROR_RATE, OPT_CAPACITY, OPT_HEADROOM,
-    OPT_FILTER_BACKEND, OPT_FILTER_URL, OPT_FILTER_NAME, OPT_REBUILD, OPT_CHECK_SAMPLE,
-    OPT_HELP, OPT_VERSION,
+    OPT_FILTER_BACKEND, OPT_FILTER_URL, OPT_FILTER_NAME, OPT_FILTER_SHARDS, OPT_REBUILD,
+    OPT_CHECK_SAMPLE, OPT_HELP, OPT_VERSION,
 };
 
 int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err)
@@ -358,6 +431,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
         {"filter-backend", required_argument, NULL, OPT_FILTER_BACKEND},
         {"filter-url", required_argument, NULL, OPT_FILTER_URL},
         {"filter-name", required_argument, NULL, OPT_FILTER_NAME},
+        {"filter-shards", required_argument, NULL, OPT_FILTER_SHARDS},
         {"rebuild-interval", required_argument, NULL, OPT_REBUILD},
         {"check-sample", required_argument, NULL, OPT_CHECK_SAMPLE},
         {"help", no_argument, NULL, OPT_HELP},
@@ -367,7 +441,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     const char *prog = "bloomgate-products";
     int set_threads = 0, set_variant = 0, set_backend = 0, set_check = 0, set_redis = 0;
     int set_path = 0, set_ferr = 0, set_cache_ttl = 0, set_cache_timeout = 0, set_neg_ttl = 0;
-    int set_headroom = 0;
+    int set_headroom = 0, set_shards = 0;
     uint64_t v;
     double d;
     char msg[512];
@@ -388,6 +462,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     c->filter_backend = BG_REMOTE_BITMAP;
     c->filter_url_text = DEFAULT_REDIS;
     c->filter_name = DEFAULT_FILTER_NAME;
+    c->filter_shards = 1;
     c->error_rate = DEFAULT_ERROR_RATE;
     c->headroom = DEFAULT_HEADROOM;
     c->variant = BG_VARIANT_BLOCKED;
@@ -520,6 +595,13 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
             c->filter_name = a;
             set_backend = 1;
             break;
+        case OPT_FILTER_SHARDS:
+            if (parse_u64(a, 1, BG_REMOTE_MAX_SHARDS, &v))
+                return bad(err, "--filter-shards '%s': want 1..%u", a,
+                           (unsigned)BG_REMOTE_MAX_SHARDS);
+            c->filter_shards = (uint32_t)v;
+            set_shards = 1;
+            break;
         case OPT_REBUILD:
             if (parse_u64(a, 0, 86400 * 30, &v))
                 return bad(err, "--rebuild-interval '%s': want 0..2592000 seconds", a);
@@ -566,10 +648,14 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
         if (redis_url_parse(c->filter_url_text, &c->filter_url, msg, sizeof(msg)) != 0)
             return bad(err, "--filter-url %s", msg);
         if (set_variant) return bad(err, "--variant is for --filter local");
+        if (set_shards && c->filter_backend == BG_REMOTE_MODULE)
+            return bad(err, "--filter-shards is for --filter-backend bitmap (a module filter "
+                            "is one key)");
     } else {
         if (set_backend)
             return bad(err, "--filter-backend, --filter-url and --filter-name are for "
                             "--filter remote");
+        if (set_shards) return bad(err, "--filter-shards is for --filter remote");
     }
     if (c->filter_kind == BG_GUARD_FILTER_NONE) {
         /* No filter: nothing is sized, and no lookup is a false positive

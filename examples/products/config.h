@@ -10,22 +10,29 @@
 
 #include "store.h"
 
-/* A parsed redis:// URL: redis://[[user]:password@]host[:port][/] or
+/* A parsed Redis URL: redis://[[user]:password@]host[:port][/],
+ * redis+cluster://[[user]:password@]host[:port][,host[:port]...][/] (seed
+ * nodes of a Redis Cluster; IPv6 hosts in brackets) or
  * unix:///path/to/socket. The strings live in the struct. */
 typedef struct redis_url {
-    char host[256];
+    char host[256];        /* a cluster's first seed node */
     int port;
     char unix_socket[256]; /* "" unless unix:// */
     char username[128];    /* "" : none */
     char password[256];    /* "" : none */
     int has_password;
+    int cluster;           /* redis+cluster:// */
+    char seeds[1024];      /* cluster: the other seed nodes as bg_remote_options.seeds
+                              wants them, "host:port,[v6]:port"; "" : none */
 } redis_url;
 
-/* Parses url into *out. 0, or -1 with a message in err. */
+/* Parses url into *out. 0, or -1 with a message in err (which shows the
+ * URL with its credentials as "***"). */
 int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen);
 
-/* Fills *ro from u, timeouts 0 (the defaults of what it is given to); the
- * strings point into u (ro is valid while u is). */
+/* Fills *ro from u (host, port or socket, credentials, cluster and seeds),
+ * timeouts 0 (the defaults of what it is given to); the strings point into
+ * u (ro is valid while u is). */
 void redis_url_options(const redis_url *u, bg_remote_options *ro);
 
 typedef struct products_config {
@@ -55,6 +62,8 @@ typedef struct products_config {
     redis_url filter_url;
     const char *filter_url_text;
     const char *filter_name;
+    uint32_t filter_shards; /* remote bitmap: shards of a filter the guard creates
+                               (bg_guard_options.remote_shards); 1: one filter */
     double error_rate;
     uint64_t capacity; /* 0: from the source's count * headroom */
     double headroom;

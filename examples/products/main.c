@@ -169,7 +169,8 @@ static void rebuilder_stop(rebuilder *rb)
  *   - per thread that reaches the database (the workers, the main thread,
  *     the rebuild thread): its database connection (SQLite: the file and
  *     its WAL; a server: a socket), its Redis cache connection and its
- *     remote filter connection, each made on first use;
+ *     remote filter connection, each made on first use (to a Redis
+ *     Cluster, one per master: CLUSTER_FDS);
  *   - the listening socket, the signal pipe, stdin, stdout and stderr;
  *   - FD_MARGIN for the rest: SQLite's -shm, shared by a process's
  *     connections; the cache probe at startup; what the libraries open.
@@ -177,10 +178,22 @@ static void rebuilder_stop(rebuilder *rb)
  * 503: this budget is what keeps a connection flood from doing that. */
 #define FD_MARGIN 32u
 
+/* The masters are not known before connecting: a cluster is counted as
+ * the three of the smallest one (redis-cli --cluster create); a larger
+ * cluster eats into FD_MARGIN. */
+#define CLUSTER_FDS 3u
+
+static unsigned redis_fds(const redis_url *u)
+{
+    return u->cluster ? CLUSTER_FDS : 1u;
+}
+
 static uint64_t fds_reserved(const products_config *c)
 {
-    uint64_t per_thread = (c->db == STORE_SQLITE ? 2u : 1u) + (c->cache_redis ? 1u : 0u) +
-                          (c->filter_kind == BG_GUARD_FILTER_REMOTE ? 1u : 0u);
+    uint64_t per_thread = (c->db == STORE_SQLITE ? 2u : 1u) +
+                          (c->cache_redis ? redis_fds(&c->cache_url) : 0u) +
+                          (c->filter_kind == BG_GUARD_FILTER_REMOTE ? redis_fds(&c->filter_url)
+                                                                    : 0u);
     return (uint64_t)c->threads * 3u + ((uint64_t)c->threads + 2u) * per_thread + 6u + FD_MARGIN;
 }
 
@@ -226,10 +239,15 @@ static int fds_fit(products_config *c)
 
 /* ---- startup ------------------------------------------------------------ */
 
+/* "host:port", "unix:/path" or "cluster host:port (seeds h:p,...)": what
+ * the log lines name (never the credentials). */
 static void describe_redis(char *buf, size_t cap, const redis_url *u)
 {
+    int v6 = strchr(u->host, ':') != NULL;
     if (u->unix_socket[0]) snprintf(buf, cap, "unix:%s", u->unix_socket);
-    else snprintf(buf, cap, "%s:%d", u->host, u->port);
+    else snprintf(buf, cap, "%s%s%s%s:%d%s%s%s", u->cluster ? "cluster " : "", v6 ? "[" : "",
+                  u->host, v6 ? "]" : "", u->port, u->seeds[0] ? " (seeds " : "", u->seeds,
+                  u->seeds[0] ? ")" : "");
 }
 
 int main(int argc, char **argv)
@@ -289,7 +307,7 @@ int main(int argc, char **argv)
     go.source = store_source(st);
     bg_remote_options cache_ro;
     if (cfg.cache_redis) {
-        char where[300];
+        char where[sizeof(cfg.cache_url.host) + sizeof(cfg.cache_url.seeds) + 32];
         describe_redis(where, sizeof(where), &cfg.cache_url);
         redis_url_options(&cfg.cache_url, &cache_ro);
         cache_ro.command_timeout_ms = cfg.cache_timeout_ms;
@@ -322,7 +340,7 @@ int main(int argc, char **argv)
     go.filter.capacity = cfg.capacity;
     go.headroom = cfg.headroom;
     bg_remote_options filter_ro;
-    char fwhere[300] = "";
+    char fwhere[sizeof(cfg.filter_url.host) + sizeof(cfg.filter_url.seeds) + 32] = "";
     if (cfg.filter_kind == BG_GUARD_FILTER_REMOTE) {
         redis_url_options(&cfg.filter_url, &filter_ro);
         /* Longer than the cache's: a filter check has no fallback (an
@@ -333,6 +351,7 @@ int main(int argc, char **argv)
         go.remote = &filter_ro;
         go.remote_name = cfg.filter_name;
         go.remote_backend = cfg.filter_backend;
+        go.remote_shards = cfg.filter_shards;
     }
     t0 = metrics_now_ns();
     rc = bg_guard_new(&guard, &go);
@@ -349,14 +368,20 @@ int main(int argc, char **argv)
     {
         bg_guard_counters c;
         bg_guard_counters_get(guard, &c);
+        char shards[80] = "";
+        if (cfg.filter_shards > 1)
+            snprintf(shards, sizeof(shards), ", %u shards (an existing filter keeps its own)",
+                     (unsigned)cfg.filter_shards);
         if (cfg.filter_kind == BG_GUARD_FILTER_LOCAL)
             logf_("filter: local %s, p=%g, built in %.3f s with %llu keys, %llu bytes",
                   config_variant_name(cfg.variant), cfg.error_rate, secs_since(t0),
                   (unsigned long long)c.filter_items, (unsigned long long)c.filter_bytes);
         else if (cfg.filter_kind == BG_GUARD_FILTER_REMOTE)
-            logf_("filter: remote %s '%s' on redis %s, ready in %.3f s with %llu keys",
+            /* The guard opens an existing filter as it is: the shards are
+             * those of a filter created now. */
+            logf_("filter: remote %s '%s' on redis %s%s, ready in %.3f s with %llu keys",
                   cfg.filter_backend == BG_REMOTE_MODULE ? "module" : "bitmap", cfg.filter_name,
-                  fwhere, secs_since(t0), (unsigned long long)c.filter_items);
+                  fwhere, shards, secs_since(t0), (unsigned long long)c.filter_items);
         else
             logf_("filter: none (every lookup goes to the cache and the database)");
     }

@@ -181,11 +181,12 @@ case_help() {
     local f
     for f in --port --bind --threads --max-connections --timeout --db --db-path --db-url --seed \
         --cache --redis-url --cache-ttl-ms --cache-timeout-ms --negative-ttl-ms --filter --variant --error-rate \
-        --capacity --headroom --filter-backend --filter-url --filter-name --rebuild-interval \
-        --check-sample --help --version; do
+        --capacity --headroom --filter-backend --filter-url --filter-name --filter-shards \
+        --rebuild-interval --check-sample --help --version; do
         grep -q -- "^  $f " "$T/out" || fail "--help does not list $f"
     done
     has "$T/out" "default 8080"
+    has "$T/out" "redis+cluster://"
     "$SVC" --version >"$T/out" || fail "--version exit status"
     grep -q '^bloomgate-products [0-9]' "$T/out" || fail "--version output"
     # bad flags: exit 2 and a message naming the flag, nothing started
@@ -196,6 +197,7 @@ case_help() {
         "$SVC" $args >"$T/out" 2>"$T/err" || rc=$?
         eq "$rc" 2 "exit status of '$args'"
         has "$T/err" "$want"
+        if grep -q "s3cret" "$T/err"; then fail "'$args': the message shows the password"; fi
     done <<'EOF'
 --port 70000|--port '70000'
 --port -1|--port '-1'
@@ -219,6 +221,35 @@ case_help() {
 --filter-backend bitmap|are for --filter remote
 --filter remote --filter-backend x|--filter-backend 'x'
 --filter remote --filter-name a{b}|--filter-name
+--cache redis --redis-url redis://h:1,h:2|--redis-url 'redis://h:1,h:2': several hosts (separated by ',') are for redis+cluster://
+--cache redis --redis-url redis+cluster://h:1,,h:2|--redis-url 'redis+cluster://h:1,,h:2': an empty host:port
+--cache redis --redis-url redis+cluster://h:1,|an empty host:port
+--cache redis --redis-url redis+cluster://,h:1|an empty host:port
+--cache redis --redis-url redis+cluster://h:1,h:0|seed node 'h:0': port must be 1..65535
+--cache redis --redis-url redis+cluster://h:1,h:65536|seed node 'h:65536': port must be 1..65535
+--cache redis --redis-url redis+cluster://h:0,h:1|--redis-url 'redis+cluster://h:0,h:1': port must be 1..65535
+--cache redis --redis-url redis+cluster://h:1,h:|seed node 'h:': bad port
+--cache redis --redis-url redis+cluster://h:1,[::1:7000|seed node '[::1:7000': unterminated [IPv6 address]
+--cache redis --redis-url redis+cluster://[::1|unterminated [IPv6 address]
+--cache redis --redis-url redis+cluster://h:1,[::1]7000|junk after ]
+--cache redis --redis-url redis+cluster://h:1,h:2/0|seed node 'h:2/0': port must be
+--cache redis --redis-url redis+cluster://|--redis-url 'redis+cluster://': bad host
+--cache redis --redis-url redis+cluster:///tmp/redis.sock|--redis-url
+--cache redis --redis-url redis://u:s3cret@h:0|--redis-url 'redis://***@h:0': port must be
+--filter remote --filter-url redis+cluster://:s3cret@h:1,,h:2|--filter-url 'redis+cluster://***@h:1,,h:2': an empty
+--cache redis --redis-url http://s3cret@h|--redis-url 'http://***@h': want redis://
+--filter remote --filter-url redis://h:1,h:2|--filter-url 'redis://h:1,h:2': several hosts
+--filter remote --filter-url redis+cluster://h:1,,h:2|--filter-url 'redis+cluster://h:1,,h:2': an empty host:port
+--filter remote --filter-url redis+cluster://h:1,h:x|--filter-url 'redis+cluster://h:1,h:x': seed node 'h:x': port must be
+--filter remote --filter-url redis+cluster://h:1,[::1|--filter-url 'redis+cluster://h:1,[::1': seed node '[::1': unterminated [
+--filter-shards 3|--filter-shards is for --filter remote
+--filter none --filter-shards 1|--filter-shards is for --filter remote
+--filter remote --filter-backend module --filter-shards 2|--filter-shards is for --filter-backend bitmap
+--filter remote --filter-shards 0|--filter-shards '0': want 1..1024
+--filter remote --filter-shards 1025|--filter-shards '1025': want 1..1024
+--filter remote --filter-shards x|--filter-shards 'x': want 1..1024
+--filter remote --filter-shards -1|--filter-shards '-1'
+--filter remote --filter-shards|--filter-shards needs a value
 --filter remote --variant counting|--variant is for --filter local
 --filter none --error-rate 0.1|--error-rate needs a filter
 --rebuild-interval x|--rebuild-interval 'x'
@@ -255,7 +286,8 @@ EOF
 --headroom 1 --capacity 5000|--headroom is for --capacity 0
 --capacity 1099511627776 --error-rate 1e-12|--capacity 1099511627776 at --error-rate 1e-12
 --variant counting --capacity 1099511627776 --error-rate 0.0001|at most 64 GiB
---filter remote --capacity 1000000000 --error-rate 0.001|at most 2^32 bits
+--filter remote --capacity 1000000000 --error-rate 0.001|at most 2^32 bits per shard, and --filter-shards is 1
+--filter remote --filter-shards 3 --capacity 1000000000 --error-rate 0.0001|--filter-shards is 3
 EOF
     # the edges of those ranges still start (and here fail on the database)
     while IFS= read -r args; do
@@ -274,6 +306,10 @@ EOF
 --negative-ttl-ms 5 --headroom 3 --check-sample 3
 --capacity 0 --headroom 3
 --filter remote --filter-backend module --capacity 1000000000 --error-rate 0.001
+--filter remote --filter-shards 4 --capacity 1000000000 --error-rate 0.001
+--filter remote --filter-shards 1024 --capacity 400000000000 --error-rate 0.01
+--filter remote --filter-url redis+cluster://[::1]:7000,h,127.0.0.1:7002/ --filter-shards 3
+--cache redis --redis-url redis+cluster://u:pw@h1:7000,[::1]:7001
 EOF
 }
 
@@ -897,6 +933,72 @@ redis_stop() {
     wait "$REDIS_PID" 2>/dev/null || true
 }
 
+# cluster_start: a Redis Cluster of three masters on loopback, their ports
+# in CPORTS, slots 0-5460, 5461-10922 and 10923-16383 in that order; waits
+# until every node says cluster_state:ok. Each node's bus port is a free
+# port of 25000-25999 too (--cluster-port), not port + 10000, which lies
+# among the kernel's ephemeral ports. The cleanup stops them (PIDS).
+CPORTS=()
+cluster_start() {
+    command -v redis-cli >/dev/null || fail "redis-cli is missing (package redis-tools)"
+    local i p bus pid up info
+    local -a buses=()
+    for i in 0 1 2; do
+        up=0
+        for _ in $(seq 1 20); do
+            p=$(free_port)
+            bus=$(free_port)
+            [[ $p != "$bus" && " ${CPORTS[*]} ${buses[*]} " != *" $p "* &&
+                " ${CPORTS[*]} ${buses[*]} " != *" $bus "* ]] || continue
+            mkdir -p "$T/node$i"
+            "${REDIS_SERVER:-redis-server}" --port "$p" --bind 127.0.0.1 --save "" --appendonly no \
+                --dir "$T/node$i" --cluster-enabled yes --cluster-config-file nodes.conf \
+                --cluster-port "$bus" >"$T/node$i.log" 2>&1 &
+            pid=$!
+            PIDS+=("$pid")
+            for _ in $(seq 1 100); do
+                redis-cli -p "$p" PING 2>/dev/null | grep -q PONG && break
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            if redis-cli -p "$p" PING 2>/dev/null | grep -q PONG; then up=1; break; fi
+            # A port taken meanwhile: another pair.
+            kill -0 "$pid" 2>/dev/null && fail "cluster node $i does not answer on $p"
+            grep -q "Address already in use" "$T/node$i.log" ||
+                { cat "$T/node$i.log" >&2; fail "cluster node $i did not start"; }
+        done
+        eq "$up" 1 "cluster node $i started"
+        CPORTS+=("$p")
+        buses+=("$bus")
+    done
+    redis-cli -p "${CPORTS[0]}" CLUSTER ADDSLOTSRANGE 0 5460 | grep -q OK || fail "ADDSLOTSRANGE on node 0"
+    redis-cli -p "${CPORTS[1]}" CLUSTER ADDSLOTSRANGE 5461 10922 | grep -q OK || fail "ADDSLOTSRANGE on node 1"
+    redis-cli -p "${CPORTS[2]}" CLUSTER ADDSLOTSRANGE 10923 16383 | grep -q OK || fail "ADDSLOTSRANGE on node 2"
+    for i in 1 2; do
+        redis-cli -p "${CPORTS[0]}" CLUSTER MEET 127.0.0.1 "${CPORTS[$i]}" "${buses[$i]}" | grep -q OK ||
+            fail "CLUSTER MEET node $i"
+    done
+    local ok
+    for p in "${CPORTS[@]}"; do
+        ok=0
+        for _ in $(seq 1 300); do
+            info=$(redis-cli -p "$p" CLUSTER INFO || true)
+            if [[ $info == *cluster_state:ok* ]]; then ok=1; break; fi
+            sleep 0.1
+        done
+        eq "$ok" 1 "cluster_state:ok on node $p"
+    done
+}
+
+# cluster_owner KEY: the port of the master that holds KEY (0 if none does).
+cluster_owner() {
+    local p
+    for p in "${CPORTS[@]}"; do
+        if [ "$(redis-cli -p "$p" EXISTS "$1")" = 1 ]; then echo "$p"; return; fi
+    done
+    echo 0
+}
+
 case_redis_outage() {
     command -v "${REDIS_SERVER:-redis-server}" >/dev/null ||
         fail "redis-server is missing (scripts/deps.sh installs it)"
@@ -1044,6 +1146,82 @@ case_module_rebuild() {
     redis_stop
     redis_start
     until_get 5 200
+    stop
+}
+
+# The filter and the cache on a Redis Cluster of three masters: the filter
+# sharded three ways, reached through a seed list whose first node is
+# down; present ids found, absent ones filtered without a database query,
+# a POST found afterwards, the shards on more than one master, and the
+# cache's entries read back (hits) from the cluster.
+case_cluster() {
+    command -v "${REDIS_SERVER:-redis-server}" >/dev/null ||
+        fail "redis-server is missing (scripts/deps.sh installs it)"
+    cluster_start
+    local dead
+    dead=$(free_port)
+    while [[ " ${CPORTS[*]} " == *" $dead "* ]]; do dead=$(free_port); done
+    start --seed 20000 --filter remote \
+        --filter-url "redis+cluster://127.0.0.1:$dead,127.0.0.1:${CPORTS[1]}" --filter-shards 3 \
+        --cache redis --redis-url "redis+cluster://127.0.0.1:${CPORTS[2]}" --cache-timeout-ms 1000
+    has "$T/svc.log" "cache: redis cluster 127.0.0.1:${CPORTS[2]}"
+    has "$T/svc.log" "filter: remote bitmap 'products' on redis cluster 127.0.0.1:$dead (seeds 127.0.0.1:${CPORTS[1]}), 3 shards"
+    expect 200 GET /healthz
+
+    # the filter is sharded over the masters
+    eq "$(redis-cli -c -p "${CPORTS[0]}" GET '{products}:shards')" 3 "{products}:shards"
+    eq "$(redis-cli -c -p "${CPORTS[0]}" EXISTS '{products}:meta')" 0 "an unsharded filter's meta"
+    local j owner owners=()
+    for j in 0 1 2; do
+        owner=$(cluster_owner "{products:s$j}:meta")
+        [ "$owner" != 0 ] || fail "no master holds {products:s$j}:meta"
+        owners+=("$owner")
+    done
+    ge "$(printf '%s\n' "${owners[@]}" | sort -u | wc -l)" 2 "masters holding the 3 shards (${owners[*]})"
+    metrics
+    ge "$(m bloomgate_guard_filter_items)" 19900 "filter items summed over the shards"
+
+    # present ids: 200, read from the database, then from the cache
+    local i
+    for i in $(seq 1 50); do expect 200 GET "/products/$((i * 397))"; done
+    eq "$(jq -r .name "$T/body")" "product 19850" "the last product"
+    metrics
+    local hits0 errors0
+    hits0=$(m bloomgate_guard_cache_hits_total)
+    errors0=$(m bloomgate_guard_cache_errors_total)
+    for i in $(seq 1 50); do expect 200 GET "/products/$((i * 397))"; done
+    metrics
+    ge "$(( $(m bloomgate_guard_cache_hits_total) - hits0 ))" 45 "cache hits on the repeated GETs"
+    eq "$(m bloomgate_guard_cache_errors_total)" "$errors0" "cache errors"
+    # the entries are on the cluster, on more than one master
+    local p with=0
+    for p in "${CPORTS[@]}"; do
+        [ "$(redis-cli -p "$p" --scan --pattern 'products:*' | wc -l)" -eq 0 ] || with=$((with + 1))
+    done
+    ge "$with" 2 "masters holding cache entries"
+
+    # absent ids: 404, answered by the filter without the database (but
+    # for its few false positives)
+    local f0 fp0 db0 sq0
+    f0=$(m bloomgate_guard_filtered_total)
+    fp0=$(m bloomgate_guard_false_positives_total)
+    db0=$(m bloomgate_db_queries_total)
+    sq0=$(m bloomgate_guard_source_queries_total)
+    for i in $(seq 100001 100200); do expect 404 GET "/products/$i"; done
+    metrics
+    local filtered fp
+    filtered=$(( $(m bloomgate_guard_filtered_total) - f0 ))
+    fp=$(( $(m bloomgate_guard_false_positives_total) - fp0 ))
+    eq "$((filtered + fp))" 200 "filtered + false positives"
+    ge "$filtered" 190 "absent ids filtered"
+    eq "$(( $(m bloomgate_guard_source_queries_total) - sq0 ))" "$fp" "lookups that reached the database"
+    eq "$(( $(m bloomgate_db_queries_total) - db0 ))" "$fp" "database queries"
+
+    # a new id: filtered before, found after its POST
+    expect 404 GET /products/30001
+    eq "$(post '{"id":30001,"name":"clustered","price_cents":5}')" 201 "POST 30001"
+    expect 200 GET /products/30001
+    eq "$(jq -r .name "$T/body")" clustered "GET after POST"
     stop
 }
 
