@@ -386,6 +386,21 @@ int cli_remote_info(const char *url, bool json);
 int cli_remote_push(const char *path, const char *url, bool quiet, bool json);
 int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, bool json);
 
+/* What `rebuild URL` was given (cmd_rebuild.c). cli_remote_rebuild checks
+ * what applies to the URL's backend (usage errors otherwise). */
+typedef struct cli_remote_rebuild_args {
+    bg_sizing given;     /* all 0: keep the shape (bitmap) */
+    uint32_t expansion;  /* module; 0: not given */
+    bool nonscaling;     /* module */
+    uint64_t lease_ms;   /* 0: the library's, BG_REMOTE_REBUILD_LEASE_MS */
+    bool cancel;         /* --abort: cancel the pending rebuild, read no keys */
+    char **keys;         /* the KEY arguments; none: standard input */
+    size_t nkeys;
+    char sep;
+    bool quiet, json;
+} cli_remote_rebuild_args;
+int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a);
+
 /* Keys per round trip to Redis: each batch is one Lua script (or one
  * BF.INSERT) that runs atomically and holds the server meanwhile, so it is
  * kept to about a millisecond of its time. */
@@ -398,5 +413,6 @@ int cli_save_new(const bg_filter *f, const char *path, bool force);
 
 extern const cli_command cli_cmd_push;
 extern const cli_command cli_cmd_pull;
+extern const cli_command cli_cmd_rebuild;
 
 #endif

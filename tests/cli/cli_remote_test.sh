@@ -94,7 +94,7 @@ start_redis() {
 
 case_help() {
     local c
-    for c in push pull; do
+    for c in push pull rebuild; do
         run 0 "$BG" $c --help
         has out "usage: bloomgate $c"
         run 0 "$BG" help $c
@@ -106,6 +106,7 @@ case_help() {
     run 0 "$BG" --help
     has out "push"
     has out "pull"
+    has out "  rebuild "
     has out "redis://"
     run 2 "$BG" push only.bgf
     has err "no URL given"
@@ -113,6 +114,8 @@ case_help() {
     has err "is not a redis:// URL"
     run 2 "$BG" pull redis://h/x
     has err "no FILE given"
+    run 2 "$BG" rebuild
+    has err "no URL given"
 }
 
 # Every kind of malformed URL: exit 2, a message naming the URL and the
@@ -157,7 +160,7 @@ case_badurl() {
     for item in "${bad[@]}"; do
         url=${item%%|*}
         msg=${item#*|}
-        for c in info check add create; do
+        for c in info check add create rebuild; do
             if [ $c = create ]; then
                 run 2 "$BG" create "$url" -n 100 -p 0.01
             elif [ $c = info ]; then
@@ -565,6 +568,329 @@ case_noremote() {
     has err "built without remote support"
     run 2 "$BG" info 'redis+cluster://h/x?shards=3'
     has err "built without remote support"
+    run 2 "$BG" rebuild redis://127.0.0.1:22001/x a
+    has err "built without remote support"
+}
+
+# ---- rebuild -------------------------------------------------------------------
+
+# wait_pending REDIS-KEY [FIELD]: until a rebuild is pending (the bitmap
+# meta hash's field `next`, or the module's marker key), at most 5 s.
+wait_pending() {
+    local i
+    for i in $(seq 100); do
+        if [ $# -eq 2 ]; then
+            [ "$(redis-cli -p "$PORT" hexists "$1" "$2")" = 1 ] && return 0
+        else
+            [ "$(redis-cli -p "$PORT" exists "$1")" = 1 ] && return 0
+        fi
+        sleep 0.05
+    done
+    fail "no rebuild became pending ($*)"
+}
+
+# rebuild URL on an unsharded bitmap filter: the old keys go, the new ones
+# are found, a new generation; resized with -n/-p; keys as arguments, -0.
+case_rebuild() {
+    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
+    start_redis
+    local U="redis://127.0.0.1:$PORT/rb"
+    run 0 "$BG" create "$U" -n 10000 -p 0.01 --seed 11 -q
+    keys 1 2000 a >a.txt
+    keys 1 2000 b >b.txt
+    run 0 "$BG" add -q "$U" <a.txt
+    run 0 "$BG" info --json "$U"
+    local g1 bits1
+    g1=$(jget out generation)
+    bits1=$(jget out bits)
+
+    run 0 "$BG" rebuild "$U" <b.txt
+    has err "rebuilt $U: 2000 keys read; now "
+    has err "(generation "
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "every new key"
+    # the old keys are gone but for false positives (p = 0.01: allow 2%)
+    run 1 "$BG" check -c --absent "$U" <a.txt
+    [ "$(cat out)" -ge 1960 ] || fail "only $(cat out) of 2000 old keys gone"
+    run 0 "$BG" info --json "$U"
+    [ "$(jget out generation)" != "$g1" ] || fail "rebuild kept generation $g1"
+    eq "$(jget out bits)" "$bits1" "bits kept"
+    eq "$(jget out seed)" 11 "seed kept"
+    [ "$(jget out items)" -ge 1990 ] || fail "items $(jget out items) after 2000 keys"
+    eq "$(redis-cli -p "$PORT" hexists '{rb}:meta' next)" 0 "nothing pending after the commit"
+
+    # resized: m changes in info, the seed stays, the keys are all there
+    run 0 "$BG" rebuild --json -n 100000 -p 0.001 "$U" <b.txt
+    json_ok out
+    eq "$(jget out url)" "$U" "url"
+    eq "$(jget out keys)" 2000 "keys read"
+    eq "$(jget out capacity)" 100000 "capacity"
+    local bits2
+    bits2=$(jget out bits)
+    [ "$bits2" != "$bits1" ] || fail "-n/-p kept m = $bits1"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out bits)" "$bits2" "info bits after the resize"
+    eq "$(jget out seed)" 11 "seed kept by a resize"
+    eq "$(jget out hashes)" 10 "k for p = 0.001"
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "keys after the resize"
+    run 0 "$BG" rebuild -q -m 8192 -k 3 "$U" b-1
+    [ ! -s err ] || fail "-q printed: $(cat err)"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out bits)" 8192 "-m"
+    eq "$(jget out hashes)" 3 "-k"
+
+    # keys as arguments (after --), and NUL-separated
+    run 0 "$BG" rebuild "$U" -- -x y
+    has err "2 keys read"
+    run 0 "$BG" check -q "$U" -- -x y
+    run 1 "$BG" check -q "$U" b-1
+    printf 'p\nq\0r\0' | run 0 "$BG" rebuild -0 -q "$U"
+    run 0 "$BG" check -q "$U" "$(printf 'p\nq')" r
+    run 1 "$BG" check -q "$U" -- -x
+}
+
+# A sharded filter on a (one-master) cluster, through redis+cluster://.
+case_rebuild_sharded() {
+    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
+    start_redis --cluster-enabled yes
+    redis-cli -p "$PORT" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null || fail "CLUSTER ADDSLOTSRANGE"
+    local i ok=0
+    for i in $(seq 200); do
+        if redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok; then ok=1; break; fi
+        sleep 0.05
+    done
+    eq "$ok" 1 "cluster_state:ok"
+    local U="redis+cluster://127.0.0.1:$PORT/users"
+    run 0 "$BG" create "$U?shards=4" -n 100000 -p 0.01 -q
+    keys 1 20000 a >a.txt
+    keys 1 20000 b >b.txt
+    run 0 "$BG" add -q "$U" <a.txt
+    run 0 "$BG" info --json "$U"
+    local bits1
+    bits1=$(jget out bits)
+    run 0 "$BG" rebuild "$U" <b.txt
+    has err "rebuilt $U: 20000 keys read; now "
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t20000\nmaybe\t20000\nno\t0')" "every new key"
+    run 1 "$BG" check -c --absent "$U" <a.txt
+    [ "$(cat out)" -ge 19600 ] || fail "only $(cat out) of 20000 old keys gone"
+    eq "$(redis-cli -p "$PORT" get '{users}:shards')" 4 "still 4 shards"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out bits)" "$bits1" "bits kept"
+    # resized: the bits are split over the same 4 shards
+    run 0 "$BG" rebuild --json -n 400000 -p 0.01 "$U" <b.txt
+    json_ok out
+    [ "$(jget out bits)" -gt "$bits1" ] || fail "resize kept $bits1 bits"
+    eq "$(jget out capacity)" 400000 "capacity over the shards"
+    eq "$(redis-cli -p "$PORT" get '{users}:shards')" 4 "still 4 shards after the resize"
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t20000\nmaybe\t20000\nno\t0')" "keys after the resize"
+    # the seed and the shards are the routing: another -m is fine, the
+    # shards are found, not given
+    run 0 "$BG" rebuild -q -m 1e6 -k 7 "$U?shards=4" <b.txt
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t20000\nmaybe\t20000\nno\t0')" "keys after -m/-k"
+}
+
+case_rebuild_module() {
+    [ -n "${BLOOMGATE_MODULE:-}" ] || skip "BLOOMGATE_MODULE is not set"
+    start_redis --loadmodule "$BLOOMGATE_MODULE"
+    local U="redis://127.0.0.1:$PORT/ev?backend=module"
+    run 0 "$BG" create "$U" -n 1000 -p 0.01 -q
+    keys 1 2000 a >a.txt
+    keys 1 2000 b >b.txt
+    run 0 "$BG" add -q "$U" <a.txt
+    # the module does not report the error rate: no shape to keep
+    run 2 "$BG" rebuild "$U" <b.txt
+    has err "give the new filter's -n (capacity) and -p (error rate)"
+    run 2 "$BG" rebuild -n 5000 "$U" <b.txt
+    has err "-n (capacity) and -p (error rate)"
+    run 2 "$BG" rebuild -n 5000 -p 0.01 -m 100 "$U" <b.txt
+    has err "drop -m and -k"
+    run 2 "$BG" rebuild -n 5000 -p 0.01 --expansion 2 --nonscaling "$U" <b.txt
+    has err "--expansion does not apply"
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "unchanged by usage errors"
+
+    run 0 "$BG" rebuild -n 5000 -p 0.01 "$U" <b.txt
+    has err "rebuilt $U: 2000 keys read; now 2000 items"
+    hasnt err "generation"
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "every new key"
+    run 1 "$BG" check -c --absent "$U" <a.txt
+    [ "$(cat out)" -ge 1960 ] || fail "only $(cat out) of 2000 old keys gone"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out capacity)" 5000 "capacity of the rebuilt filter"
+    eq "$(jget out layers)" 1 "layers"
+    run 0 "$BG" rebuild --json -n 500 -p 0.001 --expansion 4 "$U" <b.txt
+    json_ok out
+    eq "$(jget out backend)" module "backend"
+    eq "$(jget out keys)" 2000 "keys read"
+    [ "$(jget out layers)" -ge 2 ] || fail "2000 keys in a filter for 500: $(jget out layers) layers"
+    run 0 "$BG" rebuild -q -n 5000 -p 0.01 --nonscaling "$U" <b.txt
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "keys after --nonscaling"
+    # a rebuild that fails part-way leaves the module's filter as it was
+    { keys 1 1500 c; head -c 17000000 /dev/zero | tr '\0' x || true; } | run 2 "$BG" rebuild -n 5000 -p 0.01 "$U"
+    has err "the rebuild was cancelled: the filter is as it was"
+    run 1 "$BG" check -q "$U" c-1
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "keys after a failed rebuild"
+    eq "$(redis-cli -p "$PORT" exists '{ev}:rebuild')" 0 "no marker left"
+}
+
+# Usage errors, a missing filter, and rebuilds that fail: the old filter
+# answers as before, and a new rebuild works afterwards.
+case_rebuild_fail() {
+    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
+    start_redis
+    local U="redis://127.0.0.1:$PORT/rf"
+    run 0 "$BG" create "$U" -n 10000 -p 0.01 -q
+    keys 1 2000 a >a.txt
+    run 0 "$BG" add -q "$U" <a.txt
+    run 0 "$BG" info --json "$U"
+    local g1
+    g1=$(jget out generation)
+
+    run 2 "$BG" rebuild "redis://127.0.0.1:$PORT/nope" k
+    has err "redis://127.0.0.1:$PORT/nope: cannot open: no such filter (create it first"
+    run 2 "$BG" rebuild rf.bgf k
+    has err "'rf.bgf' is not a redis:// URL"
+    has err "usage: bloomgate rebuild"
+    [ ! -e rf.bgf ] || fail "rebuild of a path wrote it"
+    run 2 "$BG" rebuild -n 0 "$U" k
+    has err "--capacity: '0' is too small"
+    run 2 "$BG" rebuild -n 100 -p 1.5 "$U" k
+    has err "--error-rate: '1.5' is not between 0 and 1"
+    run 2 "$BG" rebuild -n 100 "$U" k
+    has err "give two of"
+    run 2 "$BG" rebuild --expansion 2 "$U" k
+    has err "apply to ?backend=module only"
+    run 2 "$BG" rebuild -n 100 -p 0.01 --nonscaling "$U" k
+    has err "apply to ?backend=module only"
+    run 2 "$BG" rebuild -m 1e11 -k 3 "$U" k
+    has err "the most a bitmap filter has"
+    run 2 "$BG" rebuild --lease 0 "$U" k
+    has err "--lease"
+    run 2 "$BG" rebuild --abort "$U" k
+    has err "reads no keys"
+
+    # no keys at all (a source that failed): refused, nothing changes
+    run 2 "$BG" rebuild "$U" </dev/null
+    has err "no keys were read"
+    has err "the rebuild was cancelled: the filter is as it was"
+    # a key over the limit after 1500 good ones: cancelled, nothing changes
+    { keys 1 1500 b; head -c 17000000 /dev/zero | tr '\0' x || true; } | run 2 "$BG" rebuild "$U"
+    has err "key 1501 is longer than 16777216 bytes"
+    has err "the rebuild was cancelled: the filter is as it was"
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "old keys after failed rebuilds"
+    run 1 "$BG" check -q "$U" b-1
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out generation)" "$g1" "generation after failed rebuilds"
+    eq "$(redis-cli -p "$PORT" hexists '{rf}:meta' next)" 0 "nothing left pending"
+
+    # another rebuild is pending (a rebuilder waiting for its source): a
+    # second one is refused; --abort cancels the first, whose next batch
+    # then fails; the filter never changed
+    mkfifo src.fifo
+    "$BG" rebuild "$U" <src.fifo >first.out 2>first.err &
+    local p=$!
+    exec 3>src.fifo
+    echo c-1 >&3
+    wait_pending '{rf}:meta' next
+    run 2 "$BG" rebuild "$U" d-1
+    has err "another rebuild is pending"
+    has err "it expires with its lease"
+    run 0 "$BG" rebuild --abort --json "$U"
+    eq "$(jget out cancelled)" true "cancelled"
+    run 0 "$BG" rebuild --abort "$U"
+    has err "no rebuild was pending"
+    echo c-2 >&3
+    exec 3>&-
+    local rc=0
+    wait $p || rc=$?
+    eq "$rc" 2 "exit status of the cancelled rebuild"
+    has first.err "the rebuild was cancelled meanwhile"
+    has first.err "nothing of this rebuild was committed"
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "old keys after the abort"
+    run 1 "$BG" check -q "$U" c-1
+
+    # an interrupted rebuilder leaves its rebuild pending (until the
+    # lease, or --abort); the filter answers as before meanwhile
+    "$BG" rebuild "$U" <src.fifo >/dev/null 2>&1 &
+    p=$!
+    exec 3>src.fifo
+    echo e-1 >&3
+    wait_pending '{rf}:meta' next
+    kill -TERM $p
+    wait $p 2>/dev/null || true
+    exec 3>&-
+    run 2 "$BG" rebuild "$U" f-1
+    has err "another rebuild is pending"
+    run 0 "$BG" check -q "$U" a-1 a-2000
+    run 0 "$BG" rebuild --abort "$U"
+    has err "the pending rebuild was cancelled"
+
+    # and then a rebuild goes through
+    run 0 "$BG" rebuild "$U" <a.txt
+    has err "2000 keys read"
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "keys of the last rebuild"
+    run 0 "$BG" info --json "$U"
+    [ "$(jget out generation)" != "$g1" ] || fail "the last rebuild kept generation $g1"
+}
+
+# Readers during a rebuild of 200000 keys: a key in both the old and the new
+# set is never reported absent, before, during or after the swap; a key
+# that another client adds during the rebuild is in the new filter.
+case_rebuild_live() {
+    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
+    start_redis
+    local U="redis://127.0.0.1:$PORT/live"
+    run 0 "$BG" create "$U" -n 400000 -p 0.01 -q
+    keys 1 100000 k | run 0 "$BG" add -q "$U"
+    keys 50001 150000 k >new1.txt
+    keys 150001 250000 k >new2.txt
+    keys 50001 52000 k >both.txt
+
+    # the checker: until told to stop, every key of both.txt, over and over
+    : >checks.txt
+    (
+        while [ ! -e stop ]; do
+            "$BG" check "$U" <both.txt >>checks.txt 2>>checker.err || echo "exit $?" >>checker.err
+        done
+    ) &
+    local checker=$!
+    PIDS+=("$checker")
+    # the rebuild, with a pause half-way for the other client's add
+    { cat new1.txt; sleep 1; cat new2.txt; } | "$BG" rebuild "$U" >rb.out 2>rb.err &
+    local rb=$!
+    wait_pending '{live}:meta' next
+    run 0 "$BG" add -q "$U" added-meanwhile
+    local rc=0
+    wait $rb || rc=$?
+    eq "$rc" 0 "exit status of the rebuild ($(cat rb.err))"
+    has rb.err "200000 keys read"
+    sleep 0.3 # a few checks after the swap
+    touch stop
+    wait "$checker" || true
+
+    [ ! -s checker.err ] || fail "the checker failed: $(head -c 500 checker.err)"
+    local rounds
+    rounds=$(($(wc -l <checks.txt) / 2000))
+    [ "$rounds" -ge 5 ] || fail "only $rounds rounds of checks"
+    if grep -q "	no$" checks.txt; then
+        fail "a key in both sets was reported absent: $(grep -m3 "	no$" checks.txt | tr '\n' ' ')"
+    fi
+    eq "$(grep -c "	maybe$" checks.txt)" "$((rounds * 2000))" "every answer maybe"
+    run 0 "$BG" check -q "$U" added-meanwhile
+    cat new1.txt new2.txt | run 0 "$BG" check -c "$U"
+    eq "$(cat out)" "$(printf 'keys\t200000\nmaybe\t200000\nno\t0')" "every new key"
+    keys 1 50000 k | run 1 "$BG" check -c --absent "$U"
+    [ "$(cat out)" -ge 49000 ] || fail "only $(cat out) of 50000 old keys gone"
 }
 
 fn="case_$CASE"

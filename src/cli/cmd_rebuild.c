@@ -1,0 +1,160 @@
+/* bloomgate rebuild: refills a remote filter from a full list of keys and
+ * swaps the result in atomically (bg_remote_filter_rebuild_*, remote.c).
+ * This file parses the options; what applies to which backend is checked
+ * there, once the URL is parsed. */
+#include "cli.h"
+
+#include <getopt.h>
+#include <unistd.h>
+
+/* Remembers the first option given that --abort does not take. */
+static void note(const char **first, const char *flag)
+{
+    if (!*first)
+        *first = flag;
+}
+
+static int run(int argc, char **argv)
+{
+    enum { OPT_EXPANSION = 256, OPT_NONSCALING, OPT_LEASE, OPT_ABORT };
+    static const struct option longs[] = {
+        {"null", no_argument, NULL, '0'},
+        {"capacity", required_argument, NULL, 'n'},
+        {"error-rate", required_argument, NULL, 'p'},
+        {"bits", required_argument, NULL, 'm'},
+        {"hashes", required_argument, NULL, 'k'},
+        {"expansion", required_argument, NULL, OPT_EXPANSION},
+        {"nonscaling", no_argument, NULL, OPT_NONSCALING},
+        {"lease", required_argument, NULL, OPT_LEASE},
+        {"abort", no_argument, NULL, OPT_ABORT},
+        {"quiet", no_argument, NULL, 'q'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {0, 0, 0, 0},
+    };
+    cli_remote_rebuild_args a = {.sep = '\n'};
+    const char *not_with_abort = NULL; /* the first option --abort does not take */
+    uint64_t v64;
+    int c;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":0n:p:m:k:qh", longs, NULL)) != -1) {
+        switch (c) {
+        case '0':
+            a.sep = '\0';
+            note(&not_with_abort, "-0");
+            break;
+        case 'n':
+        case 'p':
+        case 'm':
+        case 'k':
+            if (cli_sizing_option(c, optarg, &a.given) != 0)
+                return CLI_EXIT_ERROR;
+            note(&not_with_abort, c == 'n' ? "-n" : c == 'p' ? "-p" : c == 'm' ? "-m" : "-k");
+            break;
+        case OPT_EXPANSION:
+            if (cli_parse_count("--expansion", optarg, 1, BG_MAX_EXPANSION, &v64) != 0)
+                return CLI_EXIT_ERROR;
+            a.expansion = (uint32_t)v64;
+            note(&not_with_abort, "--expansion");
+            break;
+        case OPT_NONSCALING:
+            a.nonscaling = true;
+            note(&not_with_abort, "--nonscaling");
+            break;
+        case OPT_LEASE:
+            /* The upper bound is remote.h's, checked in remote.c. */
+            if (cli_parse_count("--lease", optarg, 1, UINT64_MAX, &a.lease_ms) != 0)
+                return CLI_EXIT_ERROR;
+            note(&not_with_abort, "--lease");
+            break;
+        case OPT_ABORT:
+            a.cancel = true;
+            break;
+        case 'q':
+            a.quiet = true;
+            break;
+        case 'j':
+            a.json = true;
+            break;
+        case 'h':
+            return cli_help(&cli_cmd_rebuild);
+        default:
+            return cli_bad_option(&cli_cmd_rebuild, c, argv, longs);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(&cli_cmd_rebuild, "no URL given");
+    const char *url = argv[optind++];
+    if (!cli_is_url(url))
+        return cli_usage_error(&cli_cmd_rebuild,
+                               "'%s' is not a redis:// URL (a file is rebuilt with create "
+                               "--force and add, or built and then uploaded with push)",
+                               url);
+    a.keys = argv + optind;
+    a.nkeys = (size_t)(argc - optind);
+    if (a.cancel && (not_with_abort || a.nkeys > 0))
+        return cli_usage_error(&cli_cmd_rebuild,
+                               "--abort cancels the pending rebuild and reads no keys: drop %s",
+                               not_with_abort ? not_with_abort : "the KEYs");
+    return cli_remote_rebuild(url, &a);
+}
+
+const cli_command cli_cmd_rebuild = {
+    .name = "rebuild",
+    .summary = "refill a remote filter from all its keys, swapped in at once",
+    .usage = "bloomgate rebuild [-0] [-q] [--json] [--lease MS] URL [--] [KEY...]\n"
+             "       bloomgate rebuild (any two of -n, -p, -m, -k) [...] URL [KEY...]\n"
+             "       bloomgate rebuild -n N -p P [--expansion E | --nonscaling] [...]\n"
+             "                         'redis://HOST[:PORT]/NAME?backend=module' [KEY...]\n"
+             "       bloomgate rebuild --abort [-q] [--json] URL\n",
+    .help =
+        "Refills the existing remote filter named by URL (see 'Remote filters' in\n"
+        "docs/CLI.md) from the KEYs, or, when no KEY is given, from every key read\n"
+        "from standard input (one per line, or NUL-separated with -0, as for add):\n"
+        "the full list of keys it should hold, which drops the keys that are gone\n"
+        "from it. The new filter is built beside the old one and swapped in at\n"
+        "once (shard by shard for a sharded filter): readers see the old filter\n"
+        "until then, never an empty or partial one, and keys that other clients\n"
+        "add meanwhile go to both. If anything fails (a read error, a key over the\n"
+        "limit, no keys at all, Redis unreachable or replying an error), the\n"
+        "rebuild is cancelled and the filter is left as it was.\n"
+        "\n"
+        "Bitmap backend (the default; sharded filters too): the filter keeps its\n"
+        "m, k and seed, or is resized by any two of -n, -p, -m, -k (the seed, and\n"
+        "the number of shards, are kept). ?backend=module: -n and -p are required\n"
+        "(Redis does not report a module filter's error rate), with --expansion or\n"
+        "--nonscaling if wanted, as for create.\n"
+        "\n"
+        "  -0, --null          keys on stdin end with a NUL byte instead of a newline\n"
+        "  -n, --capacity N    the new filter's capacity\n"
+        "  -p, --error-rate P  the new filter's false-positive rate at N keys\n"
+        "  -m, --bits M        the new filter's bits (bitmap; split over the shards)\n"
+        "  -k, --hashes K      the new filter's probes per key (bitmap)\n"
+        "      --expansion E   module: capacity factor per layer\n"
+        "      --nonscaling    module: one layer that never grows\n"
+        "      --lease MS      cancel the rebuild if no batch of keys comes for MS\n"
+        "                      milliseconds (default 60000): a source that is slow to\n"
+        "                      start (a long query) needs more\n"
+        "      --abort         cancel whichever rebuild is pending (one whose\n"
+        "                      rebuilder was interrupted), instead of rebuilding\n"
+        "  -q, --quiet         no summary and no progress line on stderr\n"
+        "      --json          print the summary as JSON on stdout: url, keys (read),\n"
+        "                      items, capacity, and bits, hashes, seed, generation\n"
+        "                      (module: backend, layers, bytes)\n"
+        "  -h, --help          this help\n"
+        "  --                  end of options: later arguments are keys\n"
+        "\n"
+        "The keys are read after the rebuild has begun, and must be the source's\n"
+        "as of then or later. An interrupt ends the program without cancelling\n"
+        "the rebuild: it stays pending (adds write to both filters, another\n"
+        "rebuild is refused) until its lease runs out, or 'rebuild --abort'.\n"
+        "A FILE is rebuilt with 'create --force' and 'add', or built and pushed.\n"
+        "\n"
+        "Examples:\n"
+        "  psql -At -c 'select id from users' | bloomgate rebuild redis://127.0.0.1:6379/users\n"
+        "  psql -At -c 'select id from users' | bloomgate rebuild -n 2e7 -p 0.001 \\\n"
+        "      'redis+cluster://10.0.0.5:7000/users'\n"
+        "  bloomgate rebuild --abort redis://127.0.0.1:6379/users\n",
+    .run = run,
+};
