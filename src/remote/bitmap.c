@@ -606,7 +606,9 @@ int bg__bitmap_open(bg_remote_filter *f)
     }
     char *end;
     double p = strtod(e[7]->str, &end);
-    if (end == e[7]->str || *end || !(p >= 0 && p < 1)) {
+    /* 1 is a real model rate: bits far too few for the capacity (sizing
+     * gives it, and bg__bitmap_create writes it). */
+    if (end == e[7]->str || *end || !(p >= 0 && p <= 1)) {
         rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad error_rate", f->meta_key);
         goto out;
     }

@@ -1092,6 +1092,20 @@ static void bitmap_limits(void **state)
     redisContext *c = ts_raw(&srv);
     TU_EQ_I(ts_count_keys(c, "{big}*"), 0); /* refused before anything was written */
 
+    /* Far too few bits for the capacity: the model rate is 1, which the
+     * filter's meta hash then holds, and open takes. */
+    bg_remote_filter_options tiny = {.backend = BG_REMOTE_BITMAP, .capacity = 1000000,
+                                      .bits = 10};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "tiny", &tiny), BG_OK);
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_open(&f, r, "tiny", BG_REMOTE_BITMAP), BG_OK);
+    bg_remote_filter_stats ts;
+    TU_EQ_I(bg_remote_filter_stats_get(f, &ts), BG_OK);
+    TU_EQ_U(ts.bits, 64);
+    TU_EQ_D(ts.error_rate, 1.0);
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    bg_remote_filter_close(f);
+
     static const struct {
         const char *fields;
         int want;
