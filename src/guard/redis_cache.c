@@ -59,6 +59,16 @@
  * After Redis is back, the cache is used again within the back-off in
  * force, at most RC_BACKOFF_MAX_MS plus one timeout.
  *
+ * STALE CONNECTIONS
+ * A thread's connection outlives a Redis restart (or a proxy's idle
+ * timeout) unknown to it; its next call finds it closed at once. Such a
+ * call, one that failed with BG_ECONN in under half its command timeout,
+ * is tried once more on a new connection before it counts: otherwise every
+ * worker's first call after a restart would fail and open the breaker, and
+ * lookups would go to the database for a back-off. GET, SET and DEL may
+ * run twice. A refused connect fails at once too, and costs a second one;
+ * a timeout is not retried (a hung Redis would cost two).
+ *
  * LIMITATION: free the adapter only when no thread uses it and none is
  * exiting (its destructor would touch a freed record). */
 #ifndef _POSIX_C_SOURCE
@@ -255,8 +265,14 @@ static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, cons
     atomic_fetch_add_explicit(&c->attempts, 1, memory_order_relaxed);
     bg_remote *r;
     rc = rc_conn(c, &r);
-    if (rc == BG_OK)
+    if (rc == BG_OK) {
+        uint64_t t0 = bg__guard_now_ms();
         rc = bg__remote_command(r, argc, argv, lens, reply, 0);
+        /* STALE CONNECTIONS: once more, on a new connection (the client
+         * reconnects first). */
+        if (rc == BG_ECONN && bg__guard_now_ms() - t0 < c->ro.command_timeout_ms / 2)
+            rc = bg__remote_command(r, argc, argv, lens, reply, 0);
+    }
     breaker_report(c, probe, rc);
     return rc;
 }

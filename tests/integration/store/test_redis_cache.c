@@ -360,6 +360,37 @@ static void test_down_and_back(void **state)
     bg_guard_redis_cache_free(f.rc);
 }
 
+/* A Redis restart between two calls of one thread leaves its connection
+ * stale: the next call finds it broken at once and is tried once more, on a
+ * new connection. It succeeds and the breaker stays closed; without the
+ * retry, every worker's first call after a restart failed and opened the
+ * breaker, sending lookups to the database for a back-off (and a lookup
+ * then did not wait for a hung Redis as configured: the products test's
+ * rare failure). */
+static void test_restart_between_calls(void **state)
+{
+    (void)state;
+    bg_remote_options ro = {.port = srv.port, .connect_timeout_ms = 200,
+                            .command_timeout_ms = 1000};
+    cache_fixture f;
+    open_cache(&f, &ro, NULL, 0);
+    bg_guard_buf b = {0};
+    assert_int_equal(f.c.set(f.c.ctx, "up", 2, "1", 1, 0), BG_OK);
+    ts_kill(&srv);
+    ts_spawn(&srv); /* the same port, empty */
+    uint64_t attempts, rejected, backoff_ms;
+    bg__redis_cache_breaker(f.rc, &attempts, &rejected, &backoff_ms);
+    assert_int_equal(cget(&f, "up", &b), BG_GUARD_CACHE_MISS);
+    uint64_t attempts2, rejected2;
+    bg__redis_cache_breaker(f.rc, &attempts2, &rejected2, &backoff_ms);
+    assert_int_equal(attempts2, attempts + 1);
+    assert_int_equal(backoff_ms, 0); /* closed */
+    assert_int_equal(f.c.set(f.c.ctx, "up", 2, "2", 1, 0), BG_OK);
+    assert_hit(&f, "up", "2", 1);
+    bg_guard_buf_free(&b);
+    bg_guard_redis_cache_free(f.rc);
+}
+
 /* ---- AUTH and unix sockets ---- */
 
 static void test_auth_and_unix_socket(void **state)
@@ -412,7 +443,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_args),      cmocka_unit_test(test_set_get_absent_del),
         cmocka_unit_test(test_prefix_and_ttl), cmocka_unit_test(test_threads),
-        cmocka_unit_test(test_down_and_back),  cmocka_unit_test(test_auth_and_unix_socket),
+        cmocka_unit_test(test_down_and_back),  cmocka_unit_test(test_restart_between_calls),
+        cmocka_unit_test(test_auth_and_unix_socket),
     };
     return cmocka_run_group_tests_name("redis_cache", tests, setup, teardown);
 }
