@@ -12,8 +12,8 @@
  * turned away at once. hiredis parses the stream into replies; the client
  * takes them in order as answers to its commands: open or create, then
  * add, contains, test-and-add, stats, expire, fetch (bitmap: small filters
- * only; module: then a publish of what came down), rebuild (both backends)
- * and drop.
+ * only; module: then a publish of what came down), rebuild (both backends),
+ * drop, and (bitmap) a sharded publish of the name.
  *
  * Properties checked on every input (a violation aborts):
  *   - every call returns a status the library defines (bg_err_name knows
@@ -272,6 +272,18 @@ static void session(bg_remote *r, int module, int create)
     }
     note("drop", bg_remote_filter_drop(f), r);
     bg_remote_filter_close(f);
+    if (!module) {
+        /* Then a sharded publish of the name: what it holds (EXISTS,
+         * GET), each shard's upload and script, the count's SET NX. */
+        bg_filter *sh[2] = {NULL, NULL};
+        bg_filter_options lo = {.variant = BG_VARIANT_STANDARD, .bits = 64, .hashes = 2,
+                                .seed = 3};
+        if (bg_filter_new(&sh[0], &lo) == BG_OK && bg_filter_new(&sh[1], &lo) == BG_OK)
+            note("publish_shards",
+                 bg_remote_filter_publish_shards(r, "fz", (const bg_filter *const *)sh, 2), r);
+        bg_filter_free(sh[0]);
+        bg_filter_free(sh[1]);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -132,6 +132,14 @@ static void bitmap_rest(out *o, int fetch_bytes)
     bulk(o, "42");
     sha(o, 9); /* drop */
     integer(o, 2);
+    integer(o, 0);   /* publish_shards: EXISTS {fz}:meta */
+    nil(o);          /* GET {fz}:shards */
+    status(o, "OK"); /* shard 0: the SET of its 8 bytes */
+    sha(o, 10);      /* its script: SCRIPT LOAD, EVALSHA */
+    status(o, "OK");
+    status(o, "OK"); /* shard 1 */
+    status(o, "OK");
+    status(o, "OK"); /* SET {fz}:shards 2 NX */
 }
 
 /* BF.INFO's answer (RedisBloom's fields) for a filter of `items` items. */
