@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include <bloomgate/bloomgate.h>
 
@@ -204,6 +205,7 @@ typedef struct cli_keys {
     uint64_t input_bytes; /* bytes the input will have in all, 0 if unknown */
 
     int fd;
+    const char *source; /* for messages: "standard input" unless set after begin */
     char sep;
     bool eof;
     char *buf;
@@ -218,7 +220,7 @@ int cli_keys_begin(cli_keys *r, int fd, char sep);
  * the end of the input, or -1 on failure (r->err; cli_keys_error prints
  * it). */
 int cli_keys_next(cli_keys *r);
-/* Prints the failure of cli_keys_next: "bloomgate: CMD: standard input: ...". */
+/* Prints the failure of cli_keys_next: "bloomgate: CMD: SOURCE: ...". */
 void cli_keys_error(const cli_keys *r, const char *cmd);
 void cli_keys_end(cli_keys *r);
 
@@ -235,6 +237,28 @@ typedef int (*cli_batch_fn)(void *ctx, const void *const *keys, const size_t *le
  * key over the limit, or fn stopped). */
 int64_t cli_keys_each(char **args, size_t nargs, char sep, const char *cmd, const char *path,
                       bool quiet, cli_batch_fn fn, void *ctx);
+/* The same for the keys read from fd, named `source` in messages. */
+int64_t cli_keys_each_fd(int fd, const char *source, char sep, const char *cmd, const char *path,
+                         bool quiet, cli_batch_fn fn, void *ctx);
+
+/* ---- producer: a command's output as the keys (producer.c) ------------- */
+
+/* rebuild --command: `/bin/sh -c COMMAND`, its stdin /dev/null, its stdout
+ * a pipe read through p->fd, its stderr the CLI's, in a process group of
+ * its own; terminal signals that end the CLI meanwhile end it too.
+ * cli_producer_start: 0, or -1 after printing "ABOUT: cannot run the
+ * command: ...". cli_producer_end closes p->fd and reaps the command; with
+ * `stop` it first ends it (SIGTERM, then SIGKILL) and returns -1 without a
+ * message; otherwise it waits for it to exit and returns 0 if it exited
+ * with status 0, else -1 after printing how it ended. Messages show the
+ * command as given. */
+typedef struct cli_producer {
+    const char *command;
+    pid_t pid;
+    int fd;
+} cli_producer;
+int cli_producer_start(cli_producer *p, const char *command, const char *about);
+int cli_producer_end(cli_producer *p, bool stop, const char *about);
 
 /* ---- progress --------------------------------------------------------- */
 
@@ -394,7 +418,8 @@ typedef struct cli_remote_rebuild_args {
     bool nonscaling;     /* module */
     uint64_t lease_ms;   /* 0: the library's, BG_REMOTE_REBUILD_LEASE_MS */
     bool cancel;         /* --abort: cancel the pending rebuild, read no keys */
-    char **keys;         /* the KEY arguments; none: standard input */
+    char **keys;         /* the KEY arguments; none: standard input or command */
+    const char *command; /* --command: the keys are this command's output */
     size_t nkeys;
     char sep;
     bool quiet, json;

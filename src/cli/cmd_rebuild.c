@@ -16,7 +16,7 @@ static void note(const char **first, const char *flag)
 
 static int run(int argc, char **argv)
 {
-    enum { OPT_EXPANSION = 256, OPT_NONSCALING, OPT_LEASE, OPT_ABORT };
+    enum { OPT_EXPANSION = 256, OPT_NONSCALING, OPT_LEASE, OPT_ABORT, OPT_COMMAND };
     static const struct option longs[] = {
         {"null", no_argument, NULL, '0'},
         {"capacity", required_argument, NULL, 'n'},
@@ -27,6 +27,7 @@ static int run(int argc, char **argv)
         {"nonscaling", no_argument, NULL, OPT_NONSCALING},
         {"lease", required_argument, NULL, OPT_LEASE},
         {"abort", no_argument, NULL, OPT_ABORT},
+        {"command", required_argument, NULL, OPT_COMMAND},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},
@@ -71,6 +72,12 @@ static int run(int argc, char **argv)
         case OPT_ABORT:
             a.cancel = true;
             break;
+        case OPT_COMMAND:
+            if (!optarg[0])
+                return cli_usage_error(&cli_cmd_rebuild, "--command: the command is empty");
+            a.command = optarg;
+            note(&not_with_abort, "--command");
+            break;
         case 'q':
             a.quiet = true;
             break;
@@ -97,28 +104,33 @@ static int run(int argc, char **argv)
         return cli_usage_error(&cli_cmd_rebuild,
                                "--abort cancels the pending rebuild and reads no keys: drop %s",
                                not_with_abort ? not_with_abort : "the KEYs");
+    if (a.command && a.nkeys > 0)
+        return cli_usage_error(&cli_cmd_rebuild,
+                               "the keys are the output of --command: drop the KEYs");
     return cli_remote_rebuild(url, &a);
 }
 
 const cli_command cli_cmd_rebuild = {
     .name = "rebuild",
     .summary = "refill a remote filter from all its keys, swapped in at once",
-    .usage = "bloomgate rebuild [-0] [-q] [--json] [--lease MS] URL [--] [KEY...]\n"
+    .usage = "bloomgate rebuild [-0] [-q] [--json] [--lease MS] URL --command CMD\n"
+             "       bloomgate rebuild [-0] [-q] [--json] [--lease MS] URL [--] [KEY...]\n"
              "       bloomgate rebuild (any two of -n, -p, -m, -k) [...] URL [KEY...]\n"
              "       bloomgate rebuild -n N -p P [--expansion E | --nonscaling] [...]\n"
              "                         'redis://HOST[:PORT]/NAME?backend=module' [KEY...]\n"
              "       bloomgate rebuild --abort [-q] [--json] URL\n",
     .help =
         "Refills the existing remote filter named by URL (see 'Remote filters' in\n"
-        "docs/CLI.md) from the KEYs, or, when no KEY is given, from every key read\n"
-        "from standard input (one per line, or NUL-separated with -0, as for add):\n"
-        "the full list of keys it should hold, which drops the keys that are gone\n"
-        "from it. The new filter is built beside the old one and swapped in at\n"
-        "once (shard by shard for a sharded filter): readers see the old filter\n"
-        "until then, never an empty or partial one, and keys that other clients\n"
-        "add meanwhile go to both. If anything fails (a read error, a key over the\n"
-        "limit, no keys at all, Redis unreachable or replying an error), the\n"
-        "rebuild is cancelled and the filter is left as it was.\n"
+        "docs/CLI.md) from the output of CMD, from the KEYs, or, when neither is\n"
+        "given, from standard input (one key per line, or NUL-separated with -0, as\n"
+        "for add): the full list of keys it should hold, which drops the keys that\n"
+        "are gone from it. The new filter is built beside the old one and swapped\n"
+        "in at once (shard by shard for a sharded filter): readers see the old\n"
+        "filter until then, never an empty or partial one, and keys that other\n"
+        "clients add meanwhile go to both. If anything fails (a read error, a key\n"
+        "over the limit, no keys at all, CMD exiting with a status other than 0,\n"
+        "Redis unreachable or replying an error), the rebuild is cancelled and the\n"
+        "filter is left as it was.\n"
         "\n"
         "Bitmap backend (the default; sharded filters too): the filter keeps its\n"
         "m, k and seed, or is resized by any two of -n, -p, -m, -k (the seed, and\n"
@@ -126,7 +138,10 @@ const cli_command cli_cmd_rebuild = {
         "(Redis does not report a module filter's error rate), with --expansion or\n"
         "--nonscaling if wanted, as for create.\n"
         "\n"
-        "  -0, --null          keys on stdin end with a NUL byte instead of a newline\n"
+        "      --command CMD   the keys are the output of CMD, run with /bin/sh -c once\n"
+        "                      the rebuild has begun (stdin /dev/null, no terminal,\n"
+        "                      stderr shown); committed only if CMD exits with 0\n"
+        "  -0, --null          keys end with a NUL byte instead of a newline\n"
         "  -n, --capacity N    the new filter's capacity\n"
         "  -p, --error-rate P  the new filter's false-positive rate at N keys\n"
         "  -m, --bits M        the new filter's bits (bitmap; split over the shards)\n"
@@ -145,16 +160,23 @@ const cli_command cli_cmd_rebuild = {
         "  -h, --help          this help\n"
         "  --                  end of options: later arguments are keys\n"
         "\n"
-        "The keys are read after the rebuild has begun, and must be the source's\n"
-        "as of then or later. An interrupt ends the program without cancelling\n"
-        "the rebuild: it stays pending (adds write to both filters, another\n"
-        "rebuild is refused) until its lease runs out, or 'rebuild --abort'.\n"
+        "The keys must be the source's as of the moment the rebuild began, or\n"
+        "later: a key added just before then reaches only the old filter. CMD\n"
+        "starts only once the rebuild has begun, and its failure (a connection lost\n"
+        "half-way) cancels the rebuild. A producer piped into rebuild starts at the\n"
+        "same moment, maybe before, and its failure is not seen: a pipe is fine\n"
+        "when nothing adds keys meanwhile and the producer cannot fail part-way. An\n"
+        "interrupt ends the program (and CMD) without cancelling the rebuild: it\n"
+        "stays pending (adds write to both filters, another rebuild is refused)\n"
+        "until its lease runs out, or 'rebuild --abort'.\n"
         "A FILE is rebuilt with 'create --force' and 'add', or built and pushed.\n"
         "\n"
         "Examples:\n"
-        "  psql -At -c 'select id from users' | bloomgate rebuild redis://127.0.0.1:6379/users\n"
-        "  psql -At -c 'select id from users' | bloomgate rebuild -n 2e7 -p 0.001 \\\n"
-        "      'redis+cluster://10.0.0.5:7000/users'\n"
+        "  bloomgate rebuild redis://127.0.0.1:6379/users \\\n"
+        "      --command \"psql -At -c 'select id from users'\"\n"
+        "  bloomgate rebuild -n 2e7 -p 0.001 'redis+cluster://10.0.0.5:7000/users' \\\n"
+        "      --command \"psql -At -c 'select id from users'\"\n"
+        "  seq 1 1000 | bloomgate rebuild redis://127.0.0.1:6379/test\n"
         "  bloomgate rebuild --abort redis://127.0.0.1:6379/users\n",
     .run = run,
 };

@@ -12,6 +12,7 @@ int cli_keys_begin(cli_keys *r, int fd, char sep)
 {
     memset(r, 0, sizeof *r);
     r->fd = fd;
+    r->source = "standard input";
     r->sep = sep;
     r->cap = CLI_READ_BUFFER;
     r->buf = malloc(r->cap);
@@ -119,10 +120,10 @@ int cli_keys_next(cli_keys *r)
 void cli_keys_error(const cli_keys *r, const char *cmd)
 {
     if (r->err == 0)
-        cli_error("%s: standard input: key %llu is longer than %u bytes (the limit)",
-                  cmd, (unsigned long long)r->total_keys + 1, (unsigned)CLI_MAX_KEY);
+        cli_error("%s: %s: key %llu is longer than %u bytes (the limit)", cmd, r->source,
+                  (unsigned long long)r->total_keys + 1, (unsigned)CLI_MAX_KEY);
     else
-        cli_error("%s: standard input: %s", cmd, strerror(r->err));
+        cli_error("%s: %s: %s", cmd, r->source, strerror(r->err));
 }
 
 /* The arguments, in batches of pointers and lengths. */
@@ -147,9 +148,16 @@ int64_t cli_keys_each(char **args, size_t nargs, char sep, const char *cmd, cons
 {
     if (nargs > 0)
         return each_arg(args, nargs, fn, ctx);
+    return cli_keys_each_fd(STDIN_FILENO, "standard input", sep, cmd, path, quiet, fn, ctx);
+}
+
+int64_t cli_keys_each_fd(int fd, const char *source, char sep, const char *cmd, const char *path,
+                         bool quiet, cli_batch_fn fn, void *ctx)
+{
     cli_keys r;
-    if (cli_keys_begin(&r, STDIN_FILENO, sep) != 0)
+    if (cli_keys_begin(&r, fd, sep) != 0)
         return -1;
+    r.source = source;
     char label[256];
     snprintf(label, sizeof label, "bloomgate %s %s", cmd, path);
     cli_progress prog;

@@ -616,10 +616,15 @@ int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, b
  * other clients reach both. Any failure before the commit cancels the
  * rebuild, leaving the filter as it was.
  *
+ * With --command the CLI starts the source itself once begin has returned
+ * (producer.c), reads its output as it reads stdin, and commits only if it
+ * exited with status 0.
+ *
  * LIMITATIONS
- * An interrupt (SIGINT, SIGTERM) ends the program as it does for add: the
- * rebuild is not cancelled, but stays pending, every add writing twice,
- * until its lease runs out or someone runs `rebuild --abort`. */
+ * An interrupt (SIGINT, SIGTERM) ends the program as it does for add (and
+ * ends --command's command too): the rebuild is not cancelled, but stays
+ * pending, every add writing twice, until its lease runs out or someone
+ * runs `rebuild --abort`. */
 
 /* What in `a` does not apply to backend b; NULL if all of it does. */
 static const char *rebuild_args_error(bg_remote_backend b, const cli_remote_rebuild_args *a)
@@ -829,9 +834,25 @@ int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
 
     /* The keys are read only now that begin has returned: another client's
      * add before it reached the old filter only, so the new one has that key
-     * only if the source, read from here on, holds it (remote.h, REBUILD). */
-    int64_t read = cli_keys_each(a->keys, a->nkeys, a->sep, "rebuild", disp, a->quiet,
-                                 rebuild_batch, &b);
+     * only if the source, read from here on, holds it (remote.h, REBUILD).
+     * A pipeline's producer may have read its source already; --command's
+     * starts only now, and says whether it listed every key (exit 0). */
+    int64_t read;
+    if (a->command) {
+        cli_producer prod;
+        if (cli_producer_start(&prod, a->command, disp) != 0) {
+            rebuild_cancel(&b);
+            cli_remote_close(rf);
+            return CLI_EXIT_ERROR;
+        }
+        read = cli_keys_each_fd(prod.fd, "the command's output", a->sep, "rebuild", disp,
+                                a->quiet, rebuild_batch, &b);
+        if (cli_producer_end(&prod, read < 0, disp) != 0)
+            read = -1;
+    } else {
+        read = cli_keys_each(a->keys, a->nkeys, a->sep, "rebuild", disp, a->quiet,
+                             rebuild_batch, &b);
+    }
     if (read == 0)
         /* Most likely the source failed (a pipeline's producer that died
          * prints nothing): swapping in an empty filter would answer "absent"

@@ -843,6 +843,175 @@ case_rebuild_fail() {
     [ "$(jget out generation)" != "$g1" ] || fail "the last rebuild kept generation $g1"
 }
 
+# alive TEXT: the live processes whose command line contains TEXT; empty
+# output if none. Zombies are left out: a killed command's own children are
+# reparented to init, which reaps them in its own time.
+alive() {
+    local list
+    list=$(ps -eo stat=,args=)
+    grep -v '^Z' <<<"$list" | grep -F -- "$1" || true
+}
+
+# gone TEXT: no live process has TEXT in its command line, within 2 s (a
+# signalled process takes a moment to die).
+gone() {
+    local i
+    for i in $(seq 40); do
+        [ -z "$(alive "$1")" ] && return 0
+        sleep 0.05
+    done
+    fail "left running: $(alive "$1")"
+}
+
+# rebuild --command: the keys are the output of a command that the CLI
+# starts once the rebuild has begun, and the commit needs its exit status 0.
+case_rebuild_command() {
+    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
+    start_redis
+    local U="redis://127.0.0.1:$PORT/rc"
+    run 0 "$BG" create "$U" -n 10000 -p 0.01 -q
+    keys 1 2000 a >a.txt
+    keys 1 2000 b >b.txt
+    run 0 "$BG" add -q "$U" <a.txt
+
+    run 0 "$BG" rebuild "$U" --command "seq -f 'b-%.0f' 1 2000"
+    has err "rebuilt $U: 2000 keys read; now "
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "every new key"
+    run 1 "$BG" check -c --absent "$U" <a.txt
+    [ "$(cat out)" -ge 1960 ] || fail "only $(cat out) of 2000 old keys gone"
+    eq "$(redis-cli -p "$PORT" hexists '{rc}:meta' next)" 0 "nothing pending after the commit"
+
+    # The command runs after begin: the rebuild is pending when it starts,
+    # and a key that another client adds then (late-key, which the command
+    # does not print) reaches the new filter too. A producer started before
+    # begin would have added it to the old filter only, and it would be
+    # missing after the commit.
+    run 0 "$BG" rebuild "$U" --command "redis-cli -p $PORT hexists '{rc}:meta' next >pending.txt &&
+        '$BG' add -q '$U' late-key && seq -f 'a-%.0f' 1 2000"
+    has err "2000 keys read"
+    eq "$(cat pending.txt)" 1 "a rebuild pending when the command started"
+    run 0 "$BG" check -q "$U" late-key
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "the command's keys"
+
+    # -0; --json, which does not show the command
+    run 0 "$BG" rebuild -0 "$U" --command "printf 'p\nq\0r\0'"
+    has err "2 keys read"
+    run 0 "$BG" check -q "$U" "$(printf 'p\nq')" r
+    run 1 "$BG" check -q "$U" a-1
+    run 0 "$BG" rebuild --json "$U" --command "echo secret-word"
+    json_ok out
+    eq "$(jget out keys)" 1 "keys read"
+    hasnt out "secret-word"
+
+    # usage errors: nothing runs, nothing changes
+    run 2 "$BG" rebuild "$U" --command "touch ran" k
+    has err "the keys are the output of --command: drop the KEYs"
+    run 2 "$BG" rebuild --abort "$U" --command "touch ran"
+    has err "reads no keys: drop --command"
+    run 2 "$BG" rebuild "$U" --command ""
+    has err "--command: the command is empty"
+    run 2 "$BG" rebuild "$U" --command
+    has err "option '--command' needs a value"
+    [ ! -e ran ] || fail "a usage error ran the command"
+    run 0 "$BG" rebuild --help
+    has out "--command CMD"
+    run 0 "$BG" check -q "$U" secret-word
+}
+
+# A command that fails, and a rebuild that fails while the command runs:
+# cancelled, the filter as it was, nothing pending, no process left behind.
+case_rebuild_command_fail() {
+    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
+    start_redis
+    local U="redis://127.0.0.1:$PORT/rcf"
+    run 0 "$BG" create "$U" -n 10000 -p 0.01 -q
+    keys 1 2000 a >a.txt
+    keys 1 2000 b >b.txt
+    run 0 "$BG" add -q "$U" <a.txt
+    run 0 "$BG" info --json "$U"
+    local g1
+    g1=$(jget out generation)
+
+    # keys, then a failure (psql losing its connection half-way)
+    run 2 "$BG" rebuild "$U" --command "seq -f 'b-%.0f' 1 1500; exit 3"
+    has err "$U: the command exited with status 3: seq -f 'b-%.0f' 1 1500; exit 3"
+    has err "the rebuild was cancelled: the filter is as it was"
+    # killed by a signal
+    run 2 "$BG" rebuild "$U" --command "seq -f 'b-%.0f' 1 1500; kill -9 \$\$"
+    has err "the command was killed by signal 9"
+    has err "the rebuild was cancelled: the filter is as it was"
+    # no such program: sh says so, and exits 127
+    run 2 "$BG" rebuild "$U" --command "no-such-program-xyz"
+    has err "no-such-program-xyz: not found"
+    has err "the command exited with status 127 (command not found): no-such-program-xyz"
+    has err "the rebuild was cancelled: the filter is as it was"
+    # status 0 but nothing printed
+    run 2 "$BG" rebuild "$U" --command "true"
+    has err "no keys were read"
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "old keys after failed commands"
+    run 1 "$BG" check -c --absent "$U" <b.txt
+    [ "$(cat out)" -ge 1960 ] || fail "only $(cat out) of 2000 new-only keys absent"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out generation)" "$g1" "generation after failed commands"
+    eq "$(redis-cli -p "$PORT" hexists '{rcf}:meta' next)" 0 "nothing left pending"
+
+    # the read fails while the command still runs (a key over the limit
+    # from a background job while sh waits for a sleep): the command is
+    # stopped, all of it, not only sh
+    run 2 "$BG" rebuild "$U" --command "seq 1 1500; { head -c 17000000 /dev/zero | tr '\\0' x; } &
+        sleep 61.25"
+    has err "rebuild: the command's output: key 1501 is longer than 16777216 bytes"
+    has err "the rebuild was cancelled: the filter is as it was"
+    gone 'sleep 61.25'
+    # ... even one that ignores SIGTERM (SIGKILL follows)
+    run 2 "$BG" rebuild "$U" --command "trap '' TERM; seq 1 1500; head -c 17000000 /dev/zero | tr '\\0' x; sleep 62.25"
+    has err "the rebuild was cancelled: the filter is as it was"
+    gone 'sleep 62.25'
+    # a batch that fails (the rebuild cancelled by --abort meanwhile)
+    "$BG" rebuild "$U" --command "echo c-1; while [ ! -e go ]; do sleep 0.05; done; echo c-2;
+        sleep 63.25" >first.out 2>first.err &
+    local p=$! rc=0
+    wait_pending '{rcf}:meta' next
+    run 0 "$BG" rebuild --abort "$U"
+    touch go
+    wait $p || rc=$?
+    eq "$rc" 2 "exit status of the aborted rebuild"
+    has first.err "the rebuild was cancelled meanwhile"
+    gone 'sleep 63.25'
+    # SIGTERM to the CLI ends the command too (the rebuild stays pending,
+    # as for any interrupted rebuild)
+    "$BG" rebuild "$U" --command "echo e-1; sleep 64.25" >/dev/null 2>&1 &
+    p=$!
+    local i
+    for i in $(seq 100); do
+        [ -n "$(alive 'sleep 64.25')" ] && break
+        sleep 0.05
+    done
+    [ -n "$(alive 'sleep 64.25')" ] || fail "the command did not start"
+    kill -TERM $p
+    rc=0
+    wait $p || rc=$?
+    eq "$rc" 143 "exit status of the CLI after SIGTERM"
+    gone 'sleep 64.25'
+    run 2 "$BG" rebuild "$U" f-1
+    has err "another rebuild is pending"
+    run 0 "$BG" rebuild --abort "$U"
+
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "old keys after all that"
+    run 1 "$BG" check -q "$U" c-1
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out generation)" "$g1" "generation after all that"
+    # and then a rebuild goes through
+    run 0 "$BG" rebuild "$U" --command "cat b.txt"
+    has err "2000 keys read"
+    run 0 "$BG" check -c "$U" <b.txt
+    eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "keys of the last rebuild"
+}
+
 # Readers during a rebuild of 200000 keys: a key in both the old and the new
 # set is never reported absent, before, during or after the swap; a key
 # that another client adds during the rebuild is in the new filter.
