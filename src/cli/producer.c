@@ -27,10 +27,9 @@
  * producer would.
  *
  * LIMITATIONS
- * The child inherits the CLI's other file descriptors that are not
- * close-on-exec (hiredis's sockets): it never uses them, and the CLI
- * outlives it. SIGKILL to the CLI cannot be passed on: the command then
- * dies of SIGPIPE at its next write. */
+ * SIGKILL to the CLI cannot be passed on: the command then dies of SIGPIPE
+ * at its next write. (The CLI's Redis connections are close-on-exec: the
+ * remote client sets it, so the command does not inherit them.) */
 #include "cli.h"
 
 #include <errno.h>

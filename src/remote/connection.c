@@ -12,6 +12,7 @@
 #endif
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -224,6 +225,10 @@ static int open_context(bg_remote *r, const char *host, int port, const char *un
             rc = bg__remote_fail(r, BG_ECONN, "cannot connect to %s:%d: %s", host, port,
                                  c->errstr);
     } else {
+        /* hiredis 0.14 leaves its socket inheritable: a program that runs
+         * another (the CLI's rebuild --command, a server that spawns
+         * workers) would hand it our connection. */
+        (void)fcntl(c->fd, F_SETFD, FD_CLOEXEC);
         cap_replies(r, c);
         if (redisSetTimeout(c, ms_to_tv(r->command_timeout_ms)) != REDIS_OK) {
             rc = io_error(r, c, "cannot set the timeout");

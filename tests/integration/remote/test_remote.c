@@ -13,6 +13,7 @@
 
 #include "script_fault.h" /* lost requests and replies, in the rebuild tests */
 
+#include <fcntl.h>
 #include <poll.h>
 #include <time.h>
 
@@ -67,6 +68,8 @@ static void bitmap_basics(void **state)
     TU_EQ_I(bg_remote_filter_contains(f, "", 0), 1);
     TU_EQ_I(bg_remote_filter_contains(f, "alice", 5), 1);
     TU_EQ_I(bg_remote_filter_contains(f, NULL, 3), BG_EINVAL);
+    /* The connection is not inherited by programs the caller runs. */
+    TU_TRUE(r->c != NULL && (fcntl(r->c->fd, F_GETFD) & FD_CLOEXEC));
 
     /* A second create refuses; open sees the same parameters. */
     bg_remote_filter *g = NULL;
