@@ -519,6 +519,9 @@ BG_REMOTE_API uint64_t bg_remote_filter_bits(const bg_remote_filter *f);
 BG_REMOTE_API uint32_t bg_remote_filter_hashes(const bg_remote_filter *f);
 BG_REMOTE_API uint64_t bg_remote_filter_seed(const bg_remote_filter *f);
 BG_REMOTE_API uint64_t bg_remote_filter_generation(const bg_remote_filter *f);
+/* How many shards the filter has (SHARDING): S for a sharded one, whose
+ * generation is then 0 (each shard has its own), 1 otherwise; 0 for NULL. */
+BG_REMOTE_API uint32_t bg_remote_filter_shards(const bg_remote_filter *f);
 
 #ifdef __cplusplus
 }

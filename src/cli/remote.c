@@ -388,6 +388,7 @@ int cli_remote_info(const char *url, bool json)
             printf("\"fill_ratio\":%s,", cli_fmt_double(d, fill));
             printf("\"estimated_items\":%s,", cli_fmt_double(d, est_items));
             printf("\"estimated_fp_rate\":%s,", cli_fmt_double(d, est_p));
+            printf("\"shards\":%u,", bg_remote_filter_shards(rf->f));
             printf("\"generation\":%llu}\n", (unsigned long long)s.generation);
         } else {
             printf("\"capacity\":%llu,\"items\":%llu,\"bytes\":%llu,\"layers\":%u}\n",
@@ -418,7 +419,13 @@ int cli_remote_info(const char *url, bool json)
             printf("fill ratio:        %.6f\n", fill);
             printf("estimated items:   %.0f\n", est_items);
             printf("estimated p now:   %.6g\n", est_p);
-            printf("generation:        %llu\n", (unsigned long long)s.generation);
+            uint32_t shards = bg_remote_filter_shards(rf->f);
+            if (shards > 1)
+                printf("shards:            %u (%s:s0 .. %s:s%u, each with its own generation; "
+                       "the figures above are their sums)\n",
+                       shards, rf->url.name, rf->url.name, shards - 1);
+            else
+                printf("generation:        %llu\n", (unsigned long long)s.generation);
         } else {
             printf("capacity (n):      %llu (BF.INFO)\n", (unsigned long long)s.capacity);
             printf("items:             %llu\n", (unsigned long long)s.items);

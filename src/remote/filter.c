@@ -861,3 +861,8 @@ uint64_t bg_remote_filter_generation(const bg_remote_filter *f)
 {
     return f ? f->generation : 0;
 }
+
+uint32_t bg_remote_filter_shards(const bg_remote_filter *f)
+{
+    return !f ? 0 : f->shards > 1 ? f->shards : 1;
+}

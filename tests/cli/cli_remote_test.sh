@@ -355,6 +355,10 @@ case_sharded() {
     eq "$(cat out)" "$(printf 'keys\t20000\nmaybe\t20000\nno\t0')" "keys in a sharded filter"
     run 0 "$BG" info --json "$U"
     eq "$(jget out items)" 20000 "items summed over the shards"
+    eq "$(jget out shards)" 4 "shards in --json"
+    run 0 "$BG" info "$U"
+    has out "shards:            4 (sharded:s0 .. sharded:s3"
+    hasnt out "generation:"
     run 0 redis-cli -p "$PORT" exists '{sharded:s0}:meta' '{sharded:s3}:meta'
     eq "$(cat out)" 2 "shards 0 and 3 exist"
 }
