@@ -92,10 +92,11 @@
  * batch): each shard's part is atomic, the batch as a whole is not (S
  * atomic parts). Add, contains,
  * test-and-add, the batches, stats (summed), drop, expire and rebuild
- * (shard by shard: REBUILD below) work on a sharded filter; fetch gets
- * BG_EINVAL (its shards do not make one local filter). It is published
- * from local filters built shard by shard (bg_remote_filter_publish_shards,
- * with bg_remote_shard_of), not by bg_remote_filter_publish.
+ * (shard by shard: REBUILD below) work on a sharded filter. It is
+ * published from local filters built shard by shard
+ * (bg_remote_filter_publish_shards, with bg_remote_shard_of) and fetched
+ * into them (bg_remote_filter_fetch_shards), not by bg_remote_filter_publish
+ * and _fetch (its shards do not make one local filter).
  *
  * ERRORS
  * Every call returns a status (error.h). BG_ECONN: the connection failed,
@@ -373,10 +374,20 @@ BG_REMOTE_API uint32_t bg_remote_shard_of(bg_hash h, uint32_t shards);
  * its filters (BG_EREMOTE), and its dump is not bloomgate's image anyway
  * (BG_EBADMAGIC). A staged handle fetches its staged filter.
  *
- * Sharded filters get BG_EINVAL. Statuses as for add, plus BG_ENOMEM and
- * the decoder's (<bloomgate/file.h> TRUST) for an image Redis sent that
- * does not decode. */
+ * Sharded filters get BG_EINVAL (bg_remote_filter_fetch_shards). Statuses
+ * as for add, plus BG_ENOMEM and the decoder's (<bloomgate/file.h> TRUST)
+ * for an image Redis sent that does not decode. */
 BG_REMOTE_API int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out);
+
+/* Downloads a sharded filter's `count` shards (count must be
+ * bg_remote_filter_shards(f), else BG_EINVAL) into new local standard
+ * filters out[0..count-1], each as bg_remote_filter_fetch downloads a
+ * bitmap filter: one generation per shard, not one instant across shards.
+ * bg_remote_filter_publish_shards takes them back, to another name or
+ * another Redis (a copy, a backup). On failure every out[j] is NULL.
+ * Statuses as for bg_remote_filter_fetch. */
+BG_REMOTE_API int bg_remote_filter_fetch_shards(bg_remote_filter *f, bg_filter **out,
+                                                uint32_t count);
 
 /* STAGED CREATION (module backend; the bitmap backend gets BG_EINVAL: build
  * a local filter and bg_remote_filter_publish it, which is atomic too)

@@ -772,6 +772,25 @@ int bg_remote_filter_fetch(bg_remote_filter *f, bg_filter **out)
     return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_fetch(f, out) : bg__module_fetch(f, out);
 }
 
+int bg_remote_filter_fetch_shards(bg_remote_filter *f, bg_filter **out, uint32_t count)
+{
+    if (!out)
+        return BG_EINVAL;
+    for (uint32_t j = 0; j < count; j++)
+        out[j] = NULL;
+    if (!f || f->shards < 2 || count != f->shards)
+        return BG_EINVAL;
+    int rc = BG_OK;
+    for (uint32_t j = 0; rc == BG_OK && j < count; j++)
+        rc = bg__bitmap_fetch(f->sub[j], &out[j]);
+    if (rc != BG_OK)
+        for (uint32_t j = 0; j < count; j++) {
+            bg_filter_free(out[j]);
+            out[j] = NULL;
+        }
+    return rc;
+}
+
 /* A staged filter is not rebuilt: it is being filled (commit it first). */
 int bg_remote_filter_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *opts)
 {

@@ -327,6 +327,28 @@ static void published_shards(void **state)
         items += bg_filter_items(sh[j]);
     TU_EQ_U(st.items, items);
 
+    /* Fetched shard by shard and published under another name: a copy
+     * that finds every key. */
+    bg_filter *got[PUB_S];
+    TU_EQ_I(bg_remote_filter_shards(g), PUB_S);
+    TU_EQ_I(bg_remote_filter_fetch_shards(g, got, PUB_S - 1), BG_EINVAL);
+    TU_TRUE(got[0] == NULL);
+    TU_EQ_I(bg_remote_filter_fetch_shards(g, got, PUB_S), BG_OK);
+    for (uint32_t j = 0; j < PUB_S; j++) {
+        TU_EQ_U(bg_filter_bits(got[j]), bg_filter_bits(sh[j]));
+        TU_EQ_U(bg_filter_seed(got[j]), 21);
+        TU_EQ_U(bg_filter_items(got[j]), bg_filter_items(sh[j]));
+    }
+    TU_EQ_I(bg_remote_filter_publish_shards(r, "pub2", (const bg_filter *const *)got, PUB_S),
+            BG_OK);
+    bg_remote_filter *g2 = NULL;
+    TU_EQ_I(bg_remote_filter_open(&g2, r2, "pub2", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(found(g2, 7, 0, N_KEYS), N_KEYS);
+    TU_EQ_I(bg_remote_filter_drop(g2), BG_OK);
+    bg_remote_filter_close(g2);
+    for (uint32_t j = 0; j < PUB_S; j++)
+        bg_filter_free(got[j]);
+
     /* An unsharded filter over it: refused (it would shadow the shards). */
     TU_EQ_I(bg_remote_filter_publish(r, "pub", BG_REMOTE_BITMAP, sh[0]), BG_EEXIST);
     TU_TRUE(strstr(bg_remote_errstr(r), "a sharded filter has this name") != NULL);
@@ -349,6 +371,8 @@ static void published_shards(void **state)
     TU_EQ_I(cluster_keys("{one:s*"), 0);
     bg_remote_filter *one = NULL;
     TU_EQ_I(bg_remote_filter_open(&one, r, "one", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_shards(one), 1);
+    TU_EQ_I(bg_remote_filter_fetch_shards(one, got, 1), BG_EINVAL);
     TU_EQ_I(bg_remote_filter_drop(one), BG_OK);
     bg_remote_filter_close(one);
 
