@@ -1223,6 +1223,29 @@ case_cluster() {
     expect 200 GET /products/30001
     eq "$(jq -r .name "$T/body")" clustered "GET after POST"
     stop
+
+    # another instance, asking for no shards, opens the sharded filter as it
+    # is and rebuilds it every second: a deleted id is filtered after a
+    # rebuild, ids POSTed while rebuilds run are all found
+    start --seed 20000 --filter remote --filter-url "redis+cluster://127.0.0.1:${CPORTS[0]}" \
+        --rebuild-interval 1
+    expect 200 GET /products/30001
+    expect 204 DELETE /products/397
+    sleep 2.5
+    metrics
+    ge "$(m bloomgate_guard_rebuilds_total)" 2 "rebuilds of the sharded filter"
+    f0=$(m bloomgate_guard_filtered_total)
+    expect 404 GET /products/397
+    metrics
+    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
+    for i in $(seq 30002 30021); do
+        eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
+        sleep 0.1
+    done
+    sleep 1.2
+    for i in $(seq 30002 30021); do expect 200 GET "/products/$i"; done
+    eq "$(redis-cli -c -p "${CPORTS[0]}" GET '{products}:shards')" 3 "still 3 shards"
+    stop
 }
 
 # db_outage postgres|mariadb
