@@ -520,8 +520,9 @@ static void pause_ms(long ms)
 /* Into *out, the master of `slot`, connected. One that cannot be reached
  * may have failed over: its replica, promoted, serves the slot now, but our
  * map still names the dead master, and only a live one could answer MOVED.
- * So the map is read again from the other masters and, if the slot has a
- * new master, that one is tried. Nothing has been sent yet: trying another
+ * So the map is read again from the other masters (at most once per
+ * BG__HOLD_MIN_MS: HELD-DOWN MASTERS) and, if the slot has a new master,
+ * that one is tried. Nothing has been sent yet: trying another
  * master is safe. Until the cluster has promoted a replica, the map still
  * names the dead one and the call fails (BG_ECONN, its connect error). */
 static int slot_master(bg_remote *r, unsigned slot, size_t *out)
