@@ -468,7 +468,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     c->variant = BG_VARIANT_BLOCKED;
 
     opterr = 0;
-    optind = 1;
+    optind = 0; /* glibc: start afresh (a parse may have stopped mid-argument) */
     for (;;) {
         int longindex = -1;
         int o = getopt_long(argc, argv, ":", longopts, &longindex);

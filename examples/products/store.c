@@ -29,7 +29,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "store_internal.h"
 
@@ -67,34 +66,6 @@ void store__ok(void)
 const char *store_errstr(void)
 {
     return tls_err;
-}
-
-int store_kind_parse(const char *name, store_kind *out)
-{
-    if (!name || !out)
-        return -1;
-    if (strcasecmp(name, "sqlite") == 0 || strcasecmp(name, "sqlite3") == 0)
-        *out = STORE_SQLITE;
-    else if (strcasecmp(name, "postgres") == 0 || strcasecmp(name, "postgresql") == 0)
-        *out = STORE_POSTGRES;
-    else if (strcasecmp(name, "mariadb") == 0 || strcasecmp(name, "mysql") == 0)
-        *out = STORE_MARIADB;
-    else
-        return -1;
-    return 0;
-}
-
-const char *store_kind_name(store_kind k)
-{
-    switch (k) {
-    case STORE_SQLITE:
-        return "sqlite";
-    case STORE_POSTGRES:
-        return "postgres";
-    case STORE_MARIADB:
-        return "mariadb";
-    }
-    return "unknown";
 }
 
 int store__parse_i64(const char *s, size_t len, int64_t *out)

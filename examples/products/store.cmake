@@ -8,6 +8,7 @@ pkg_check_modules(LIBMARIADB REQUIRED IMPORTED_TARGET libmariadb)
 
 add_library(products_store STATIC
   ${CMAKE_CURRENT_LIST_DIR}/store.c
+  ${CMAKE_CURRENT_LIST_DIR}/store_kind.c
   ${CMAKE_CURRENT_LIST_DIR}/store_sqlite.c
   ${CMAKE_CURRENT_LIST_DIR}/store_postgres.c
   ${CMAKE_CURRENT_LIST_DIR}/store_mariadb.c)

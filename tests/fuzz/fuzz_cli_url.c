@@ -22,6 +22,7 @@
 #include <bloomgate/remote.h>
 
 #include "cli/cli.h"
+#include "fuzz_util.h"
 
 #define CHECK(c)                                                                                 \
     do {                                                                                         \
@@ -54,38 +55,6 @@ static void expectations(const char *text)
         if (*p == '@')
             at = p;
     masked(want_display, sizeof want_display, text, auth, at);
-}
-
-/* Whether list is what bg_remote_options.seeds takes: "HOST:PORT" items
- * separated by ',', each host non-empty (an IPv6 one in brackets), each
- * port 1..65535 written out. */
-static int seeds_ok(const char *list)
-{
-    for (const char *p = list;;) {
-        size_t len = strcspn(p, ",");
-        const char *colon = NULL;
-        if (len && *p == '[') {
-            const char *close = memchr(p, ']', len);
-            if (!close || close == p + 1 || close + 1 >= p + len || close[1] != ':')
-                return 0;
-            colon = close + 1;
-        } else {
-            for (const char *c = p; c < p + len; c++)
-                if (*c == ':')
-                    colon = c;
-            if (!colon || colon == p)
-                return 0;
-        }
-        size_t digits = (size_t)(p + len - colon - 1);
-        if (digits < 1 || digits > 5 || strspn(colon + 1, "0123456789") < digits)
-            return 0;
-        long port = strtol(colon + 1, NULL, 10);
-        if (port < 1 || port > 65535)
-            return 0;
-        if (p[len] == '\0')
-            return 1;
-        p += len + 1;
-    }
 }
 
 void cli_error(const char *fmt, ...)
@@ -124,7 +93,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(u.shards == 0 || (u.shards >= 2 && u.shards <= BG_REMOTE_MAX_SHARDS &&
                                 u.backend == CLI_URL_BITMAP));
         CHECK(strcmp(u.display, want_display) == 0);
-        CHECK(!u.seeds || (u.cluster && seeds_ok(u.seeds)));
+        CHECK(!u.seeds || (u.cluster && fz_seeds_ok(u.seeds)));
         if (u.username || u.password)
             CHECK(strstr(u.display, "***") != NULL);
         cli_url_free(&u);
