@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -223,6 +224,17 @@ static const char *parse_host(const char *p, const char *end, char *host, size_t
     copy(host, cap, hbegin, (size_t)(hend - hbegin));
     if (host[0] == '\0' || strchr(host, '/'))
         return "bad host (paths and database numbers are not supported)";
+    /* What the client's seed list and resolver take (as the CLI's URLs):
+     * a name or IPv4 address, or an IPv6 address in brackets. */
+    for (const char *h = host; *h; h++) {
+        int ok = hbegin == p ? isalnum((unsigned char)*h) || *h == '.' || *h == '-' || *h == '_'
+                             : isxdigit((unsigned char)*h) || *h == ':' || *h == '.';
+        if (!ok)
+            return hbegin == p ? "bad host: a character that is not a letter, digit, '.', '-' "
+                                 "or '_' (IPv6 addresses go in brackets)"
+                               : "bad IPv6 address: a character that is not a hex digit, ':' "
+                                 "or '.'";
+    }
     *port = 6379;
     if (portp) {
         char buf[8];

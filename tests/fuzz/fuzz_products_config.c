@@ -42,6 +42,8 @@ static void check_url(const redis_url *u)
         return;
     }
     CHECK(u->host[0] != '\0' && u->port >= 1 && u->port <= 65535);
+    if (u->seeds[0] && !(u->cluster && fz_seeds_ok(u->seeds)))
+        fprintf(stderr, "fuzz_products_config: seeds \"%s\"\n", u->seeds);
     CHECK(!u->seeds[0] || (u->cluster && fz_seeds_ok(u->seeds)));
 }
 

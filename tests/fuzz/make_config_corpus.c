@@ -30,6 +30,8 @@ static const struct {
     SEED("--filter\0" "remote\0" "--filter-url\0" "redis://h:1,h:2"),
     SEED("--filter\0" "remote\0" "--filter-url\0" "redis+cluster://h:1,,h:2"),
     SEED("--filter\0" "remote\0" "--filter-url\0" "redis+cluster://[::1"),
+    /* once accepted: a '[' inside a host made a seed list the client refuses */
+    SEED("--cache\0" "redis\0" "--redis-url\0" "redis+cluster://h:1,[[::1]:2"),
     SEED("--filter\0" "none\0" "--rebuild-interval\0" "5"),
     SEED("--filter\0" "local\0" "--variant\0" "counting\0" "--headroom\0" "3"),
     SEED("--bind\0" "::1\0" "--max-connections\0" "64\0" "--timeout\0" "0"),

@@ -236,6 +236,9 @@ case_help() {
 --cache redis --redis-url redis+cluster://|--redis-url 'redis+cluster://': bad host
 --cache redis --redis-url redis+cluster:///tmp/redis.sock|--redis-url
 --cache redis --redis-url redis://u:s3cret@h:0|--redis-url 'redis://***@h:0': port must be
+--cache redis --redis-url redis://h%x:1|--redis-url 'redis://h%x:1': bad host: a character
+--cache redis --redis-url redis+cluster://h:1,[[::1]:2|seed node '[[::1]:2': bad IPv6 address
+--filter remote --filter-url redis+cluster://[fe80::g]:2|bad IPv6 address
 --filter remote --filter-url redis+cluster://:s3cret@h:1,,h:2|--filter-url 'redis+cluster://***@h:1,,h:2': an empty
 --cache redis --redis-url http://s3cret@h|--redis-url 'http://***@h': want redis://
 --filter remote --filter-url redis://h:1,h:2|--filter-url 'redis://h:1,h:2': several hosts
