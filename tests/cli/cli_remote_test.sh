@@ -315,18 +315,23 @@ dead_port() {
     fail "no unused port in 22000-22999"
 }
 
-# redis+cluster:// with more seed nodes: the first is down, the next ones
-# are tried (a one-master cluster that holds every slot).
-case_cluster_seeds() {
+# A cluster of one master that holds every slot, on PORT.
+start_one_master_cluster() {
     command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
     start_redis --cluster-enabled yes
     redis-cli -p "$PORT" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null || fail "CLUSTER ADDSLOTSRANGE"
-    local i ok=0
+    local i
     for i in $(seq 200); do
-        if redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok; then ok=1; break; fi
+        redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok && return
         sleep 0.05
     done
-    eq "$ok" 1 "cluster_state:ok"
+    fail "the cluster did not reach cluster_state:ok"
+}
+
+# redis+cluster:// with more seed nodes: the first is down, the next ones
+# are tried (a one-master cluster that holds every slot).
+case_cluster_seeds() {
+    start_one_master_cluster
     local dead dead2
     dead=$(dead_port)
     dead2=$(dead_port)
@@ -656,15 +661,7 @@ case_rebuild() {
 
 # A sharded filter on a (one-master) cluster, through redis+cluster://.
 case_rebuild_sharded() {
-    command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
-    start_redis --cluster-enabled yes
-    redis-cli -p "$PORT" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null || fail "CLUSTER ADDSLOTSRANGE"
-    local i ok=0
-    for i in $(seq 200); do
-        if redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok; then ok=1; break; fi
-        sleep 0.05
-    done
-    eq "$ok" 1 "cluster_state:ok"
+    start_one_master_cluster
     local U="redis+cluster://127.0.0.1:$PORT/users"
     run 0 "$BG" create "$U?shards=4" -n 100000 -p 0.01 -q
     keys 1 20000 a >a.txt

@@ -759,21 +759,23 @@ case_counting() {
     stop
 }
 
-# deleted_filtered_then_posts ID: the deleted ID is filtered by the rebuilt
-# filter (metrics() taken after a rebuild), then 40 POSTs while rebuilds run
-# every second are each found afterwards.
+# deleted_filtered_then_posts ID [FIRST]: the deleted ID is filtered by the
+# rebuilt filter (metrics() taken after a rebuild), then 40 POSTs of new ids
+# FIRST.. (default 3001) while rebuilds run every second are each found
+# afterwards.
 deleted_filtered_then_posts() {
     local f0 i
     f0=$(m bloomgate_guard_filtered_total)
     expect 404 GET "/products/$1"
     metrics
     eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
-    for i in $(seq 3001 3040); do
+    local first=${2:-3001}
+    for i in $(seq "$first" $((first + 39))); do
         eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
         sleep 0.05
     done
     sleep 1.2
-    for i in $(seq 3001 3040); do expect 200 GET "/products/$i"; done
+    for i in $(seq "$first" $((first + 39))); do expect 200 GET "/products/$i"; done
 }
 
 case_rebuild() {
@@ -1237,16 +1239,7 @@ case_cluster() {
     sleep 2.5
     metrics
     ge "$(m bloomgate_guard_rebuilds_total)" 2 "rebuilds of the sharded filter"
-    f0=$(m bloomgate_guard_filtered_total)
-    expect 404 GET /products/397
-    metrics
-    eq "$(m bloomgate_guard_filtered_total)" $((f0 + 1)) "the deleted id is filtered after a rebuild"
-    for i in $(seq 30002 30021); do
-        eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
-        sleep 0.1
-    done
-    sleep 1.2
-    for i in $(seq 30002 30021); do expect 200 GET "/products/$i"; done
+    deleted_filtered_then_posts 397 30002 # ids past the 20000 seeded
     eq "$(redis-cli -c -p "${CPORTS[0]}" GET '{products}:shards')" 3 "still 3 shards"
     stop
 }

@@ -65,6 +65,24 @@ static void slot_known(void **state)
     redisFree(c);
 }
 
+/* How many of the masters hold a shard of the sharded filter `name`, by
+ * the client's slot map. */
+static int masters_holding(const bg_remote *r, const char *name, uint32_t shards)
+{
+    int used[CL_N] = {0};
+    for (uint32_t j = 0; j < shards; j++) {
+        char k[64];
+        snprintf(k, sizeof k, "{%s:s%u}:meta", name, j);
+        size_t ni = r->slot_node[bg__key_slot(k, strlen(k))];
+        for (int i = 0; i < CL_N; i++)
+            used[i] |= (int)(r->nodes[ni].port == cl[i].port);
+    }
+    int n = 0;
+    for (int i = 0; i < CL_N; i++)
+        n += used[i];
+    return n;
+}
+
 #define N_KEYS 20000u
 #define P 0.01
 
@@ -81,15 +99,7 @@ static void sharded_cross_process(void **state)
     TU_EQ_I(bg_remote_filter_create(&dup, r, "sh", &o), BG_EEXIST);
     TU_TRUE(dup == NULL);
     /* The shards' masters: more than one holds some. */
-    int used[CL_N] = {0};
-    for (uint32_t j = 0; j < 8; j++) {
-        char k[32];
-        snprintf(k, sizeof k, "{sh:s%u}:meta", j);
-        size_t ni = r->slot_node[bg__key_slot(k, strlen(k))];
-        for (int i = 0; i < CL_N; i++)
-            used[i] |= (int)(r->nodes[ni].port == cl[i].port);
-    }
-    TU_TRUE(used[0] + used[1] + used[2] >= 2);
+    TU_TRUE(masters_holding(r, "sh", 8) >= 2);
 
     pid_t pid = fork();
     assert_true(pid >= 0);
@@ -302,15 +312,7 @@ static void published_shards(void **state)
      * fresh connection, the FP rate of one shard. */
     TU_EQ_I(bg_remote_filter_publish_shards(r, "pub", csh, PUB_S), BG_OK);
     TU_EQ_I(cluster_keys("{pub}:shards"), 1);
-    int used[CL_N] = {0};
-    for (uint32_t j = 0; j < PUB_S; j++) {
-        char k[32];
-        snprintf(k, sizeof k, "{pub:s%u}:meta", j);
-        size_t ni = r->slot_node[bg__key_slot(k, strlen(k))];
-        for (int i = 0; i < CL_N; i++)
-            used[i] |= (int)(r->nodes[ni].port == cl[i].port);
-    }
-    TU_TRUE(used[0] + used[1] + used[2] >= 2);
+    TU_TRUE(masters_holding(r, "pub", PUB_S) >= 2);
     bg_remote *r2 = cconn();
     bg_remote_filter *g = NULL;
     TU_EQ_I(bg_remote_filter_open(&g, r2, "pub", BG_REMOTE_BITMAP), BG_OK);
