@@ -24,6 +24,17 @@
 /* Milliseconds on CLOCK_MONOTONIC. */
 uint64_t bg__guard_now_ms(void);
 
+/* Whether a call that began at t0 (bg__guard_now_ms) and failed with
+ * BG_ECONN failed at once, in under half its command timeout: its
+ * connection was found closed (a Redis restart, a proxy's idle timeout),
+ * not the server slow, so one more try on a new connection is worth it.
+ * The remote filter (remote_filter.c, CONNECTIONS) and the Redis cache
+ * (redis_cache.c, STALE CONNECTIONS) retry by this rule. */
+static inline int bg__guard_broke_at_once(uint64_t t0, uint32_t command_timeout_ms)
+{
+    return bg__guard_now_ms() - t0 < command_timeout_ms / 2;
+}
+
 /* ---- counters --------------------------------------------------------- */
 
 typedef struct bg__guard_stats {

@@ -270,7 +270,7 @@ static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, cons
         rc = bg__remote_command(r, argc, argv, lens, reply, 0);
         /* STALE CONNECTIONS: once more, on a new connection (the client
          * reconnects first). */
-        if (rc == BG_ECONN && bg__guard_now_ms() - t0 < c->ro.command_timeout_ms / 2)
+        if (rc == BG_ECONN && bg__guard_broke_at_once(t0, c->ro.command_timeout_ms))
             rc = bg__remote_command(r, argc, argv, lens, reply, 0);
     }
     breaker_report(c, probe, rc);

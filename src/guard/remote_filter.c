@@ -127,13 +127,11 @@ static int thread_filter(bg_guard *g, bg__guard_thread **out)
     return BG_OK;
 }
 
-/* Whether a call that began at t0 (ms) and failed with BG_ECONN failed at
- * once, well before its command timeout: the connection was found broken,
- * not the server slow. */
+/* bg__guard_broke_at_once with the client's timeout (0: its 2 s). */
 static bool broke_at_once(const bg_guard *g, uint64_t t0)
 {
-    uint64_t timeout = g->ropts.command_timeout_ms ? g->ropts.command_timeout_ms : 2000;
-    return bg__guard_now_ms() - t0 < timeout / 2;
+    uint32_t timeout = g->ropts.command_timeout_ms ? g->ropts.command_timeout_ms : 2000;
+    return bg__guard_broke_at_once(t0, timeout);
 }
 
 /* Runs op on the thread's handle: a connection found broken is retried
