@@ -102,10 +102,11 @@ static int sharded_shape(bg_remote_filter *f)
 static int shards_now(bg_remote *r, const char *name, const char *shards_key, uint32_t *have)
 {
     *have = 0;
-    char *meta = bg__malloc(strlen(name) + 8);
+    size_t mlen = strlen(name) + 8;
+    char *meta = bg__malloc(mlen);
     if (!meta)
         return BG_ENOMEM;
-    sprintf(meta, "{%s}:meta", name);
+    snprintf(meta, mlen, "{%s}:meta", name);
     const char *ea[2] = {"EXISTS", meta};
     size_t el[2] = {6, strlen(meta)};
     redisReply *rep;
