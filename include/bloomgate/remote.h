@@ -300,7 +300,8 @@ BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
  * name is left alone (BG_EEXIST: the new one would hide it, open finding
  * the meta hash first). A handle whose bits, hashes
  * and seed equal `local`'s goes on working across the swap, others get
- * BG_ESTALE. After a BG_ECONN an orphan bits key (never current) can remain.
+ * BG_ESTALE. The upload key lives BG_REMOTE_STAGE_TTL_MS, renewed by every
+ * step, until the script adopts it: after a BG_ECONN it expires by itself.
  *
  * Module (bloomgate.so; RedisBloom cannot load bloomgate's image and
  * replies an error, BG_EREMOTE): `local` is a scalable filter (else
@@ -315,8 +316,9 @@ BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
  * key is deleted (after a BG_ECONN it expires by itself).
  *
  * Returns BG_OK, BG_EINVAL (NULL, a bad name, an unknown backend),
- * BG_EVARIANT, BG_ETOOBIG, BG_ENOTFOUND (module: the upload expired before
- * the rename), BG_ECONN, BG_EREMOTE or BG_ENOMEM. Allocates nothing that
+ * BG_EVARIANT, BG_ETOOBIG, BG_EEXIST (bitmap: a sharded filter, or one of
+ * its shards, has that name), BG_ENOTFOUND (the upload expired before it
+ * was complete), BG_ECONN, BG_EREMOTE or BG_ENOMEM. Allocates nothing that
  * outlives the call. */
 BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name,
                                            bg_remote_backend backend, const bg_filter *local);
@@ -338,12 +340,18 @@ BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name,
  * shard: until the last one, a reader's keys are answered by some old and
  * some new shards, each complete; handles follow each shard as for publish.
  * An unsharded filter `name`, or a sharded one with another count, is left
- * alone: BG_EEXIST. Clients that publish one name at the same time (say,
- * service instances starting together) must give the same count: each
- * shard is then complete whichever client's it is, but a shard routed for
- * another count has the wrong keys. A failed call can leave shards without
- * {name}:shards: nobody opens them, a publish again replaces them, and
- * bg_remote_filter_create of that name gets BG_EEXIST on them.
+ * alone: BG_EEXIST. Each shard keeps its place (shard j of S) and seed, and
+ * is replaced only by the same place and seed, atomically on the server:
+ * else BG_EEXIST at the first such shard, writing nothing (a shard routed
+ * for another count or seed would lack keys its readers look for; to
+ * change the seed, drop the filter first). So clients that publish one
+ * name at the same time (say, service instances starting together) with
+ * other counts or seeds cannot mix their shards: the first to write shard
+ * 0 keeps the name. With the same count and seed each shard is complete
+ * whichever client's it is. A failed call can leave shards without
+ * {name}:shards: nobody opens them, a publish again of that count and seed
+ * replaces them, and bg_remote_filter_create of that name gets BG_EEXIST
+ * on them. bg_remote_filter_publish never replaces a shard (BG_EEXIST).
  *
  * Returns BG_OK, BG_EINVAL (NULL, a bad name, count out of range, seeds
  * that differ), BG_EVARIANT, BG_ETOOBIG, BG_EEXIST, BG_ECONN, BG_EREMOTE or

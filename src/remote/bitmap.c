@@ -44,6 +44,30 @@
  * nothing, if the handle computed positions for another pending rebuild than
  * the server's: the client reads `next` again and retries.
  *
+ * ORPHANS
+ * Create, publish and rebuild first make a bits key that no meta hash
+ * names, then one script adopts it. A connection lost in between leaves
+ * the key behind (the client cannot delete it: it has no connection), up
+ * to 512 MiB of server memory that nothing would ever free. So such a key
+ * is made with a time to live of BG_REMOTE_STAGE_TTL_MS (stage_bits),
+ * renewed by every chunk of an upload, and the adopting script removes it
+ * (PERSIST) or gives it the filter's. A publish whose upload outlived it
+ * gets BGNOTFOUND.
+ *
+ * SHARD PLACES
+ * The shards of a sharded filter (filter.c, SHARDING in remote.h) are
+ * bitmap filters whose meta hash also holds `shard` = "j/S": shard j of S.
+ * A key's shard comes from S and the seed, so a shard routed for another
+ * S, or hashed with another seed, lacks keys its readers look for there.
+ * So the publish script replaces a shard only by the same place and seed
+ * (else BGEXISTS, writing nothing), and a filter of its own never replaces
+ * a shard. Checked by the script on each shard, atomically, not once by
+ * the client before the upload: two clients publishing one name at once
+ * with other counts or seeds would both pass that check and then overwrite
+ * each other's shards. Each writes s0 first, so the first to get there
+ * keeps the name and the other is refused there. A meta hash without
+ * `shard` (made before it existed) is taken for the right place.
+ *
  * THE REBUILD'S LEASE
  * A pending rebuild holds a lease: meta field next_lease, a deadline in the
  * server's clock (TIME, ms), set by begin and pushed on by every
@@ -229,8 +253,10 @@ static const char *const script_src[BG__SCRIPTS] = {
         "  out[key] = here\n"
         "end\n"
         RETURN_OUT,
-    /* ARGV: generation, m, k, seed, bytes, capacity, error_rate. A sharded
-     * filter of that name ({name}:shards, in the same slot) exists too. */
+    /* ARGV: generation, m, k, seed, bytes, capacity, error_rate, place (a
+     * shard's "j/S", see SHARD PLACES; "" for a filter of its own). A
+     * sharded filter of that name ({name}:shards, in the same slot) exists
+     * too. */
     [BG__SCRIPT_CREATE] =
         "if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -5) .. 'shards') > 0 then\n"
         "  redis.call('DEL', KEYS[2])\n"
@@ -243,6 +269,8 @@ static const char *const script_src[BG__SCRIPTS] = {
         "redis.call('HSET', KEYS[1], 'format', '" BG__BITMAP_FORMAT "', 'variant', 'standard',"
         " 'bits', ARGV[2], 'hashes', ARGV[3], 'seed', ARGV[4], 'generation', ARGV[1],"
         " 'items', '0', 'capacity', ARGV[6], 'error_rate', ARGV[7], 'lineage', ARGV[1])\n"
+        "if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'shard', ARGV[8]) end\n"
+        "redis.call('PERSIST', KEYS[2])\n"
         "return 'OK'\n",
     [BG__SCRIPT_STATS] =
         CHECK
@@ -260,17 +288,22 @@ static const char *const script_src[BG__SCRIPTS] = {
         "if h[6] then redis.call('PEXPIRE', pre .. 'bits:' .. h[6], ARGV[6]) end\n"
         "return 1\n",
     /* KEYS[2]: the uploaded bits. ARGV: generation, m, k, seed, bytes,
-     * capacity, error_rate, items. Makes the upload current, deletes the old
-     * bits and cancels a pending rebuild; keeps the lineage and a TTL.
-     * Refuses to shadow a sharded filter of that name (open would find the
-     * meta hash first). */
+     * capacity, error_rate, items, place (as for CREATE). Makes the upload
+     * current, deletes the old bits and cancels a pending rebuild; keeps the
+     * lineage and a TTL. Refuses to shadow a sharded filter of that name
+     * (open would find the meta hash first), and to replace a shard by
+     * anything but the same shard with the same seed (SHARD PLACES). */
     [BG__SCRIPT_PUBLISH] =
+        "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
+        "  return redis.error_reply('BGNOTFOUND the upload expired before it was complete')\n"
+        "end\n"
         "if redis.call('STRLEN', KEYS[2]) ~= tonumber(ARGV[5]) then\n"
         "  redis.call('DEL', KEYS[2])\n"
         "  return redis.error_reply('ERR bloomgate: the uploaded bit array has the wrong size')\n"
         "end\n"
         "local pre = string.sub(KEYS[1], 1, -5)\n"
-        "local h = redis.call('HMGET', KEYS[1], 'generation', 'lineage', 'next', 'format')\n"
+        "local h = redis.call('HMGET', KEYS[1], 'generation', 'lineage', 'next', 'format',"
+        " 'seed', 'shard')\n"
         "if not h[1] and redis.call('EXISTS', pre .. 'shards') == 1 then\n"
         "  redis.call('DEL', KEYS[2])\n"
         "  return redis.error_reply('BGEXISTS a sharded filter has this name')\n"
@@ -281,16 +314,30 @@ static const char *const script_src[BG__SCRIPTS] = {
         "    redis.call('DEL', KEYS[2])\n"
         "    return redis.error_reply('ERR bloomgate: the meta hash has an unknown format')\n"
         "  end\n"
+        "  local why = nil\n"
+        "  if ARGV[9] == '' and h[6] then\n"
+        "    why = 'it is shard ' .. h[6] .. ' of a sharded filter'\n"
+        "  elseif ARGV[9] ~= '' and h[6] and h[6] ~= ARGV[9] then\n"
+        "    why = 'it is shard ' .. h[6] .. ', not ' .. ARGV[9]\n"
+        "  elseif ARGV[9] ~= '' and h[5] ~= ARGV[4] then\n"
+        "    why = 'its seed is ' .. h[5] .. ', not ' .. ARGV[4]\n"
+        "  end\n"
+        "  if why then\n"
+        "    redis.call('DEL', KEYS[2])\n"
+        "    return redis.error_reply('BGEXISTS ' .. KEYS[1] .. ': ' .. why)\n"
+        "  end\n"
         "  if h[1] ~= ARGV[1] then redis.call('DEL', pre .. 'bits:' .. h[1]) end\n"
         "  if h[3] then redis.call('DEL', pre .. 'bits:' .. h[3]) end\n"
         "  if h[2] then lineage = h[2] end\n"
-        "  local ttl = redis.call('PTTL', KEYS[1])\n"
-        "  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end\n"
         "  redis.call('HDEL', KEYS[1], " NEXT_FIELDS ")\n"
         "end\n"
+        "local ttl = redis.call('PTTL', KEYS[1])\n"
+        "if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) "
+        "else redis.call('PERSIST', KEYS[2]) end\n"
         "redis.call('HSET', KEYS[1], 'format', '" BG__BITMAP_FORMAT "', 'variant', 'standard',"
         " 'bits', ARGV[2], 'hashes', ARGV[3], 'seed', ARGV[4], 'generation', ARGV[1],"
         " 'items', ARGV[8], 'capacity', ARGV[6], 'error_rate', ARGV[7], 'lineage', lineage)\n"
+        "if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'shard', ARGV[9]) end\n"
         "return 'OK'\n",
     /* ARGV[6], ARGV[7]: the byte range (inclusive). Returns the generation
      * read, the item count and the bytes. */
@@ -312,7 +359,8 @@ static const char *const script_src[BG__SCRIPTS] = {
         "  return redis.error_reply('ERR bloomgate: the bit array has the wrong size')\n"
         "end\n"
         "local ttl = redis.call('PTTL', KEYS[1])\n"
-        "if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end\n"
+        "if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) "
+        "else redis.call('PERSIST', KEYS[3]) end\n"
         NOW_MS
         "redis.call('HSET', KEYS[1], 'next', ARGV[6], 'next_bits', ARGV[7], 'next_hashes',"
         " ARGV[8], 'next_seed', ARGV[9], 'next_capacity', ARGV[11], 'next_error_rate',"
@@ -424,18 +472,29 @@ static int command_ok(bg_remote *r, int argc, const char **argv, const size_t *l
     return rc;
 }
 
-/* Makes `key` a string of `bytes` bytes (zero bytes past what it holds) in
- * one SETRANGE: see CREATION for why not in steps. */
-static int grow(bg_remote *r, const char *key, uint64_t bytes)
+/* Makes `key` a string of `bytes` bytes, `first` (n bytes) then zeros,
+ * that expires in BG_REMOTE_STAGE_TTL_MS unless a script adopts it (the
+ * create, publish and rebuild scripts make it persist, or give it the
+ * filter's time to live): so a call whose connection is lost before that
+ * leaves no array behind for good (ORPHANS). One SET, then one SETRANGE at
+ * the last byte: see CREATION for why not in steps. */
+static int stage_bits(bg_remote *r, const char *key, const void *first, size_t n,
+                      uint64_t bytes)
 {
-    char last[24];
+    char ttl[16], last[24];
+    snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
+    const char *set[5] = {"SET", key, first, "PX", ttl};
+    size_t setl[5] = {3, strlen(key), n, 2, strlen(ttl)};
+    int rc = command_ok(r, 5, set, setl);
+    if (rc != BG_OK || n >= bytes)
+        return rc;
     snprintf(last, sizeof last, "%" PRIu64, bytes - 1);
     const char *sa[4] = {"SETRANGE", key, last, "\0"};
     size_t sl[4] = {8, strlen(key), strlen(last), 1};
     return command_ok(r, 4, sa, sl);
 }
 
-int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o)
+int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o, const char *place)
 {
     bg_remote *r = f->r;
     if (o->expansion || o->nonscaling)
@@ -471,7 +530,7 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o)
         return bg__remote_fail(r, BG_EEXIST, "%s exists", f->meta_key);
 
     uint64_t bytes = (f->m + 7) / 8;
-    if ((rc = grow(r, f->bits_key, bytes)) != BG_OK)
+    if ((rc = stage_bits(r, f->bits_key, "", 0, bytes)) != BG_OK)
         goto orphan;
 
     char a[5][32];
@@ -482,12 +541,12 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o)
     snprintf(a[4], sizeof a[4], "%" PRIu64, f->capacity);
     char p[40];
     snprintf(p, sizeof p, "%.17g", f->error_rate);
-    const char *ca[12] = {NULL, NULL, "2", f->meta_key, f->bits_key, f->gen_str,
-                          a[0], a[1], a[2], a[3], a[4], p};
-    size_t cl[12];
-    for (int i = 2; i < 12; i++)
+    const char *ca[13] = {NULL, NULL, "2", f->meta_key, f->bits_key, f->gen_str,
+                          a[0], a[1], a[2], a[3], a[4], p, place ? place : ""};
+    size_t cl[13];
+    for (int i = 2; i < 13; i++)
         cl[i] = strlen(ca[i]);
-    rc = run_script(r, BG__SCRIPT_CREATE, 12, ca, cl, &rep);
+    rc = run_script(r, BG__SCRIPT_CREATE, 13, ca, cl, &rep);
     if (rc != BG_OK)
         goto orphan;
     freeReplyObject(rep);
@@ -1047,7 +1106,7 @@ static uint64_t get_le64(const uint8_t *p)
 #define BG__IMG_PAYLOAD_OFFSET 56
 #define BG__IMG_CHECKSUM 120
 
-int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local)
+int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local, const char *place)
 {
     bg_filter_stats st;
     int rc = bg_filter_stats_get(local, &st);
@@ -1077,8 +1136,10 @@ int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local)
     }
 
     /* Upload under a key no meta hash names yet: invisible to readers. The
-     * first piece is a SET, which also replaces any leftover of that name. */
-    char o[24];
+     * first piece makes the whole string (stage_bits), so the SETRANGEs
+     * below write in place (CREATION); each renews its time to live. */
+    char o[24], ttl[16];
+    snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
     for (uint64_t done = 0; done < bytes;) {
         size_t n = bytes - done > chunk ? chunk : (size_t)(bytes - done);
         if ((rc = bg_filter_encode_range(local, poff + done, buf, n)) != BG_OK)
@@ -1086,17 +1147,12 @@ int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local)
         snprintf(o, sizeof o, "%" PRIu64, done);
         const char *sa[4] = {"SETRANGE", bits, o, (const char *)buf};
         size_t sl[4] = {8, strlen(bits), strlen(o), n};
-        if (done == 0) {
-            const char *set[3] = {"SET", bits, (const char *)buf};
-            size_t setl[3] = {3, strlen(bits), n};
-            rc = command_ok(r, 3, set, setl);
-            /* The whole string now, so the SETRANGEs below write in place
-             * (CREATION). */
-            if (rc == BG_OK && n < bytes)
-                rc = grow(r, bits, bytes);
-        } else {
-            rc = command_ok(r, 4, sa, sl);
-        }
+        const char *pa[3] = {"PEXPIRE", bits, ttl};
+        size_t pl[3] = {7, strlen(bits), strlen(ttl)};
+        if (done == 0)
+            rc = stage_bits(r, bits, buf, n, bytes);
+        else if ((rc = command_ok(r, 4, sa, sl)) == BG_OK)
+            rc = command_ok(r, 3, pa, pl);
         if (rc != BG_OK)
             goto orphan;
         done += n;
@@ -1112,12 +1168,13 @@ int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local)
     snprintf(a[6], sizeof a[6], "%" PRIu64, st.items);
     char p[40];
     snprintf(p, sizeof p, "%.17g", st.error_rate);
-    const char *ca[13] = {NULL, NULL, "2", meta, bits, a[0], a[1], a[2], a[3], a[4], a[5], p, a[6]};
-    size_t cl[13];
-    for (int i = 2; i < 13; i++)
+    const char *ca[14] = {NULL, NULL, "2", meta, bits, a[0], a[1], a[2], a[3], a[4], a[5], p, a[6],
+                          place ? place : ""};
+    size_t cl[14];
+    for (int i = 2; i < 14; i++)
         cl[i] = strlen(ca[i]);
     redisReply *rep;
-    if ((rc = run_script(r, BG__SCRIPT_PUBLISH, 13, ca, cl, &rep)) != BG_OK)
+    if ((rc = run_script(r, BG__SCRIPT_PUBLISH, 14, ca, cl, &rep)) != BG_OK)
         goto orphan;
     freeReplyObject(rep);
     goto out;
@@ -1259,7 +1316,7 @@ int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
     if (!key)
         return BG_ENOMEM;
     uint64_t bytes = (nx.m + 7) / 8;
-    int rc = grow(r, key, bytes);
+    int rc = stage_bits(r, key, "", 0, bytes);
     if (rc != BG_OK)
         goto fail;
 

@@ -65,6 +65,13 @@ static int sharded_new(bg_remote_filter **out, bg_remote *r, const char *name, u
     return BG_OK;
 }
 
+/* Shard j of S's place, "j/S", as its meta hash keeps it (bitmap.c, SHARD
+ * PLACES). */
+static void place_of(char out[24], uint32_t j, uint32_t shards)
+{
+    snprintf(out, 24, "%" PRIu32 "/%" PRIu32, j, shards);
+}
+
 static char *sub_name(const char *name, uint32_t j)
 {
     size_t n = strlen(name) + 16;
@@ -163,7 +170,13 @@ static int sharded_create(bg_remote_filter **out, bg_remote *r, const char *name
             rc = BG_ENOMEM;
             break;
         }
-        rc = bg_remote_filter_create(&f->sub[made], r, sn, &so);
+        char place[24];
+        place_of(place, made, o->shards);
+        if ((rc = handle_new(&f->sub[made], r, sn, BG_REMOTE_BITMAP)) == BG_OK &&
+            (rc = bg__bitmap_create(f->sub[made], &so, place)) != BG_OK) {
+            bg_remote_filter_close(f->sub[made]);
+            f->sub[made] = NULL;
+        }
         bg__free(sn);
         if (rc != BG_OK)
             break;
@@ -524,7 +537,7 @@ int bg_remote_filter_create(bg_remote_filter **out, bg_remote *r, const char *na
     int rc = handle_new(&f, r, name, o->backend);
     if (rc != BG_OK)
         return rc;
-    rc = o->backend == BG_REMOTE_BITMAP ? bg__bitmap_create(f, o) : bg__module_create(f, o);
+    rc = o->backend == BG_REMOTE_BITMAP ? bg__bitmap_create(f, o, NULL) : bg__module_create(f, o);
     if (rc != BG_OK) {
         bg_remote_filter_close(f);
         return rc;
@@ -698,7 +711,7 @@ int bg_remote_filter_publish(bg_remote *r, const char *name, bg_remote_backend b
     if (!r || !local || !name_ok(name))
         return BG_EINVAL;
     if (backend == BG_REMOTE_BITMAP)
-        return bg__bitmap_publish(r, name, local);
+        return bg__bitmap_publish(r, name, local, NULL);
     if (backend == BG_REMOTE_MODULE)
         return bg__module_publish(r, name, local);
     return BG_EINVAL;
@@ -740,8 +753,9 @@ int bg_remote_filter_publish_shards(bg_remote *r, const char *name,
                        : bg__remote_fail(r, BG_EEXIST, "%s has %" PRIu32 " shards, not %" PRIu32,
                                          name, have, count);
     for (uint32_t j = 0; rc == BG_OK && j < count; j++) {
-        char *sn = sub_name(name, j);
-        rc = sn ? bg__bitmap_publish(r, sn, shards[j]) : BG_ENOMEM;
+        char *sn = sub_name(name, j), place[24];
+        place_of(place, j, count);
+        rc = sn ? bg__bitmap_publish(r, sn, shards[j], place) : BG_ENOMEM;
         bg__free(sn);
     }
     if (rc == BG_OK && have == 0) {

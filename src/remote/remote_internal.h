@@ -210,7 +210,9 @@ int bg__parse_u64(const char *s, size_t len, uint64_t *out);
 char *bg__strdup(const char *s);
 
 /* Backends. */
-int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o);
+/* `place`: NULL for a filter of its own, or a shard's place "j/S" (shard
+ * j of S), kept in its meta hash as `shard` (bitmap.c, SHARD PLACES). */
+int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o, const char *place);
 int bg__bitmap_open(bg_remote_filter *f);
 int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
                        size_t count, uint8_t *results);
@@ -229,7 +231,7 @@ int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n);
 int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
 int bg__bitmap_drop(bg_remote_filter *f);
 int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms);
-int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local);
+int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local, const char *place);
 int bg__bitmap_fetch(bg_remote_filter *f, bg_filter **out);
 int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o);
 int64_t bg__bitmap_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,

@@ -123,7 +123,8 @@ static void bitmap_rest(out *o, int fetch_bytes)
     for (int i = 0; i < fetch_bytes; i++)
         bytes[i] = (char)(i * 37);
     bulk_n(o, bytes, (size_t)fetch_bytes);
-    integer(o, 128); /* rebuild_begin: SETRANGE, then the script */
+    status(o, "OK"); /* rebuild_begin: SET PX, SETRANGE, then the script */
+    integer(o, 128);
     sha(o, 6);
     bulk(o, "42");
     sha(o, 7); /* rebuild_add_many */
@@ -134,7 +135,7 @@ static void bitmap_rest(out *o, int fetch_bytes)
     integer(o, 2);
     integer(o, 0);   /* publish_shards: EXISTS {fz}:meta */
     nil(o);          /* GET {fz}:shards */
-    status(o, "OK"); /* shard 0: the SET of its 8 bytes */
+    status(o, "OK"); /* shard 0: the SET (PX) of its 8 bytes */
     sha(o, 10);      /* its script: SCRIPT LOAD, EVALSHA */
     status(o, "OK");
     status(o, "OK"); /* shard 1 */
@@ -267,9 +268,11 @@ int main(int argc, char **argv)
     bitmap_rest(&o, 128);
     bad |= write_seed(dir, n++, 0, &o);
 
-    /* 1: create one: EXISTS, SETRANGE, SCRIPT LOAD, the script's OK. */
+    /* 1: create one: EXISTS, SET PX, SETRANGE, SCRIPT LOAD, the script's
+     * OK. */
     o.len = 0;
     integer(&o, 0);
+    status(&o, "OK");
     integer(&o, 120);
     sha(&o, 0);
     status(&o, "OK");

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "remote/remote_internal.h"
+#include "script_fault.h" /* a publish that fails part-way, in shard_places */
 
 #define CL_N 3
 static ts_server cl[CL_N];
@@ -194,12 +195,12 @@ static long long cluster_keys(const char *pattern)
 
 /* S local filters, one per shard, each holding the keys of set `set`
  * [first, first + count) that bg_remote_shard_of routes to it. */
-static void build_shards(bg_filter **out, uint64_t seed, uint64_t set, uint64_t first,
-                         uint64_t count)
+static void build_s_shards(bg_filter **out, uint32_t S, uint64_t seed, uint64_t set,
+                           uint64_t first, uint64_t count)
 {
-    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .capacity = N_KEYS / PUB_S + 1,
+    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .capacity = N_KEYS / S + 1,
                             .error_rate = P, .seed = seed};
-    for (uint32_t j = 0; j < PUB_S; j++)
+    for (uint32_t j = 0; j < S; j++)
         TU_EQ_I(bg_filter_new(&out[j], &fo), BG_OK);
     tu_batch b;
     tu_batch_init(&b, 1000);
@@ -209,16 +210,27 @@ static void build_shards(bg_filter **out, uint64_t seed, uint64_t set, uint64_t 
         for (size_t x = 0; x < n; x++) {
             bg_hash h;
             TU_EQ_I(bg_filter_hash(out[0], b.keys[x], b.lens[x], &h), BG_OK);
-            TU_EQ_I(bg_filter_add_hash(out[bg_remote_shard_of(h, PUB_S)], h), BG_OK);
+            TU_EQ_I(bg_filter_add_hash(out[bg_remote_shard_of(h, S)], h), BG_OK);
         }
     }
     tu_batch_free(&b);
 }
 
+static void build_shards(bg_filter **out, uint64_t seed, uint64_t set, uint64_t first,
+                         uint64_t count)
+{
+    build_s_shards(out, PUB_S, seed, set, first, count);
+}
+
+static void free_s_shards(bg_filter **f, uint32_t S)
+{
+    for (uint32_t j = 0; j < S; j++)
+        bg_filter_free(f[j]);
+}
+
 static void free_shards(bg_filter **f)
 {
-    for (uint32_t j = 0; j < PUB_S; j++)
-        bg_filter_free(f[j]);
+    free_s_shards(f, PUB_S);
 }
 
 /* How many of set `set` [first, first + count) the filter finds. */
@@ -230,6 +242,8 @@ static int64_t found(bg_remote_filter *f, uint64_t set, uint64_t first, uint64_t
     for (uint64_t i = 0; i < count; i += 1000) {
         tu_batch_fill(&b, 0, set, first + i, 1000);
         int64_t h = bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, NULL);
+        if (h < 0)
+            print_message("contains_many: %s\n", bg_strerror((int)h));
         TU_TRUE(h >= 0);
         hits += h;
     }
@@ -393,6 +407,119 @@ static void published_shards(void **state)
     free_shards(sh);
     tu_batch_free(&b);
     bg_remote_filter_close(g);
+    bg_remote_free(r2);
+    bg_remote_free(r);
+}
+
+/* The PTTL of the one key that matches `pattern` over the cluster (-2
+ * when none does, -3 when more than one does); deleted then if `del`. */
+static long long cluster_pttl(const char *pattern, int del)
+{
+    long long ttl = -2;
+    int seen = 0;
+    for (int i = 0; i < CL_N; i++) {
+        redisContext *c = ts_raw(&cl[i]);
+        redisReply *rep = redisCommand(c, "KEYS %s", pattern);
+        TU_TRUE(rep && rep->type == REDIS_REPLY_ARRAY);
+        for (size_t e = 0; e < rep->elements; e++, seen++) {
+            redisReply *t = redisCommand(c, "PTTL %s", rep->element[e]->str);
+            TU_TRUE(t && t->type == REDIS_REPLY_INTEGER);
+            ttl = t->integer;
+            freeReplyObject(t);
+            if (del)
+                freeReplyObject(redisCommand(c, "DEL %s", rep->element[e]->str));
+        }
+        freeReplyObject(rep);
+        redisFree(c);
+    }
+    return seen > 1 ? -3 : ttl;
+}
+
+static int publish_s(bg_remote *r, const char *name, bg_filter **sh, uint32_t S)
+{
+    return bg_remote_filter_publish_shards(r, name, (const bg_filter *const *)sh, S);
+}
+
+/* Shards keep their place and seed (bitmap.c, SHARD PLACES). A publish
+ * that would put a shard routed for another count, or hashed with another
+ * seed, under the name is refused at the first shard it would replace,
+ * writing nothing: two clients publishing one name at once with other
+ * counts cannot mix their shards (the first to reach s0 keeps it), which
+ * would lose keys. A failed publish's leftovers are completed by the same
+ * publish again, and a filter of its own never replaces a shard. */
+static void shard_places(void **state)
+{
+    (void)state;
+    tu_ctx("shards keep their place and seed");
+    bg_remote *r = cconn();
+    bg_filter *sh[PUB_S], *four[4], *reseeded[PUB_S];
+    build_shards(sh, 21, 7, 0, N_KEYS);
+    build_s_shards(four, 4, 21, 7, 0, N_KEYS);
+    build_s_shards(reseeded, PUB_S, 22, 7, 0, N_KEYS);
+
+    /* The third shard's publish is lost: two shards, no count. */
+    sf_arm_after(BG__SCRIPT_PUBLISH, BG__FAULT_LOSE_REQUEST, 2, 1);
+    TU_EQ_I(publish_s(r, "pl", sh, PUB_S), BG_ECONN);
+    TU_EQ_I(sf_disarm(), 1);
+    TU_EQ_I(cluster_keys("{pl:s*}:meta"), 2);
+    TU_EQ_I(cluster_keys("{pl}:shards"), 0);
+    int64_t left = cluster_keys("*pl*");
+    /* Its upload, which no meta hash names, expires by itself (ORPHANS);
+     * the adopted bits do not. */
+    long long orphan = cluster_pttl("{pl:s2}:bits:*", 0);
+    TU_TRUE(orphan > 0 && orphan <= BG_REMOTE_STAGE_TTL_MS);
+    TU_EQ_I(cluster_pttl("{pl:s0}:bits:*", 0), -1);
+
+    /* Another count, another seed: refused at s0, nothing written. */
+    TU_EQ_I(publish_s(r, "pl", four, 4), BG_EEXIST);
+    TU_TRUE(strstr(bg_remote_errstr(r), "it is shard 0/5, not 0/4") != NULL);
+    TU_EQ_I(publish_s(r, "pl", reseeded, PUB_S), BG_EEXIST);
+    TU_TRUE(strstr(bg_remote_errstr(r), "its seed is 21, not 22") != NULL);
+    TU_EQ_I(bg_remote_filter_publish(r, "pl:s0", BG_REMOTE_BITMAP, sh[0]), BG_EEXIST);
+    TU_TRUE(strstr(bg_remote_errstr(r), "it is shard 0/5 of a sharded filter") != NULL);
+    TU_EQ_I(cluster_keys("*pl*"), left);
+    TU_EQ_I(cluster_keys("{pl}:shards"), 0);
+
+    /* The same publish again completes it. */
+    TU_EQ_I(publish_s(r, "pl", sh, PUB_S), BG_OK);
+    bg_remote *r2 = cconn();
+    bg_remote_filter *g = NULL;
+    TU_EQ_I(bg_remote_filter_open(&g, r2, "pl", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(found(g, 7, 0, N_KEYS), N_KEYS);
+
+    /* Published: a re-seeded publish (which open handles route by the old
+     * seed) is refused too; the filter is as it was. */
+    left = cluster_keys("*pl*");
+    TU_EQ_I(publish_s(r, "pl", reseeded, PUB_S), BG_EEXIST);
+    TU_EQ_I(found(g, 7, 0, N_KEYS), N_KEYS);
+    TU_EQ_I(cluster_keys("*pl*"), left);
+    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    bg_remote_filter_close(g);
+
+    /* Shards created empty have their places as well. */
+    bg_remote_filter *c = NULL;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 4000,
+                                  .error_rate = P, .seed = 21, .shards = 4};
+    TU_EQ_I(bg_remote_filter_create(&c, r, "pc", &o), BG_OK);
+    TU_EQ_I(bg_remote_filter_publish(r, "pc:s3", BG_REMOTE_BITMAP, four[3]), BG_EEXIST);
+    TU_TRUE(strstr(bg_remote_errstr(r), "it is shard 3/4 of a sharded filter") != NULL);
+    TU_EQ_I(cluster_pttl("{pc:s3}:bits:*", 0), -1);
+    TU_EQ_I(publish_s(r, "pc", four, 4), BG_OK);
+    bg_remote_filter_close(c); /* reshaped: its handle is stale */
+    TU_EQ_I(bg_remote_filter_open(&c, r2, "pc", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(found(c, 7, 0, N_KEYS), N_KEYS);
+    TU_EQ_I(cluster_pttl("{pc:s3}:bits:*", 0), -1);
+    TU_EQ_I(bg_remote_filter_drop(c), BG_OK);
+    bg_remote_filter_close(c);
+    /* What is left: the bits the lost publish uploaded, which no meta hash
+     * names (after a lost connection the client cannot delete them). */
+    TU_EQ_I(cluster_keys("*p[lc]*"), 1);
+    TU_TRUE(cluster_pttl("{pl:s2}:bits:*", 1) > 0);
+    TU_EQ_I(cluster_keys("*p[lc]*"), 0);
+
+    free_shards(sh);
+    free_shards(reseeded);
+    free_s_shards(four, 4);
     bg_remote_free(r2);
     bg_remote_free(r);
 }
@@ -842,6 +969,7 @@ int main(void)
         cmocka_unit_test(slot_known),
         cmocka_unit_test(sharded_cross_process),
         cmocka_unit_test(published_shards),
+        cmocka_unit_test(shard_places),
         cmocka_unit_test(reshard_while_clients_run),
         cmocka_unit_test(module_on_cluster),
         cmocka_unit_test(seeds),
