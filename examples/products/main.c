@@ -369,16 +369,13 @@ int main(int argc, char **argv)
         bg_guard_counters c;
         bg_guard_counters_get(guard, &c);
         char shards[80] = "";
-        if (cfg.filter_shards > 1)
-            snprintf(shards, sizeof(shards), ", %u shards (an existing filter keeps its own)",
-                     (unsigned)cfg.filter_shards);
+        if (c.filter_shards > 1) /* as it is: an existing filter keeps its own */
+            snprintf(shards, sizeof(shards), ", %u shards", (unsigned)c.filter_shards);
         if (cfg.filter_kind == BG_GUARD_FILTER_LOCAL)
             logf_("filter: local %s, p=%g, built in %.3f s with %llu keys, %llu bytes",
                   config_variant_name(cfg.variant), cfg.error_rate, secs_since(t0),
                   (unsigned long long)c.filter_items, (unsigned long long)c.filter_bytes);
         else if (cfg.filter_kind == BG_GUARD_FILTER_REMOTE)
-            /* The guard opens an existing filter as it is: the shards are
-             * those of a filter created now. */
             logf_("filter: remote %s '%s' on redis %s%s, ready in %.3f s with %llu keys",
                   cfg.filter_backend == BG_REMOTE_MODULE ? "module" : "bitmap", cfg.filter_name,
                   fwhere, shards, secs_since(t0), (unsigned long long)c.filter_items);

@@ -234,6 +234,9 @@ int metrics_render(char **out, size_t *len, bg_guard *g, store *s, const metrics
     counter(&b, "bloomgate_guard_rebuild_errors_total", "Filter rebuilds that failed.",
             c.rebuild_errors);
     gauge(&b, "bloomgate_guard_filter_items", "Keys in the current filter.", c.filter_items);
+    gauge(&b, "bloomgate_guard_filter_shards",
+          "Shards of the remote filter (1: one filter; 0: a local filter or none).",
+          c.filter_shards);
     gauge(&b, "bloomgate_guard_filter_bytes", "Memory (local) or Redis size (remote) of the filter.",
           c.filter_bytes);
     counter(&b, "bloomgate_db_queries_total",

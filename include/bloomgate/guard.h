@@ -245,6 +245,9 @@ typedef struct bg_guard_counters {
     uint64_t filter_bytes;    /* its memory (local) or Redis size (remote) */
     uint64_t cache_skipped;   /* gets that did not read the cache: a delete
                                  failed less than a TTL ago (WRITES) */
+    uint32_t filter_shards;   /* remote: the filter's shards as it is (1: not
+                                 sharded), whatever remote_shards asked; 0
+                                 for a local filter or none */
 } bg_guard_counters;
 
 /* A snapshot of the counters (each read atomically; not a consistent cut). */

@@ -525,6 +525,6 @@ int bg_guard_counters_get(bg_guard *g, bg_guard_counters *out)
     if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
         bg__local_stats(g, &out->filter_items, &out->filter_bytes);
     else if (g->o.filter_kind == BG_GUARD_FILTER_REMOTE)
-        bg__remote_stats(g, &out->filter_items, &out->filter_bytes);
+        bg__remote_stats(g, &out->filter_items, &out->filter_bytes, &out->filter_shards);
     return BG_OK;
 }

@@ -200,7 +200,7 @@ int bg__remote_init(bg_guard *g);
 int bg__remote_contains(bg_guard *g, const void *key, size_t len);
 int bg__remote_add(bg_guard *g, const void *key, size_t len);
 int bg__remote_rebuild(bg_guard *g);
-void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes);
+void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes, uint32_t *shards);
 void bg__remote_thread_close(bg__guard_thread *t);
 
 /* Key batches streamed from source.scan (swap.c): copies each emitted key,

@@ -171,7 +171,7 @@ int bg__remote_add(bg_guard *g, const void *key, size_t len)
     return run(g, bg_remote_filter_add, key, len);
 }
 
-void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes)
+void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes, uint32_t *shards)
 {
     bg__guard_thread *t;
     bg_remote_filter_stats st;
@@ -179,6 +179,7 @@ void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes)
         return;
     *items = st.items;
     *bytes = st.bytes;
+    *shards = bg_remote_filter_shards(t->rf);
 }
 
 /* ---- creation ------------------------------------------------------------ */

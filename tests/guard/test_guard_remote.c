@@ -351,6 +351,9 @@ static void sharded_create(void **state)
     TU_EQ_U(st.seed, 7);
     TU_TRUE(st.items > NKEYS * 99 / 100 && st.items <= NKEYS);
     bg_guard *b = remote_guard(&ro, "gsc", BG_REMOTE_BITMAP, 0);
+    bg_guard_counters gc; /* the shards as they are, not as asked */
+    TU_EQ_I(bg_guard_counters_get(b, &gc), BG_OK);
+    TU_EQ_U(gc.filter_shards, 3);
     all_present(b, "p", 0, NKEYS);
     TU_TRUE(absent_in(b, "absent", 0, 5000) >= 4975); /* p = 0.001 */
     ms_add(&src, "new", 1);

@@ -1234,6 +1234,9 @@ case_cluster() {
     # rebuild, ids POSTed while rebuilds run are all found
     start --seed 20000 --filter remote --filter-url "redis+cluster://127.0.0.1:${CPORTS[0]}" \
         --rebuild-interval 1
+    has "$T/svc.log" "filter: remote bitmap 'products' on redis cluster 127.0.0.1:${CPORTS[0]}, 3 shards"
+    metrics
+    eq "$(m bloomgate_guard_filter_shards)" 3 "bloomgate_guard_filter_shards"
     expect 200 GET /products/30001
     expect 204 DELETE /products/397
     sleep 2.5
