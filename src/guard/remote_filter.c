@@ -251,8 +251,16 @@ static int create_sharded(bg_guard *g, bg__guard_thread *t, const bg_filter_opti
         if (rc == BG_ENOTFOUND) {
             rc = bg_remote_filter_publish_shards(t->conn, g->rname,
                                                  (const bg_filter *const *)s.f, n);
-            if (rc == BG_OK || rc == BG_EEXIST) /* made meanwhile, otherwise */
+            /* BG_EEXIST: made meanwhile, otherwise; or shards of another
+             * count or seed are there (another client's publish under way,
+             * or a failed one's leftovers: remote.h, SHARDED PUBLISH), and
+             * then there is nothing to open, which is not "not found". */
+            if (rc == BG_OK || rc == BG_EEXIST) {
+                int published = rc;
                 rc = reopen(g, t);
+                if (rc == BG_ENOTFOUND && published == BG_EEXIST)
+                    rc = BG_EEXIST;
+            }
         }
     }
     for (uint32_t j = 0; j < n; j++)

@@ -338,6 +338,17 @@ static void sharded_create(void **state)
     TU_EQ_I(bg_remote_connect(&r, &ro), BG_OK);
     TU_EQ_I(bg_remote_filter_open(&f, r, "gsc", BG_REMOTE_BITMAP), BG_ENOTFOUND);
 
+    /* A guard asking for another count, or another seed, is refused at the
+     * leftovers (they are shards 0/3 and 1/3 of seed 7), writing nothing. */
+    o.remote_shards = 2;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EEXIST);
+    o.remote_shards = 3;
+    o.filter.seed = 8;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EEXIST);
+    o.filter.seed = 7;
+    TU_EQ_I(ts_count_keys(c, "{gsc:s*}:meta"), 2);
+    TU_EQ_I(shard_count(c, "gsc"), -1);
+
     /* Created (the leftovers replaced), opened by a second guard that asks
      * for no shards, every key found, absent keys filtered. */
     bg_guard *a = NULL;
