@@ -366,6 +366,24 @@ case_sharded() {
     hasnt out "generation:"
     run 0 redis-cli -p "$PORT" exists '{sharded:s0}:meta' '{sharded:s3}:meta'
     eq "$(cat out)" 2 "shards 0 and 3 exist"
+
+    # shards without their count (what a failed sharded create or publish
+    # leaves): nothing opens them, create refuses them, and create --force
+    # drops them all, whatever the count it asks for
+    run 0 redis-cli -p "$PORT" del '{sharded}:shards'
+    run 2 "$BG" info "$U"
+    has err "no such filter"
+    run 2 "$BG" create "$U?shards=2" -n 1000 -p 0.01 -q
+    has err "already exists (use --force"
+    run 0 "$BG" create "$U?shards=2" -n 1000 -p 0.01 --force -q
+    run 0 redis-cli -p "$PORT" exists '{sharded:s0}:meta' '{sharded:s1}:meta' \
+        '{sharded:s2}:meta' '{sharded:s3}:meta'
+    eq "$(cat out)" 2 "shards after create --force over leftovers"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out shards)" 2 "shards of the new filter"
+    eq "$(jget out items)" 0 "items of the new filter"
+    run 0 redis-cli -p "$PORT" eval "return #redis.call('keys', '{sharded:s[23]}*')" 0
+    eq "$(cat out)" 0 "keys left of shards 2 and 3"
 }
 
 case_auth() {
