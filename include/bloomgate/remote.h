@@ -351,7 +351,9 @@ BG_REMOTE_API int bg_remote_filter_publish(bg_remote *r, const char *name,
  * whichever client's it is. A failed call can leave shards without
  * {name}:shards: nobody opens them, a publish again of that count and seed
  * replaces them, and bg_remote_filter_create of that name gets BG_EEXIST
- * on them. bg_remote_filter_publish never replaces a shard (BG_EEXIST).
+ * on them (drop each `name:s<j>` as a filter of its own; `bloomgate create
+ * --force` does). bg_remote_filter_publish never replaces a shard
+ * (BG_EEXIST).
  *
  * Returns BG_OK, BG_EINVAL (NULL, a bad name, count out of range, seeds
  * that differ), BG_EVARIANT, BG_ETOOBIG, BG_EEXIST, BG_ECONN, BG_EREMOTE or
