@@ -46,21 +46,50 @@ static uint32_t shard_of(const bg_hash *h, uint32_t shards)
     return (uint32_t)(((unsigned __int128)x * shards) >> 64);
 }
 
+/* "{name}:shards", allocated (NULL: out of memory). */
+static char *shards_key_of(const char *name)
+{
+    size_t n = strlen(name) + 10;
+    char *key = bg__malloc(n);
+    if (key)
+        snprintf(key, n, "{%s}:shards", name);
+    return key;
+}
+
+/* The count {name}:shards holds: *out = 2..BG_REMOTE_MAX_SHARDS, or 0 if
+ * there is none; anything else is BG_ECORRUPT. */
+static int shard_count(bg_remote *r, const char *shards_key, uint32_t *out)
+{
+    *out = 0;
+    const char *ga[2] = {"GET", shards_key};
+    size_t gl[2] = {3, strlen(shards_key)};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 2, ga, gl, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    uint64_t n = 0;
+    if (rep->type == REDIS_REPLY_STRING && bg__parse_u64(rep->str, rep->len, &n) == 0 &&
+        n >= 2 && n <= BG_REMOTE_MAX_SHARDS)
+        *out = (uint32_t)n;
+    else if (rep->type != REDIS_REPLY_NIL)
+        rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad shard count", shards_key);
+    freeReplyObject(rep);
+    return rc;
+}
+
 static int sharded_new(bg_remote_filter **out, bg_remote *r, const char *name, uint32_t shards)
 {
     bg_remote_filter *f;
     int rc = handle_new(&f, r, name, BG_REMOTE_BITMAP);
     if (rc != BG_OK)
         return rc;
-    size_t n = strlen(name) + 10;
-    f->shards_key = bg__malloc(n);
+    f->shards_key = shards_key_of(name);
     f->sub = bg__calloc(shards, sizeof *f->sub);
     if (!f->shards_key || !f->sub) {
         bg_remote_filter_close(f);
         return BG_ENOMEM;
     }
     f->shards = shards;
-    snprintf(f->shards_key, n, "{%s}:shards", name);
     *out = f;
     return BG_OK;
 }
@@ -127,18 +156,7 @@ static int shards_now(bg_remote *r, const char *name, const char *shards_key, ui
         *have = 1;
         return BG_OK;
     }
-    const char *ga[2] = {"GET", shards_key};
-    size_t gl[2] = {3, strlen(shards_key)};
-    if ((rc = bg__remote_command(r, 2, ga, gl, &rep, 0)) != BG_OK)
-        return rc;
-    uint64_t n = 0;
-    if (rep->type == REDIS_REPLY_STRING && bg__parse_u64(rep->str, rep->len, &n) == 0 &&
-        n >= 2 && n <= BG_REMOTE_MAX_SHARDS)
-        *have = (uint32_t)n;
-    else if (rep->type != REDIS_REPLY_NIL)
-        rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad shard count", shards_key);
-    freeReplyObject(rep);
-    return rc;
+    return shard_count(r, shards_key, have);
 }
 
 static int sharded_create(bg_remote_filter **out, bg_remote *r, const char *name,
@@ -215,31 +233,18 @@ fail:
 
 static int sharded_open(bg_remote_filter **out, bg_remote *r, const char *name)
 {
-    size_t n = strlen(name) + 10;
-    char *key = bg__malloc(n);
+    char *key = shards_key_of(name);
     if (!key)
         return BG_ENOMEM;
-    snprintf(key, n, "{%s}:shards", name);
-    const char *ga[2] = {"GET", key};
-    size_t gl[2] = {3, strlen(key)};
-    redisReply *rep;
-    int rc = bg__remote_command(r, 2, ga, gl, &rep, 0);
-    if (rc != BG_OK) {
-        bg__free(key);
-        return rc;
-    }
-    uint64_t shards = 0;
-    if (rep->type == REDIS_REPLY_NIL)
-        rc = bg__remote_fail(r, BG_ENOTFOUND, "{%s}:meta does not exist", name);
-    else if (rep->type != REDIS_REPLY_STRING || bg__parse_u64(rep->str, rep->len, &shards) != 0 ||
-             shards < 2 || shards > BG_REMOTE_MAX_SHARDS)
-        rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad shard count", key);
-    freeReplyObject(rep);
+    uint32_t shards;
+    int rc = shard_count(r, key, &shards);
     bg__free(key);
+    if (rc == BG_OK && shards == 0)
+        rc = bg__remote_fail(r, BG_ENOTFOUND, "{%s}:meta does not exist", name);
     if (rc != BG_OK)
         return rc;
     bg_remote_filter *f;
-    if ((rc = sharded_new(&f, r, name, (uint32_t)shards)) != BG_OK)
+    if ((rc = sharded_new(&f, r, name, shards)) != BG_OK)
         return rc;
     for (uint32_t j = 0; rc == BG_OK && j < f->shards; j++) {
         char *sn = sub_name(name, j);
@@ -741,11 +746,9 @@ int bg_remote_filter_publish_shards(bg_remote *r, const char *name,
                                    "shard %" PRIu32 ": %" PRIu64 " bits, above 2^32", j,
                                    bg_filter_bits(shards[j]));
     }
-    size_t n = strlen(name) + 10;
-    char *key = bg__malloc(n);
+    char *key = shards_key_of(name);
     if (!key)
         return BG_ENOMEM;
-    snprintf(key, n, "{%s}:shards", name);
     uint32_t have;
     int rc = shards_now(r, name, key, &have);
     if (rc == BG_OK && have != 0 && have != count)
