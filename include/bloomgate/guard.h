@@ -224,7 +224,9 @@ BG_GUARD_API int bg_guard_put(bg_guard *g, const void *key, size_t len);
 BG_GUARD_API int bg_guard_remove(bg_guard *g, const void *key, size_t len);
 
 /* Rebuilds the filter from the source and swaps it in (REBUILD AND SWAP).
- * BG_OK, BG_EBUSY, or the source's, filter's or remote client's status. */
+ * BG_OK, BG_EBUSY, or the source's, filter's or remote client's status
+ * (remote: BG_ESTALE if another client cancelled the rebuild meanwhile;
+ * the filter is then as it was, and a later rebuild may start). */
 BG_GUARD_API int bg_guard_rebuild(bg_guard *g);
 
 typedef struct bg_guard_counters {

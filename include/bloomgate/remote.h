@@ -485,7 +485,10 @@ BG_REMOTE_API int bg_remote_filter_stage_commit(bg_remote_filter *f);
  * rebuild keeps it and the number of shards (opts with another seed, or
  * other shards: BG_EINVAL); capacity and bits are split over the shards
  * as at creation. A commit that fails part-way leaves the filter correct,
- * some shards swapped: commit again to swap the rest, or abort them.
+ * some shards swapped: commit again to swap the rest, or abort them. It is
+ * one rebuild: when a shard's is cancelled or dropped meanwhile (BG_ESTALE,
+ * BG_ENOTFOUND from add or commit), or begin fails on one, the handle
+ * cancels its rebuilds of the other shards (those not swapped yet) too.
  * BG_OK, BG_EEXIST (a rebuild is pending already: this handle's, or another
  * client's), the sizing errors, BG_ETOOBIG, and the statuses of add. */
 BG_REMOTE_API int bg_remote_filter_rebuild_begin(bg_remote_filter *f,
@@ -512,6 +515,9 @@ BG_REMOTE_API int bg_remote_filter_rebuild_commit(bg_remote_filter *f);
 /* Cancels this handle's rebuild, or, on a handle that began none, whichever
  * rebuild is pending (to clean up at once after a rebuilder that died,
  * without waiting for its lease). Deletes its bits (module: its filter).
+ * Sharded, after a commit that failed part-way: the shards this handle has
+ * not swapped yet only (the others' pending rebuilds, if any, are another
+ * client's).
  * BG_OK, BG_ENOTFOUND (no such rebuild pending), BG_ECONN, BG_EREMOTE. */
 BG_REMOTE_API int bg_remote_filter_rebuild_abort(bg_remote_filter *f);
 

@@ -52,7 +52,10 @@
  *
  * REBUILD
  * bg_remote_filter_rebuild_begin, the source streamed through
- * rebuild_add_many in batches, rebuild_commit; on failure rebuild_abort.
+ * rebuild_add_many in batches, rebuild_commit; on failure rebuild_abort,
+ * unless the failure is that the rebuild was cancelled or dropped meanwhile
+ * (BG_ESTALE, BG_ENOTFOUND, returned as they are): then it is not ours to
+ * abort, and another client's may be pending by now.
  * Every add, from any instance, reaches the rebuild too while it is pending
  * (remote.h, REBUILD), so puts are kept. A rebuild pending from another
  * client gives BG_EBUSY. If our abort fails too (Redis went away), the
@@ -365,9 +368,26 @@ int bg__remote_init(bg_guard *g)
 
 /* ---- rebuild --------------------------------------------------------------- */
 
+/* Whether a rebuild call's status says the rebuild is no longer ours: it
+ * was cancelled (by `rebuild --abort`, a publish, its lease running out)
+ * or dropped with the filter meanwhile (remote.h). Then there is nothing
+ * of ours to abort, and an abort, which on a handle without a rebuild of
+ * its own cancels whichever is pending, could cancel another client's. */
+static int rebuild_gone(int64_t rc)
+{
+    return rc == BG_ESTALE || rc == BG_ENOTFOUND;
+}
+
+typedef struct rebuild_feed {
+    bg_remote_filter *rf;
+    int gone; /* an add found the rebuild gone */
+} rebuild_feed;
+
 static int flush_rebuild(void *arg, const void *const *keys, const size_t *lens, size_t n)
 {
-    int64_t rc = bg_remote_filter_rebuild_add_many(arg, keys, lens, n, NULL);
+    rebuild_feed *feed = arg;
+    int64_t rc = bg_remote_filter_rebuild_add_many(feed->rf, keys, lens, n, NULL);
+    feed->gone = rebuild_gone(rc);
     return rc < 0 ? (int)rc : BG_OK;
 }
 
@@ -409,12 +429,15 @@ static int rebuild_locked(bg_guard *g)
         return BG_EBUSY; /* another client's rebuild is pending */
     if (rc != BG_OK)
         return rc;
-    rc = stream(g, BG__GUARD_BATCH_REMOTE, flush_rebuild, t->rf);
-    if (rc == BG_OK)
+    rebuild_feed feed = {.rf = t->rf};
+    rc = stream(g, BG__GUARD_BATCH_REMOTE, flush_rebuild, &feed);
+    if (rc == BG_OK) {
         rc = bg_remote_filter_rebuild_commit(t->rf);
-    if (rc == BG_ECONN) /* a lost request or reply: one retry (REBUILD) */
-        rc = bg_remote_filter_rebuild_commit(t->rf);
-    if (rc != BG_OK) {
+        if (rc == BG_ECONN) /* a lost request or reply: one retry (REBUILD) */
+            rc = bg_remote_filter_rebuild_commit(t->rf);
+        feed.gone = rebuild_gone(rc);
+    }
+    if (rc != BG_OK && !feed.gone) {
         int ar = bg_remote_filter_rebuild_abort(t->rf);
         if (ar != BG_OK && ar != BG_ENOTFOUND)
             g->remote_abort = 1;

@@ -432,6 +432,27 @@ static int sharded_expire(bg_remote_filter *f, uint64_t ttl_ms)
  * renewed while any is. A commit that fails part-way leaves some shards
  * committed and others pending, and the filter correct either way: commit
  * again to go on with the shards still pending, or abort them. */
+/* A sharded rebuild is one rebuild: when it fails on one shard for good
+ * (begin failed, or that shard's rebuild was cancelled or dropped: BG_ESTALE,
+ * BG_ENOTFOUND), this cancels the handle's rebuilds still pending on the
+ * others, best effort, keeping the first failure's message. Else they would
+ * stay pending, every add writing twice, until their leases ran out, and a
+ * later abort on this handle could not tell them from another client's. */
+static void cancel_own_shards(bg_remote_filter *f)
+{
+    char keep[BG__REMOTE_ERRSTR];
+    memcpy(keep, f->r->errstr, sizeof keep);
+    for (uint32_t j = 0; j < f->shards; j++)
+        if (f->sub[j]->rb.gen)
+            (void)bg__bitmap_rebuild_abort(f->sub[j]);
+    memcpy(f->r->errstr, keep, sizeof keep);
+}
+
+static int gone_for_good(int64_t rc)
+{
+    return rc == BG_ESTALE || rc == BG_ENOTFOUND;
+}
+
 static int sharded_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o)
 {
     bg_remote_filter_options so;
@@ -449,20 +470,12 @@ static int sharded_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_opt
         if (f->sub[j]->rb.gen)
             return bg__remote_fail(f->r, BG_EEXIST, "this handle's rebuild is pending");
     int rc = BG_OK;
-    uint32_t begun = 0;
-    for (; begun < f->shards; begun++) {
-        f->sub[begun]->rb_lease_ms = f->rb_lease_ms;
-        if ((rc = bg__bitmap_rebuild_begin(f->sub[begun], o ? &so : NULL)) != BG_OK)
-            break;
+    for (uint32_t j = 0; rc == BG_OK && j < f->shards; j++) {
+        f->sub[j]->rb_lease_ms = f->rb_lease_ms;
+        rc = bg__bitmap_rebuild_begin(f->sub[j], o ? &so : NULL);
     }
-    if (rc == BG_OK)
-        return BG_OK;
-    /* Best effort: cancel the shards begun here, keeping the error's message. */
-    char keep[BG__REMOTE_ERRSTR];
-    memcpy(keep, f->r->errstr, sizeof keep);
-    for (uint32_t j = 0; j < begun; j++)
-        (void)bg__bitmap_rebuild_abort(f->sub[j]);
-    memcpy(f->r->errstr, keep, sizeof keep);
+    if (rc != BG_OK)
+        cancel_own_shards(f);
     return rc;
 }
 
@@ -482,6 +495,8 @@ static int64_t sharded_rebuild_add(bg_remote_filter *f, const void *const *keys,
         int64_t h = bg__bitmap_rebuild_add(f->sub[j], p.keys + from, p.lens + from,
                                            p.end[j] - from, p.res + from);
         if (h < 0) {
+            if (gone_for_good(h))
+                cancel_own_shards(f);
             hits = h;
             break;
         }
@@ -503,18 +518,28 @@ static int sharded_rebuild_commit(bg_remote_filter *f)
         any = 1;
         rc = bg__bitmap_rebuild_commit(f->sub[j]);
     }
+    if (gone_for_good(rc))
+        cancel_own_shards(f); /* those not swapped yet */
     if (!any)
         return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
     int sr = sharded_shape(f);
     return rc != BG_OK ? rc : sr;
 }
 
-/* This handle's rebuilds, or whichever are pending: BG_OK if any shard had
- * one, BG_ENOTFOUND if none, else the first other error. */
+/* This handle's rebuilds, if it has any pending (after a commit that
+ * failed part-way, only on some shards: the others may have another
+ * client's by now, which are not this handle's to cancel), else whichever
+ * are pending: BG_OK if any shard had one, BG_ENOTFOUND if none, else the
+ * first other error. */
 static int sharded_rebuild_abort(bg_remote_filter *f)
 {
+    int own = 0;
+    for (uint32_t j = 0; j < f->shards; j++)
+        own |= f->sub[j]->rb.gen != 0;
     int rc = BG_ENOTFOUND;
     for (uint32_t j = 0; j < f->shards; j++) {
+        if (own && !f->sub[j]->rb.gen)
+            continue;
         int ar = bg__bitmap_rebuild_abort(f->sub[j]);
         if (ar == BG_OK && rc == BG_ENOTFOUND)
             rc = BG_OK;

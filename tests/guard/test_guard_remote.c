@@ -13,7 +13,9 @@
  * and cause no false negative; creation is atomic (a watcher never sees a
  * partly filled filter, a failed one leaves nothing). Both backends: a
  * rebuild whose commit loses its request or its reply still commits, on one
- * retry (script_fault.h injects the loss). */
+ * retry (script_fault.h injects the loss); one that another client cancels
+ * halfway fails with BG_ESTALE and leaves alone the rebuild that client
+ * began meanwhile (bitmap, sharded, module). */
 #include "test_util.h"
 #include "redis_server.h"
 #include "redis_cluster.h"
@@ -194,6 +196,42 @@ static void *rebuild_thread(void *p)
     return NULL;
 }
 
+/* Another client cancels the rebuild under way (whichever is pending: the
+ * guard's) and begins its own, halfway through the guard's scan. */
+typedef struct takeover {
+    bg_remote_filter *h;
+    const bg_remote_filter_options *shape;
+} takeover;
+
+static void cancel_and_take_over(void *arg)
+{
+    takeover *t = arg;
+    TU_EQ_I(bg_remote_filter_rebuild_abort(t->h), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(t->h, t->shape), BG_OK);
+}
+
+/* The guard's rebuild of `name` is cancelled halfway by another client,
+ * which begins its own: the guard's fails with BG_ESTALE (a rebuild error)
+ * and leaves the other one pending (its own abort finds it). */
+static void rebuild_taken_over(bg_guard *g, const bg_remote_options *ro, const char *name,
+                               bg_remote_backend backend, const bg_remote_filter_options *shape)
+{
+    bg_remote *r = NULL;
+    takeover t = {.shape = shape};
+    TU_EQ_I(bg_remote_connect(&r, ro), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&t.h, r, name, backend), BG_OK);
+    uint64_t errors = gc(g).rebuild_errors;
+    src.mid_scan = cancel_and_take_over;
+    src.mid_scan_arg = &t;
+    TU_EQ_I(bg_guard_rebuild(g), BG_ESTALE);
+    src.mid_scan = NULL;
+    TU_EQ_U(gc(g).rebuild_errors, errors + 1);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(t.h), BG_OK);
+    TU_EQ_I(bg_guard_rebuild(g), BG_OK);
+    bg_remote_filter_close(t.h);
+    bg_remote_free(r);
+}
+
 static void bitmap_rebuild(void **state)
 {
     (void)state;
@@ -227,6 +265,8 @@ static void bitmap_rebuild(void **state)
     atomic_store(&src.fail_scan, 0);
     TU_EQ_I(bg_guard_rebuild(b), BG_OK);
     all_present(a, "p", 100, NKEYS);
+    rebuild_taken_over(a, &ro, "rb", BG_REMOTE_BITMAP, NULL);
+    all_present(b, "p", 100, NKEYS);
     bg_guard_free(a);
     bg_guard_free(b);
     ms_free(&src);
@@ -255,6 +295,8 @@ static void sharded_rebuild(void **state)
     TU_EQ_I(bg_guard_rebuild(a), BG_OK);
     all_present(b, "p", 0, NKEYS);
     rebuilds_drop_deleted(a, b, 3);
+    rebuild_taken_over(a, &ro, "gsh", BG_REMOTE_BITMAP, NULL); /* on every shard */
+    all_present(b, "p", 100, NKEYS);
     bg_remote_filter_stats st;
     bg_remote_filter *g2 = NULL;
     TU_EQ_I(bg_remote_filter_open(&g2, r, "gsh", BG_REMOTE_BITMAP), BG_OK);
@@ -574,6 +616,10 @@ static void module_backend(void **state)
     atomic_store(&src.fail_scan, 0);
     TU_EQ_I(bg_guard_rebuild(b), BG_OK);
     all_present(a, "p", 100, NKEYS);
+    bg_remote_filter_options shape = {.backend = BG_REMOTE_MODULE, .capacity = 2 * NKEYS,
+                                      .error_rate = 0.01};
+    rebuild_taken_over(a, &ro, "mod", BG_REMOTE_MODULE, &shape);
+    all_present(b, "p", 100, NKEYS);
     bg_guard_free(a);
     bg_guard_free(b);
     bg_guard_buf_free(&v);

@@ -994,7 +994,8 @@ static void sharded_reader(int port, const char *name, size_t n, int stop_fd)
 /* A sharded filter rebuilt five times (new shape, same shape) while another
  * handle adds and another process reads: no key is ever missing, though the
  * shards swap one after another; the seed cannot change; abort cancels
- * every shard's rebuild. */
+ * every shard's rebuild; one shard's cancelled cancels the rest; after a
+ * commit lost part-way, abort cancels only this handle's shards. */
 static void sharded_rebuild(void **state)
 {
     (void)state;
@@ -1064,8 +1065,49 @@ static void sharded_rebuild(void **state)
     tu_batch_fill(&b, 1, 6, 0, 10);
     TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
     TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_EINVAL);
-    tu_batch_free(&b);
     expect_all(a, 6, SRC);
+
+    /* One shard's rebuild cancelled (by a handle on that shard alone) ends
+     * the whole rebuild, in add and in commit: no other shard's stays
+     * pending, writing twice until its lease runs out. */
+    bg_remote_filter *s1, *s2;
+    TU_EQ_I(bg_remote_filter_open(&s1, r, "srb:s1", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&s2, r, "srb:s2", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(s1), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(w, b.keys, b.lens, 10, NULL), BG_ESTALE);
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 8);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    add_set(w, 6, 0, SRC, 1);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(s2), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ESTALE); /* s0 and s1 swapped, s3 not */
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 8);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_ENOTFOUND);
+    expect_all(a, 6, SRC);
+
+    /* A commit lost at shard 2: shards 0 and 1 are swapped, and another
+     * client begins a rebuild of shard 0. This handle's abort cancels its
+     * own shards 2 and 3 only. */
+    bg_remote_filter *s0;
+    TU_EQ_I(bg_remote_filter_open(&s0, r, "srb:s0", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+    add_set(w, 6, 0, SRC, 1);
+    sf_arm_after(BG__SCRIPT_REBUILD_COMMIT, BG__FAULT_LOSE_REQUEST, 2, 1);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ECONN);
+    TU_EQ_I(sf_disarm(), 1);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(s0, NULL), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 11); /* s0's new rebuild, s2's and s3's */
+    TU_EQ_I(bg_remote_filter_rebuild_abort(w), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 9);
+    TU_TRUE(bg_remote_filter_rebuild_add_many(s0, b.keys, b.lens, 10, NULL) >= 0);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(s0), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{srb:s*"), 8);
+    expect_all(a, 6, SRC);
+    tu_batch_free(&b);
+    bg_remote_filter_close(s0);
+    bg_remote_filter_close(s1);
+    bg_remote_filter_close(s2);
 
     TU_EQ_I(bg_remote_filter_drop(a), BG_OK);
     TU_EQ_I(ts_count_keys(c, "*srb*"), 0);
