@@ -218,9 +218,10 @@ typedef struct cli_keys {
 int cli_keys_begin(cli_keys *r, int fd, char sep);
 /* The next batch: returns the number of keys in r->keys/r->lens (> 0), 0 at
  * the end of the input, or -1 on failure (r->err; cli_keys_error prints
- * it). */
+ * it). A signal caught by cli_catch_signals ends it: -1, r->err EINTR. */
 int cli_keys_next(cli_keys *r);
-/* Prints the failure of cli_keys_next: "bloomgate: CMD: SOURCE: ...". */
+/* Prints the failure of cli_keys_next: "bloomgate: CMD: SOURCE: ...";
+ * nothing for EINTR (the command says it was interrupted). */
 void cli_keys_error(const cli_keys *r, const char *cmd);
 void cli_keys_end(cli_keys *r);
 
@@ -298,6 +299,21 @@ int cli_save(const bg_filter *f, const char *path, int *err);
  * after the file is complete and no temporary file is left. */
 void cli_hold_signals(sigset_t *old);
 void cli_release_signals(const sigset_t *old);
+
+/* The same signals caught, for a command that must clean up before it
+ * ends (rebuild cancels its rebuild in Redis): after cli_catch_signals the
+ * first one only records itself in cli_caught_signal and interrupts a
+ * blocking read (EINTR: no SA_RESTART); a second one ends the CLI at once,
+ * in case the cleanup hangs. A signal
+ * ignored from the start (nohup) stays ignored. cli_uncatch_signals puts the
+ * old handlers back and, if one was caught, dies of it as if it had not
+ * been (exit status 128 + N in a shell): flush stdout first.
+ * cli_catching_signals tells producer.c's handler, which takes their place
+ * while a command runs, to do the same. */
+extern volatile sig_atomic_t cli_caught_signal;
+extern volatile sig_atomic_t cli_catching_signals;
+void cli_catch_signals(void);
+void cli_uncatch_signals(void);
 
 /* ---- sizing options (calc, create) ------------------------------------ */
 

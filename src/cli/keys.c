@@ -100,10 +100,12 @@ int cli_keys_next(cli_keys *r)
             break;
         if (make_room(r) != 0)
             return -1;
-        ssize_t n;
-        do
-            n = read(r->fd, r->buf + r->len, r->cap - r->len);
-        while (n < 0 && errno == EINTR);
+        /* A caught signal (cli_catch_signals) ends the reading: EINTR. */
+        ssize_t n = -1;
+        errno = EINTR;
+        while (!cli_caught_signal &&
+               (n = read(r->fd, r->buf + r->len, r->cap - r->len)) < 0 && errno == EINTR)
+            ;
         if (n < 0) {
             r->err = errno;
             return -1;
@@ -119,6 +121,8 @@ int cli_keys_next(cli_keys *r)
 
 void cli_keys_error(const cli_keys *r, const char *cmd)
 {
+    if (r->err == EINTR)
+        return; /* a caught signal: the command says so */
     if (r->err == 0)
         cli_error("%s: %s: key %llu is longer than %u bytes (the limit)", cmd, r->source,
                   (unsigned long long)r->total_keys + 1, (unsigned)CLI_MAX_KEY);

@@ -15,7 +15,8 @@
  * gets SIGTERM, and SIGKILL if it is still there STOP_GRACE_MS later. Not
  * being the terminal's foreground group has two consequences:
  *  - Ctrl-C and the other signals that end the CLI reach only the CLI,
- *    which passes them on to the group (forward()) and then dies of them.
+ *    which passes them on to the group (forward()) and then dies of them
+ *    (rebuild, which catches them, after cancelling its rebuild).
  *  - The command cannot read the terminal, e.g. to ask for a password.
  *    SIGTTIN and SIGTTOU are ignored in it, so such a read fails (EIO)
  *    rather than stopping it for ever, and its messages are written even
@@ -53,11 +54,17 @@ static volatile sig_atomic_t running_group;
 
 /* The CLI is ending of sig: end the command the same way, then die of sig
  * as if it had not been caught (raised while blocked in this handler, it
- * is delivered, now with the default action, once the handler returns). */
+ * is delivered, now with the default action, once the handler returns);
+ * or, the first time under cli_catch_signals, record it and return, for
+ * the CLI to clean up and then die of it. */
 static void forward(int sig)
 {
     if (running_group > 0)
         kill(-(pid_t)running_group, sig);
+    if (cli_catching_signals && !cli_caught_signal) {
+        cli_caught_signal = sig;
+        return;
+    }
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -662,11 +662,15 @@ int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, b
  * (producer.c), reads its output as it reads stdin, and commits only if it
  * exited with status 0.
  *
+ * An interrupt (SIGINT, SIGTERM, SIGHUP, SIGQUIT) before the commit is
+ * caught (cli_catch_signals): the reading stops, --command's command is
+ * ended, the rebuild is cancelled, and then the CLI dies of the signal. A
+ * second one ends it at once, in case Redis does not answer the cancel.
+ *
  * LIMITATIONS
- * An interrupt (SIGINT, SIGTERM) ends the program as it does for add (and
- * ends --command's command too): the rebuild is not cancelled, but stays
- * pending, every add writing twice, until its lease runs out or someone
- * runs `rebuild --abort`. */
+ * SIGKILL, or a second interrupt, leaves the rebuild pending, every add
+ * writing twice, until its lease runs out or someone runs `rebuild
+ * --abort`. */
 
 /* What in `a` does not apply to backend b; NULL if all of it does. */
 static const char *rebuild_args_error(bg_remote_backend b, const cli_remote_rebuild_args *a)
@@ -739,6 +743,8 @@ static int rebuild_batch(void *ctx, const void *const *keys, const size_t *lens,
 {
     rebuilder *b = ctx;
     (void)before;
+    if (cli_caught_signal)
+        return -1; /* rebuild_run says so */
     for (size_t at = 0; at < count; at += CLI_REMOTE_BATCH) {
         size_t n = count - at < CLI_REMOTE_BATCH ? count - at : CLI_REMOTE_BATCH;
         int64_t rc = bg_remote_filter_rebuild_add_many(b->rf->f, keys + at, lens + at, n, NULL);
@@ -810,34 +816,25 @@ static void print_rebuilt(const cli_remote *rf, const bg_remote_filter_stats *s,
                 disp, (unsigned long long)s->items, (unsigned long long)s->capacity);
 }
 
-int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
+/* Whether a signal that ends the CLI came meanwhile (cli_catch_signals):
+ * says so. The rebuild is then cancelled, and the CLI dies of it after. */
+static bool interrupted(const char *disp)
 {
-    if (a->lease_ms > BG_REMOTE_MAX_REBUILD_LEASE_MS) {
-        /* as cli_parse_count says it, which cannot know the bound */
-        cli_error("--lease: '%llu' is too large (at most %llu)", (unsigned long long)a->lease_ms,
-                  (unsigned long long)BG_REMOTE_MAX_REBUILD_LEASE_MS);
-        return CLI_EXIT_ERROR;
-    }
-    cli_url u;
-    if (cli_url_parse(url, &u) != 0)
-        return CLI_EXIT_ERROR;
-    bg_remote_backend backend = (bg_remote_backend)u.backend;
-    const char *bad = a->cancel ? NULL : rebuild_args_error(backend, a);
-    cli_url_free(&u);
-    if (bad)
-        return cli_usage_error(&cli_cmd_rebuild, "%s", bad);
+    int sig = cli_caught_signal;
+    if (!sig)
+        return false;
+    cli_error("%s: rebuild: interrupted by signal %d (%s)", disp, sig, strsignal(sig));
+    return true;
+}
 
-    uint64_t lease_ms = a->lease_ms ? a->lease_ms : BG_REMOTE_REBUILD_LEASE_MS;
-    rebuilder b = {.lease_s = (double)lease_ms / 1e3};
-    if (cli_remote_open(url, &b.rf) != 0)
-        return CLI_EXIT_ERROR;
-    cli_remote *rf = b.rf;
+/* The rebuild itself, from begin to the report, on b->rf; an exit status.
+ * Signals are caught meanwhile: one that comes before the commit cancels
+ * the rebuild (a pipeline's producer killed by the same Ctrl-C ends its
+ * output early, which must not be committed). */
+static int rebuild_run(rebuilder *b, bg_remote_backend backend, const cli_remote_rebuild_args *a)
+{
+    cli_remote *rf = b->rf;
     const char *disp = rf->url.display;
-    if (a->cancel)
-        return rebuild_abort_pending(rf, a->quiet, a->json);
-    if (a->lease_ms)
-        (void)bg_remote_filter_set_rebuild_lease(rf->f, a->lease_ms); /* range checked */
-
     const bg_sizing *g = &a->given;
     bool resize = g->n || g->p != 0 || g->m || g->k;
     bg_remote_filter_options o = {
@@ -870,7 +867,10 @@ int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
             cli_error("%s: cannot rebuild: %s", disp, why);
         } else
             remote_error(disp, "cannot rebuild", rc, rf->r);
-        cli_remote_close(rf);
+        return CLI_EXIT_ERROR;
+    }
+    if (interrupted(disp)) {
+        rebuild_cancel(b);
         return CLI_EXIT_ERROR;
     }
 
@@ -883,17 +883,20 @@ int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
     if (a->command) {
         cli_producer prod;
         if (cli_producer_start(&prod, a->command, disp) != 0) {
-            rebuild_cancel(&b);
-            cli_remote_close(rf);
+            rebuild_cancel(b);
             return CLI_EXIT_ERROR;
         }
         read = cli_keys_each_fd(prod.fd, "the command's output", a->sep, "rebuild", disp,
-                                a->quiet, rebuild_batch, &b);
-        if (cli_producer_end(&prod, read < 0, disp) != 0)
+                                a->quiet, rebuild_batch, b);
+        if (cli_producer_end(&prod, read < 0 || cli_caught_signal, disp) != 0)
             read = -1;
     } else {
         read = cli_keys_each(a->keys, a->nkeys, a->sep, "rebuild", disp, a->quiet,
-                             rebuild_batch, &b);
+                             rebuild_batch, b);
+    }
+    if (interrupted(disp)) {
+        rebuild_cancel(b);
+        return CLI_EXIT_ERROR;
     }
     if (read == 0)
         /* Most likely the source failed (a pipeline's producer that died
@@ -903,8 +906,7 @@ int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
                   "(to empty it on purpose: bloomgate create --force URL ...)",
                   disp);
     if (read <= 0) {
-        rebuild_cancel(&b);
-        cli_remote_close(rf);
+        rebuild_cancel(b);
         return CLI_EXIT_ERROR;
     }
 
@@ -916,13 +918,12 @@ int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
     if (rc == BG_ECONN)
         rc = bg_remote_filter_rebuild_commit(rf->f);
     if (rc != BG_OK) {
-        b.committing = true;
-        rebuild_error(&b, "cannot commit the rebuild", rc);
+        b->committing = true;
+        rebuild_error(b, "cannot commit the rebuild", rc);
         cli_error("%s: not committed, or on a sharded filter only some shards: each shard is "
                   "complete, old or new, so no key is missing",
                   disp);
-        rebuild_cancel(&b);
-        cli_remote_close(rf);
+        rebuild_cancel(b);
         return CLI_EXIT_ERROR;
     }
 
@@ -930,14 +931,46 @@ int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
     rc = bg_remote_filter_stats_get(rf->f, &s);
     if (rc != BG_OK) {
         remote_error(disp, "rebuilt, but cannot read the statistics", rc, rf->r);
-        cli_remote_close(rf);
         return CLI_EXIT_ERROR;
     }
     print_rebuilt(rf, &s, read, a);
-    cli_remote_close(rf);
-    if (a->json && cli_stdout_close() != 0)
-        return CLI_EXIT_ERROR;
     return CLI_EXIT_OK;
+}
+
+int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
+{
+    if (a->lease_ms > BG_REMOTE_MAX_REBUILD_LEASE_MS) {
+        /* as cli_parse_count says it, which cannot know the bound */
+        cli_error("--lease: '%llu' is too large (at most %llu)", (unsigned long long)a->lease_ms,
+                  (unsigned long long)BG_REMOTE_MAX_REBUILD_LEASE_MS);
+        return CLI_EXIT_ERROR;
+    }
+    cli_url u;
+    if (cli_url_parse(url, &u) != 0)
+        return CLI_EXIT_ERROR;
+    bg_remote_backend backend = (bg_remote_backend)u.backend;
+    const char *bad = a->cancel ? NULL : rebuild_args_error(backend, a);
+    cli_url_free(&u);
+    if (bad)
+        return cli_usage_error(&cli_cmd_rebuild, "%s", bad);
+
+    uint64_t lease_ms = a->lease_ms ? a->lease_ms : BG_REMOTE_REBUILD_LEASE_MS;
+    rebuilder b = {.lease_s = (double)lease_ms / 1e3};
+    if (cli_remote_open(url, &b.rf) != 0)
+        return CLI_EXIT_ERROR;
+    cli_remote *rf = b.rf;
+    if (a->cancel)
+        return rebuild_abort_pending(rf, a->quiet, a->json);
+    if (a->lease_ms)
+        (void)bg_remote_filter_set_rebuild_lease(rf->f, a->lease_ms); /* range checked */
+    cli_catch_signals();
+    int code = rebuild_run(&b, backend, a);
+    cli_remote_close(rf);
+    if (code == CLI_EXIT_OK && a->json && cli_stdout_close() != 0)
+        code = CLI_EXIT_ERROR;
+    fflush(stdout);
+    cli_uncatch_signals(); /* dies of a signal caught meanwhile */
+    return code;
 }
 
 #else /* !BG_CLI_REMOTE */

@@ -538,6 +538,54 @@ void cli_release_signals(const sigset_t *old)
     sigprocmask(SIG_SETMASK, old, NULL);
 }
 
+volatile sig_atomic_t cli_caught_signal;
+volatile sig_atomic_t cli_catching_signals;
+
+static const int ending_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define NENDING (sizeof ending_signals / sizeof ending_signals[0])
+static struct sigaction catch_saved[NENDING];
+static bool catch_installed[NENDING];
+
+static void catch_signal(int sig)
+{
+    if (cli_caught_signal) { /* the second: die of it now */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    cli_caught_signal = sig;
+}
+
+void cli_catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = catch_signal;
+    sa.sa_flags = 0; /* no SA_RESTART: a blocking read ends */
+    sigemptyset(&sa.sa_mask);
+    cli_caught_signal = 0;
+    cli_catching_signals = 1;
+    for (size_t i = 0; i < NENDING; i++) {
+        catch_installed[i] = false;
+        if (sigaction(ending_signals[i], NULL, &catch_saved[i]) == 0 &&
+            catch_saved[i].sa_handler != SIG_IGN)
+            catch_installed[i] = sigaction(ending_signals[i], &sa, NULL) == 0;
+    }
+}
+
+void cli_uncatch_signals(void)
+{
+    for (size_t i = 0; i < NENDING; i++)
+        if (catch_installed[i])
+            sigaction(ending_signals[i], &catch_saved[i], NULL);
+    cli_catching_signals = 0;
+    int sig = cli_caught_signal;
+    if (sig) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+}
+
 int cli_save(const bg_filter *f, const char *path, int *err)
 {
     sigset_t old;

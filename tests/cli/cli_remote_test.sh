@@ -837,14 +837,15 @@ case_rebuild_fail() {
     eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "old keys after the abort"
     run 1 "$BG" check -q "$U" c-1
 
-    # an interrupted rebuilder leaves its rebuild pending (until the
-    # lease, or --abort); the filter answers as before meanwhile
+    # a killed rebuilder (SIGKILL: an interrupt cancels it) leaves its
+    # rebuild pending (until the lease, or --abort); the filter answers as
+    # before meanwhile
     "$BG" rebuild "$U" <src.fifo >/dev/null 2>&1 &
     p=$!
     exec 3>src.fifo
     echo e-1 >&3
     wait_pending '{rf}:meta' next
-    kill -TERM $p
+    kill -KILL $p
     wait $p 2>/dev/null || true
     exec 3>&-
     run 2 "$BG" rebuild "$U" f-1
@@ -1000,9 +1001,9 @@ case_rebuild_command_fail() {
     eq "$rc" 2 "exit status of the aborted rebuild"
     has first.err "the rebuild was cancelled meanwhile"
     gone 'sleep 63.25'
-    # SIGTERM to the CLI ends the command too (the rebuild stays pending,
-    # as for any interrupted rebuild)
-    "$BG" rebuild "$U" --command "echo e-1; sleep 64.25" >/dev/null 2>&1 &
+    # SIGTERM to the CLI ends the command too, cancels the rebuild, and then
+    # ends the CLI (it dies of the signal)
+    "$BG" rebuild "$U" --command "echo e-1; sleep 64.25" >/dev/null 2>term.err &
     p=$!
     local i
     for i in $(seq 100); do
@@ -1015,9 +1016,32 @@ case_rebuild_command_fail() {
     wait $p || rc=$?
     eq "$rc" 143 "exit status of the CLI after SIGTERM"
     gone 'sleep 64.25'
-    run 2 "$BG" rebuild "$U" f-1
-    has err "another rebuild is pending"
-    run 0 "$BG" rebuild --abort "$U"
+    has term.err "$U: rebuild: interrupted by signal 15 (Terminated)"
+    has term.err "the rebuild was cancelled: the filter is as it was"
+    eq "$(redis-cli -p "$PORT" hexists '{rcf}:meta' next)" 0 "nothing pending after SIGTERM"
+    # ... also while it reads a pipeline: the CLI alone
+    { echo f-1; sleep 65.25; } 2>/dev/null | "$BG" rebuild "$U" >/dev/null 2>term.err &
+    p=$!
+    wait_pending '{rcf}:meta' next
+    kill -TERM $p
+    gone "rebuild $U"
+    pkill -f 'sleep 65.25' || true # the pipeline's wait is for all of it
+    rc=0
+    wait $p || rc=$?
+    eq "$rc" 143 "exit status of a pipeline's CLI after SIGTERM"
+    has term.err "the rebuild was cancelled: the filter is as it was"
+    eq "$(redis-cli -p "$PORT" hexists '{rcf}:meta' next)" 0 "nothing pending after SIGTERM"
+    # ... and the whole pipeline (as Ctrl-C signals it): the producer's end
+    # of output is not taken for a complete source, nothing is committed
+    setsid sh -c "{ echo g-1; sleep 66.25; } | '$BG' rebuild '$U' 2>term.err" &
+    p=$!
+    wait_pending '{rcf}:meta' next
+    kill -TERM -- -$p
+    wait $p 2>/dev/null || true
+    gone "rebuild $U"
+    has term.err "the rebuild was cancelled: the filter is as it was"
+    eq "$(redis-cli -p "$PORT" hexists '{rcf}:meta' next)" 0 "nothing pending after SIGTERM"
+    gone 'sleep 66.25'
 
     run 0 "$BG" check -c "$U" <a.txt
     eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "old keys after all that"
