@@ -62,6 +62,8 @@ extern const cli_command cli_cmd_check;
 extern const cli_command cli_cmd_info;
 extern const cli_command cli_cmd_merge;
 extern const cli_command cli_cmd_intersect;
+extern const cli_command cli_cmd_bench;
+extern const cli_command cli_cmd_demo;
 
 /* Prints the command's full help on stdout (for --help); returns
  * CLI_EXIT_OK, or CLI_EXIT_ERROR if stdout cannot be written. */

@@ -15,7 +15,8 @@
 static const cli_command *const commands[] = {
     &cli_cmd_calc,  &cli_cmd_create, &cli_cmd_add,   &cli_cmd_remove,
     &cli_cmd_check, &cli_cmd_info,   &cli_cmd_merge, &cli_cmd_intersect,
-    &cli_cmd_push,  &cli_cmd_pull,   &cli_cmd_rebuild,
+    &cli_cmd_push,  &cli_cmd_pull,   &cli_cmd_rebuild, &cli_cmd_bench,
+    &cli_cmd_demo,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

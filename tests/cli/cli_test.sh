@@ -81,6 +81,59 @@ no_temp_files() {
 
 # ---- cases ----------------------------------------------------------------
 
+# bench and demo: a filter built in memory, timed, and its error rate
+# measured on keys never added. The counts are exact (fixed keys, seed 0),
+# so they are checked against the model's rate with a margin of 4 standard
+# errors, sqrt(p (1 - p) / n).
+case_bench() {
+    run 0 "$BG" bench -n 20000 -p 0.01 --json
+    json_ok out
+    empty err
+    eq "$(jq '.results | length' out)" 2 "variants measured by default"
+    eq "$(jq -r '[.results[].variant] | join(",")' out)" "standard,blocked" "variants"
+    # the same m and k as calc gives (the filter is sized by the library)
+    "$BG" calc -n 20000 -p 0.01 --json >calc.json
+    eq "$(jq -c '[.results[] | select(.variant != "counting") | [.m, .k]]' calc.json)" \
+        "$(jq -c '[.results[] | [.bits, .hashes]]' out)" "bench m and k against calc"
+    eq "$(jq '[.results[] | .found] | unique' out | tr -d ' \n')" "[20000]" "every key found"
+    # 200 expected of 20000, standard error 14
+    jq -e '[.results[] | .false_positives] | all(. >= 144 and . <= 256)' out >/dev/null ||
+        fail "false positives out of range: $(jq -c '[.results[] | .false_positives]' out)"
+    jq -e '.results | all(.fp_rate == .false_positives / 20000)' out >/dev/null ||
+        fail "fp_rate is not false_positives / n"
+    jq -e '[.results[] | .ns_per_key[]] | all(. > 0)' out >/dev/null ||
+        fail "a time that is not positive: $(jq -c '[.results[] | .ns_per_key]' out)"
+    # one variant, the table; p = 0.1: 2000 expected, standard error 42
+    run 0 "$BG" bench -n 2e4 -p 0.1 --variant counting --single-writer
+    has out "false positives (rate)"
+    fp=$(awk '$1 == "counting" { print $(NF - 1) }' out)
+    [ "$fp" -ge 1830 ] && [ "$fp" -le 2170 ] || fail "counting: $fp false positives of 20000"
+    run 0 "$BG" bench -n 1000 --variant scalable --json
+    eq "$(jq '.results[0].found' out)" 1000 "scalable: every key found"
+    # bad arguments: status 2, nothing measured
+    run 2 "$BG" bench -p 2
+    has err "--error-rate: '2' is not between 0 and 1"
+    empty out
+    run 2 "$BG" bench -n 0
+    run 2 "$BG" bench -n 2e10
+    run 2 "$BG" bench extra
+    has err "unexpected argument 'extra'"
+    run 2 "$BG" bench --variant blocked -n 100 -p 0.01 -k 3
+    run 2 "$BG" demo --json
+    has err "unknown option '--json'"
+
+    run 0 "$BG" demo -n 20000
+    empty err
+    has out "A blocked filter for 20000 ids at a false-positive rate of 0.01"
+    has out "Every id that exists was found (20000 of 20000)"
+    away=$(sed -n 's/.*turned away \([0-9]*\) .*/\1/p' out)
+    other=$(sed -n 's/^The other \([0-9]*\) .*/\1/p' out)
+    eq "$((away + other))" 20000 "turned away + let through"
+    [ "$other" -ge 144 ] && [ "$other" -le 256 ] || fail "demo: $other false positives"
+    run 0 "$BG" demo -n 20000 --variant standard -p 0.001
+    has out "A standard filter for 20000 ids at a false-positive rate of 0.001"
+}
+
 case_help() {
     run 0 "$BG" --help
     has out "usage: bloomgate COMMAND"
@@ -91,7 +144,7 @@ case_help() {
     run 0 "$BG" --version
     has out "bloomgate 0."
     has out "file format 2"
-    for cmd in calc create add remove check info merge intersect; do
+    for cmd in calc create add remove check info merge intersect bench demo; do
         has <("$BG" --help) "  $cmd "
         run 0 "$BG" "$cmd" --help
         has out "usage: bloomgate $cmd"
