@@ -33,16 +33,26 @@ typedef struct key_window {
     uint8_t results[WINDOW];
 } key_window;
 
+/* The six timed passes, in the order they run (top of the file). */
+enum {
+    ADD_ONE,
+    ADD_BATCHED,
+    PRESENT_ONE,
+    PRESENT_BATCHED,
+    ABSENT_ONE,
+    ABSENT_BATCHED,
+    NPASSES
+};
+static const char *const pass_names[NPASSES] = {
+    "add_one", "add_batched", "present_one", "present_batched", "absent_one", "absent_batched",
+};
+
 typedef struct measured {
     bg_variant variant;
     uint64_t m, bytes;
     uint32_t k;
-    /* Nanoseconds per key: one call per key, and batched. */
-    double add_one, add_many, present_one, present_many, absent_one, absent_many;
-    uint64_t found;      /* present keys found, batched and one by one (each must be n) */
-    uint64_t found_one;
-    uint64_t false_pos;  /* absent keys answered "maybe present" (batched) */
-    uint64_t false_pos_one;
+    double ns[NPASSES];    /* per key */
+    uint64_t hits[NPASSES]; /* answers 1: keys new (adds), found, or false positives */
 } measured;
 
 typedef struct bench_args {
@@ -132,49 +142,46 @@ static int measure(const char *cmd, const bench_args *a, bg_variant v, key_windo
      * the kernel's first touch of each page (a scalable filter's later
      * layers still do, as they would in service). */
     (void)bg_filter_clear(f);
-    uint64_t half = a->n / 2, rest = a->n - half;
-    double ns = 0;
-    int64_t r[6];
-    r[0] = pass(f, w, ADD, false, 0, half, &ns);
-    out->add_one = per_key(ns, half);
-    ns = 0;
-    r[1] = pass(f, w, ADD, true, half, rest, &ns);
-    out->add_many = per_key(ns, rest);
-    ns = 0;
-    r[2] = pass(f, w, ASK, false, 0, a->n, &ns);
-    out->present_one = per_key(ns, a->n);
-    ns = 0;
-    r[3] = pass(f, w, ASK, true, 0, a->n, &ns);
-    out->present_many = per_key(ns, a->n);
-    ns = 0;
-    r[4] = pass(f, w, ASK, false, a->n, a->n, &ns);
-    out->absent_one = per_key(ns, a->n);
-    ns = 0;
-    r[5] = pass(f, w, ASK, true, a->n, a->n, &ns);
-    out->absent_many = per_key(ns, a->n);
+    uint64_t half = a->n / 2;
+    /* Each pass's keys: id:first .. id:first+count-1. */
+    const struct {
+        uint64_t first, count;
+        pass_kind kind;
+        bool batched;
+    } plan[NPASSES] = {
+        [ADD_ONE] = {0, half, ADD, false},
+        [ADD_BATCHED] = {half, a->n - half, ADD, true},
+        [PRESENT_ONE] = {0, a->n, ASK, false},
+        [PRESENT_BATCHED] = {0, a->n, ASK, true},
+        [ABSENT_ONE] = {a->n, a->n, ASK, false},
+        [ABSENT_BATCHED] = {a->n, a->n, ASK, true},
+    };
+    int64_t rc64 = 0;
+    for (int i = 0; i < NPASSES && rc64 >= 0; i++) {
+        double ns = 0;
+        rc64 = pass(f, w, plan[i].kind, plan[i].batched, plan[i].first, plan[i].count, &ns);
+        out->hits[i] = rc64 < 0 ? 0 : (uint64_t)rc64;
+        out->ns[i] = per_key(ns, plan[i].count);
+    }
     bg_filter_free(f);
-    for (int i = 0; i < 6; i++)
-        if (r[i] < 0) {
-            /* A scalable filter that cannot grow past its cap, say. */
-            cli_error("%s: %s: %s", cmd, bg_variant_name(v), bg_strerror((int)r[i]));
-            return -1;
-        }
-    out->found_one = (uint64_t)r[2];
-    out->found = (uint64_t)r[3];
-    out->false_pos_one = (uint64_t)r[4];
-    out->false_pos = (uint64_t)r[5];
-    if (out->found != a->n || out->found_one != a->n) {
-        cli_error("%s: %s: FALSE NEGATIVES: %llu (batched) and %llu (one by one) of %llu added "
-                  "keys were not found; please report this",
-                  cmd, bg_variant_name(v), (unsigned long long)(a->n - out->found),
-                  (unsigned long long)(a->n - out->found_one), (unsigned long long)a->n);
+    if (rc64 < 0) {
+        /* A scalable filter that cannot grow past its cap, say. */
+        cli_error("%s: %s: %s", cmd, bg_variant_name(v), bg_strerror((int)rc64));
         return -1;
     }
-    if (out->false_pos != out->false_pos_one) {
+    const uint64_t *h = out->hits;
+    if (h[PRESENT_BATCHED] != a->n || h[PRESENT_ONE] != a->n) {
+        cli_error("%s: %s: FALSE NEGATIVES: %llu (batched) and %llu (one by one) of %llu added "
+                  "keys were not found; please report this",
+                  cmd, bg_variant_name(v), (unsigned long long)(a->n - h[PRESENT_BATCHED]),
+                  (unsigned long long)(a->n - h[PRESENT_ONE]), (unsigned long long)a->n);
+        return -1;
+    }
+    if (h[ABSENT_BATCHED] != h[ABSENT_ONE]) {
         cli_error("%s: %s: the batched and the one-by-one calls disagree on the absent keys "
                   "(%llu and %llu maybe present); please report this",
-                  cmd, bg_variant_name(v), (unsigned long long)out->false_pos,
-                  (unsigned long long)out->false_pos_one);
+                  cmd, bg_variant_name(v), (unsigned long long)h[ABSENT_BATCHED],
+                  (unsigned long long)h[ABSENT_ONE]);
         return -1;
     }
     return 0;
@@ -252,13 +259,13 @@ static void print_json(const bench_args *a, const measured *r, size_t count)
                i ? "," : "", bg_variant_name(x->variant), (unsigned long long)x->m, x->k,
                (unsigned long long)x->bytes);
         printf("\"bits_per_key\":%s,", cli_fmt_double(d, (double)x->bytes * 8 / (double)a->n));
-        printf("\"ns_per_key\":{\"add_one\":%.2f,\"add_batched\":%.2f,\"present_one\":%.2f,"
-               "\"present_batched\":%.2f,\"absent_one\":%.2f,\"absent_batched\":%.2f},",
-               x->add_one, x->add_many, x->present_one, x->present_many, x->absent_one,
-               x->absent_many);
-        printf("\"found\":%llu,\"false_positives\":%llu,\"fp_rate\":%s}",
-               (unsigned long long)x->found, (unsigned long long)x->false_pos,
-               cli_fmt_double(d, (double)x->false_pos / (double)a->n));
+        printf("\"ns_per_key\":{");
+        for (int j = 0; j < NPASSES; j++)
+            printf("%s\"%s\":%.2f", j ? "," : "", pass_names[j], x->ns[j]);
+        printf("},\"found\":%llu,\"false_positives\":%llu,\"fp_rate\":%s}",
+               (unsigned long long)x->hits[PRESENT_BATCHED],
+               (unsigned long long)x->hits[ABSENT_BATCHED],
+               cli_fmt_double(d, (double)x->hits[ABSENT_BATCHED] / (double)a->n));
     }
     printf("]}\n");
 }
@@ -274,11 +281,12 @@ static void print_table(const bench_args *a, const measured *r, size_t count)
         const measured *x = &r[i];
         char size[32];
         cli_fmt_bytes(size, sizeof size, x->bytes);
-        printf("%-9s %8.3f %2u %10s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f  %llu (%.5f)\n",
-               bg_variant_name(x->variant), (double)x->bytes * 8 / (double)a->n, x->k, size,
-               x->add_one, x->add_many, x->present_one, x->present_many, x->absent_one,
-               x->absent_many, (unsigned long long)x->false_pos,
-               (double)x->false_pos / (double)a->n);
+        printf("%-9s %8.3f %2u %10s", bg_variant_name(x->variant),
+               (double)x->bytes * 8 / (double)a->n, x->k, size);
+        for (int j = 0; j < NPASSES; j++)
+            printf(" %7.1f", x->ns[j]);
+        printf("  %llu (%.5f)\n", (unsigned long long)x->hits[ABSENT_BATCHED],
+               (double)x->hits[ABSENT_BATCHED] / (double)a->n);
     }
     printf("(one run on this machine; make bench measures properly: docs/PERFORMANCE.md)\n");
 }
@@ -361,23 +369,23 @@ static int run_demo(int argc, char **argv)
         return CLI_EXIT_ERROR;
     char size[32];
     cli_fmt_bytes(size, sizeof size, r.bytes);
-    uint64_t away = a.n - r.false_pos;
+    uint64_t let_through = r.hits[ABSENT_BATCHED], away = a.n - let_through;
     printf("A %s filter for %llu ids at a false-positive rate of %g: %s, %.2f bits per id, "
            "k = %u.\n",
            bg_variant_name(v), (unsigned long long)a.n, a.p, size,
            (double)r.bytes * 8 / (double)a.n, r.k);
     printf("Added %llu ids: %.1f ns each (%.1f batched).\n", (unsigned long long)a.n,
-           r.add_one, r.add_many);
+           r.ns[ADD_ONE], r.ns[ADD_BATCHED]);
     printf("Asked for %llu ids that do not exist: the filter turned away %llu (%.2f%%), "
            "%.1f ns each (%.1f batched).\n",
            (unsigned long long)a.n, (unsigned long long)away,
-           100.0 * (double)away / (double)a.n, r.absent_one, r.absent_many);
+           100.0 * (double)away / (double)a.n, r.ns[ABSENT_ONE], r.ns[ABSENT_BATCHED]);
     printf("The other %llu (a measured rate of %.5f, for p = %g) would go on to the cache "
            "and the database.\n",
-           (unsigned long long)r.false_pos, (double)r.false_pos / (double)a.n, a.p);
+           (unsigned long long)let_through, (double)let_through / (double)a.n, a.p);
     printf("Every id that exists was found (%llu of %llu): a filter never turns away a key "
            "it holds.\n",
-           (unsigned long long)r.found, (unsigned long long)a.n);
+           (unsigned long long)r.hits[PRESENT_BATCHED], (unsigned long long)a.n);
     return cli_stdout_close() == 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 }
 
