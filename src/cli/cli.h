@@ -302,6 +302,19 @@ int cli_save(const bg_filter *f, const char *path, int *err);
 void cli_hold_signals(sigset_t *old);
 void cli_release_signals(const sigset_t *old);
 
+/* Those signals, the ones that end the CLI. cli_handlers_install gives each
+ * that is not ignored (nohup: it stays ignored) `handler`, without
+ * SA_RESTART, keeping the old handlers in *h; cli_handlers_restore puts
+ * them back. */
+#define CLI_NENDING 4
+extern const int cli_ending_signals[CLI_NENDING];
+typedef struct cli_handlers {
+    struct sigaction old[CLI_NENDING];
+    bool installed[CLI_NENDING];
+} cli_handlers;
+void cli_handlers_install(cli_handlers *h, void (*handler)(int));
+void cli_handlers_restore(const cli_handlers *h);
+
 /* The same signals caught, for a command that must clean up before it
  * ends (rebuild cancels its rebuild in Redis): after cli_catch_signals the
  * first one only records itself in cli_caught_signal and interrupts a

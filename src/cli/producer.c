@@ -44,11 +44,9 @@
 /* How long a stopped command has to go after SIGTERM before SIGKILL. */
 #define STOP_GRACE_MS 2000
 
-/* The signals passed on: those that cli_hold_signals holds. */
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-#define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
-static struct sigaction saved[NFORWARDED];
-static bool installed[NFORWARDED];
+/* The handlers forward() replaces while the command runs (of the signals
+ * that end the CLI, cli_ending_signals). */
+static cli_handlers before_forward;
 /* The running command's process group (its pid), or 0: read by forward(). */
 static volatile sig_atomic_t running_group;
 
@@ -71,26 +69,16 @@ static void forward(int sig)
 
 static void forward_begin(pid_t group)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = forward;
-    sigemptyset(&sa.sa_mask);
     running_group = group;
-    for (size_t i = 0; i < NFORWARDED; i++) {
-        installed[i] = false;
-        /* A signal ignored from the start (nohup) stays ignored, by the
-         * CLI and by the command, which inherited that. */
-        if (sigaction(forwarded[i], NULL, &saved[i]) == 0 && saved[i].sa_handler != SIG_IGN)
-            installed[i] = sigaction(forwarded[i], &sa, NULL) == 0;
-    }
+    /* A signal ignored from the start (nohup) stays ignored, by the CLI
+     * and by the command, which inherited that. */
+    cli_handlers_install(&before_forward, forward);
 }
 
 static void forward_end(void)
 {
     running_group = 0;
-    for (size_t i = 0; i < NFORWARDED; i++)
-        if (installed[i])
-            sigaction(forwarded[i], &saved[i], NULL);
+    cli_handlers_restore(&before_forward);
 }
 
 /* In the child: fd becomes target. The CLI may have started with 0 or 1

@@ -522,15 +522,37 @@ const char *cli_fmt_double(char buf[32], double v)
 
 /* ---- saving ----------------------------------------------------------- */
 
+const int cli_ending_signals[CLI_NENDING] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+
 void cli_hold_signals(sigset_t *old)
 {
     sigset_t hold;
     sigemptyset(&hold);
-    sigaddset(&hold, SIGINT);
-    sigaddset(&hold, SIGTERM);
-    sigaddset(&hold, SIGHUP);
-    sigaddset(&hold, SIGQUIT);
+    for (size_t i = 0; i < CLI_NENDING; i++)
+        sigaddset(&hold, cli_ending_signals[i]);
     sigprocmask(SIG_BLOCK, &hold, old);
+}
+
+void cli_handlers_install(cli_handlers *h, void (*handler)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = 0; /* no SA_RESTART: a blocking read ends */
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < CLI_NENDING; i++) {
+        h->installed[i] = false;
+        if (sigaction(cli_ending_signals[i], NULL, &h->old[i]) == 0 &&
+            h->old[i].sa_handler != SIG_IGN)
+            h->installed[i] = sigaction(cli_ending_signals[i], &sa, NULL) == 0;
+    }
+}
+
+void cli_handlers_restore(const cli_handlers *h)
+{
+    for (size_t i = 0; i < CLI_NENDING; i++)
+        if (h->installed[i])
+            sigaction(cli_ending_signals[i], &h->old[i], NULL);
 }
 
 void cli_release_signals(const sigset_t *old)
@@ -541,10 +563,7 @@ void cli_release_signals(const sigset_t *old)
 volatile sig_atomic_t cli_caught_signal;
 volatile sig_atomic_t cli_catching_signals;
 
-static const int ending_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
-#define NENDING (sizeof ending_signals / sizeof ending_signals[0])
-static struct sigaction catch_saved[NENDING];
-static bool catch_installed[NENDING];
+static cli_handlers before_catch;
 
 static void catch_signal(int sig)
 {
@@ -558,26 +577,14 @@ static void catch_signal(int sig)
 
 void cli_catch_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = catch_signal;
-    sa.sa_flags = 0; /* no SA_RESTART: a blocking read ends */
-    sigemptyset(&sa.sa_mask);
     cli_caught_signal = 0;
     cli_catching_signals = 1;
-    for (size_t i = 0; i < NENDING; i++) {
-        catch_installed[i] = false;
-        if (sigaction(ending_signals[i], NULL, &catch_saved[i]) == 0 &&
-            catch_saved[i].sa_handler != SIG_IGN)
-            catch_installed[i] = sigaction(ending_signals[i], &sa, NULL) == 0;
-    }
+    cli_handlers_install(&before_catch, catch_signal);
 }
 
 void cli_uncatch_signals(void)
 {
-    for (size_t i = 0; i < NENDING; i++)
-        if (catch_installed[i])
-            sigaction(ending_signals[i], &catch_saved[i], NULL);
+    cli_handlers_restore(&before_catch);
     cli_catching_signals = 0;
     int sig = cli_caught_signal;
     if (sig) {
