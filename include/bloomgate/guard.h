@@ -226,7 +226,10 @@ BG_GUARD_API int bg_guard_remove(bg_guard *g, const void *key, size_t len);
 /* Rebuilds the filter from the source and swaps it in (REBUILD AND SWAP).
  * BG_OK, BG_EBUSY, or the source's, filter's or remote client's status
  * (remote: BG_ESTALE if another client cancelled the rebuild meanwhile;
- * the filter is then as it was, and a later rebuild may start). */
+ * the filter is then as it was, and a later rebuild may start. A failed
+ * rebuild whose abort failed too, Redis being away, stays pending until
+ * its lease runs out: meanwhile rebuilds get BG_EBUSY, except on the
+ * thread that began it, whose next rebuild aborts it first). */
 BG_GUARD_API int bg_guard_rebuild(bg_guard *g);
 
 typedef struct bg_guard_counters {

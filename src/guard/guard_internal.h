@@ -143,6 +143,8 @@ typedef struct bg__guard_thread {
     _Atomic(bg_filter *) hazard[2]; /* [0] current, [1] pending */
     bg_remote *conn;                /* remote: NULL until first use */
     bg_remote_filter *rf;           /* remote: NULL until opened */
+    int rebuild_left;               /* remote: rf began a rebuild whose abort
+                                       failed: it may be pending still */
 } bg__guard_thread;
 
 /* ---- the Redis cache adapter (redis_cache.c) --------------------------- */
@@ -165,8 +167,6 @@ struct bg_guard {
     _Atomic(bg_filter *) pending; /* non-NULL while a rebuild fills it */
     pthread_mutex_t rebuild_mu;   /* trylock: one rebuild at a time */
     int rebuild_mu_ok;
-    int remote_abort; /* remote: a rebuild we began may be left pending
-                         (its abort failed); under rebuild_mu */
 
     /* Per-thread records (swap.c). */
     bg__thread_recs threads;

@@ -59,8 +59,12 @@
  * Every add, from any instance, reaches the rebuild too while it is pending
  * (remote.h, REBUILD), so puts are kept. A rebuild pending from another
  * client gives BG_EBUSY. If our abort fails too (Redis went away), the
- * rebuild stays pending there and would refuse every later one: the next
- * rebuild here aborts it first. A commit that fails with BG_ECONN is tried
+ * rebuild stays pending there and refuses every later one until its lease
+ * runs out: the next rebuild on the same thread aborts it first, on the
+ * handle that began it (rebuild_left), which cancels that rebuild only.
+ * Another handle's abort could not tell it from another client's begun
+ * since (once ours expired), so other threads' rebuilds get BG_EBUSY until
+ * the lease ends, as other clients' do. A commit that fails with BG_ECONN is tried
  * once more before giving up: its request or its reply was lost, and the
  * retry, on a new connection, commits it or finds it committed (remote.h),
  * so a network blip at that moment does not throw away a whole scan of the
@@ -82,10 +86,19 @@
 #include "core/alloc_internal.h"
 #include "guard_internal.h"
 
-void bg__remote_thread_close(bg__guard_thread *t)
+/* Closes t's filter handle. A rebuild it began and could not abort
+ * (rebuild_left) is then left to its lease: only this handle could tell
+ * it from another client's (REBUILD). */
+static void close_handle(bg__guard_thread *t)
 {
     bg_remote_filter_close(t->rf);
     t->rf = NULL;
+    t->rebuild_left = 0;
+}
+
+void bg__remote_thread_close(bg__guard_thread *t)
+{
+    close_handle(t);
     bg_remote_free(t->conn);
     t->conn = NULL;
 }
@@ -112,8 +125,7 @@ static int thread_conn(bg_guard *g, bg__guard_thread **out)
 
 static int reopen(bg_guard *g, bg__guard_thread *t)
 {
-    bg_remote_filter_close(t->rf);
-    t->rf = NULL;
+    close_handle(t);
     return bg_remote_filter_open(&t->rf, t->conn, g->rname, g->o.remote_backend);
 }
 
@@ -158,8 +170,7 @@ static int run(bg_guard *g, int (*op)(bg_remote_filter *, const void *, size_t),
             rc = op(t->rf, key, len);
     }
     if (rc == BG_ENOTFOUND || rc == BG_ESTALE) {
-        bg_remote_filter_close(t->rf);
-        t->rf = NULL;
+        close_handle(t);
     }
     return rc;
 }
@@ -316,8 +327,7 @@ static int create_module(bg_guard *g, bg__guard_thread *t)
         if (rc != BG_OK)
             return rc;
     }
-    bg_remote_filter_close(t->rf);
-    t->rf = NULL;
+    close_handle(t);
     int rc = bg_remote_filter_stage(&t->rf, t->conn, g->rname, &ro);
     if (rc != BG_OK)
         return rc;
@@ -331,8 +341,7 @@ static int create_module(bg_guard *g, bg__guard_thread *t)
         /* Another instance published its complete filter first (commit
          * dropped ours), or, after a lost reply, ours is the name already
          * (the staging key is gone): use whichever is there. */
-        bg_remote_filter_close(t->rf);
-        t->rf = NULL;
+        close_handle(t);
         return reopen(g, t);
     }
     if (rc != BG_OK && rc != BG_ECONN)
@@ -350,8 +359,7 @@ static int open_or_create(bg_guard *g, bg__guard_thread *t, int *created)
     *created = 1;
     rc = g->o.remote_backend == BG_REMOTE_BITMAP ? create_bitmap(g, t) : create_module(g, t);
     if (rc != BG_OK) {
-        bg_remote_filter_close(t->rf);
-        t->rf = NULL;
+        close_handle(t);
     }
     return rc;
 }
@@ -397,15 +405,15 @@ static int rebuild_locked(bg_guard *g)
     int rc = thread_conn(g, &t);
     if (rc != BG_OK)
         return rc;
-    int created;
-    if ((rc = open_or_create(g, t, &created)) != BG_OK || created)
-        return rc; /* created from the source just now: that is the rebuild */
-    if (g->remote_abort) {
+    if (t->rebuild_left) { /* on the handle that began it: only that one */
         rc = bg_remote_filter_rebuild_abort(t->rf);
         if (rc != BG_OK && rc != BG_ENOTFOUND)
             return rc;
-        g->remote_abort = 0;
+        t->rebuild_left = 0;
     }
+    int created;
+    if ((rc = open_or_create(g, t, &created)) != BG_OK || created)
+        return rc; /* created from the source just now: that is the rebuild */
     const bg_filter_options *fo = &g->o.filter;
     /* A resize keeps the filter's seed: a sharded filter routes keys to its
      * shards by it, so its rebuild may not change it (remote.h). */
@@ -440,7 +448,7 @@ static int rebuild_locked(bg_guard *g)
     if (rc != BG_OK && !feed.gone) {
         int ar = bg_remote_filter_rebuild_abort(t->rf);
         if (ar != BG_OK && ar != BG_ENOTFOUND)
-            g->remote_abort = 1;
+            t->rebuild_left = 1;
     }
     return rc;
 }

@@ -232,6 +232,70 @@ static void rebuild_taken_over(bg_guard *g, const bg_remote_options *ro, const c
     bg_remote_free(r);
 }
 
+/* bg_guard_rebuild(g) on a thread of its own (its own thread record and
+ * handle); its status. */
+typedef struct rebuild_call {
+    bg_guard *g;
+    int rc;
+} rebuild_call;
+
+static void *rebuild_call_run(void *p)
+{
+    rebuild_call *c = p;
+    c->rc = bg_guard_rebuild(c->g);
+    return NULL;
+}
+
+static int rebuild_on_new_thread(bg_guard *g)
+{
+    rebuild_call c = {.g = g, .rc = BG_EINVAL};
+    pthread_t th;
+    TU_EQ_I(pthread_create(&th, NULL, rebuild_call_run, &c), 0);
+    pthread_join(th, NULL);
+    return c.rc;
+}
+
+/* A rebuild of g whose scan fails and whose abort is lost (script
+ * `abort_script`), so that it is left pending in Redis. */
+static void rebuild_left_pending(bg_guard *g, int abort_script)
+{
+    atomic_store(&src.fail_scan, BG_EIO);
+    sf_arm(abort_script, BG__FAULT_LOSE_REQUEST, 1);
+    TU_EQ_I(bg_guard_rebuild(g), BG_EIO);
+    TU_EQ_I(sf_disarm(), 1);
+    atomic_store(&src.fail_scan, 0);
+}
+
+/* The abort of a failed rebuild is lost (Redis away): the same thread's
+ * next rebuild aborts the leftover first, on the handle that began it, and
+ * succeeds. When another client has cancelled the leftover and begun its
+ * own meanwhile, neither another thread's rebuild nor the same thread's
+ * cancels that one: both get BG_EBUSY and it stays pending (an abort on a
+ * handle without a rebuild of its own would have cancelled it). */
+static void rebuild_abort_lost(bg_guard *g, const bg_remote_options *ro, const char *name,
+                               bg_remote_backend backend, const bg_remote_filter_options *shape)
+{
+    int abort_script = backend == BG_REMOTE_MODULE ? BG__SCRIPT_MODULE_REBUILD_ABORT
+                                                   : BG__SCRIPT_REBUILD_ABORT;
+    rebuild_left_pending(g, abort_script);
+    TU_EQ_I(bg_guard_rebuild(g), BG_OK);
+
+    bg_remote *r = NULL;
+    bg_remote_filter *h = NULL;
+    TU_EQ_I(bg_remote_connect(&r, ro), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&h, r, name, backend), BG_OK);
+    rebuild_left_pending(g, abort_script);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(h), BG_OK); /* whichever: the leftover */
+    TU_EQ_I(bg_remote_filter_rebuild_begin(h, shape), BG_OK);
+    TU_EQ_I(rebuild_on_new_thread(g), BG_EBUSY);
+    TU_EQ_I(bg_guard_rebuild(g), BG_EBUSY);
+    TU_EQ_I(bg_remote_filter_rebuild_abort(h), BG_OK); /* its own: still pending */
+    TU_EQ_I(bg_guard_rebuild(g), BG_OK);
+    TU_EQ_I(rebuild_on_new_thread(g), BG_OK);
+    bg_remote_filter_close(h);
+    bg_remote_free(r);
+}
+
 static void bitmap_rebuild(void **state)
 {
     (void)state;
@@ -266,6 +330,7 @@ static void bitmap_rebuild(void **state)
     TU_EQ_I(bg_guard_rebuild(b), BG_OK);
     all_present(a, "p", 100, NKEYS);
     rebuild_taken_over(a, &ro, "rb", BG_REMOTE_BITMAP, NULL);
+    rebuild_abort_lost(a, &ro, "rb", BG_REMOTE_BITMAP, NULL);
     all_present(b, "p", 100, NKEYS);
     bg_guard_free(a);
     bg_guard_free(b);
@@ -296,6 +361,7 @@ static void sharded_rebuild(void **state)
     all_present(b, "p", 0, NKEYS);
     rebuilds_drop_deleted(a, b, 3);
     rebuild_taken_over(a, &ro, "gsh", BG_REMOTE_BITMAP, NULL); /* on every shard */
+    rebuild_abort_lost(a, &ro, "gsh", BG_REMOTE_BITMAP, NULL); /* lost on shard 0 */
     all_present(b, "p", 100, NKEYS);
     bg_remote_filter_stats st;
     bg_remote_filter *g2 = NULL;
@@ -619,6 +685,7 @@ static void module_backend(void **state)
     bg_remote_filter_options shape = {.backend = BG_REMOTE_MODULE, .capacity = 2 * NKEYS,
                                       .error_rate = 0.01};
     rebuild_taken_over(a, &ro, "mod", BG_REMOTE_MODULE, &shape);
+    rebuild_abort_lost(a, &ro, "mod", BG_REMOTE_MODULE, &shape);
     all_present(b, "p", 100, NKEYS);
     bg_guard_free(a);
     bg_guard_free(b);
