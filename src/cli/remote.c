@@ -666,6 +666,9 @@ int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, b
  * caught (cli_catch_signals): the reading stops, --command's command is
  * ended, the rebuild is cancelled, and then the CLI dies of the signal. A
  * second one ends it at once, in case Redis does not answer the cancel.
+ * One that comes during the commit or after it stops nothing: the rebuild
+ * is done, the CLI says so and exits 0, so that a job runner does not take
+ * a committed rebuild for a failed one (and run it again).
  *
  * LIMITATIONS
  * SIGKILL, or a second interrupt, leaves the rebuild pending, every add
@@ -695,6 +698,7 @@ typedef struct rebuilder {
     double lease_s;
     bool gone;       /* the rebuild is no longer this handle's: nothing to cancel */
     bool committing; /* a failed commit may have swapped some shards already */
+    bool committed;  /* the new filter is current: nothing left to cancel */
 } rebuilder;
 
 static void rebuild_error(rebuilder *b, const char *what, int rc)
@@ -926,6 +930,7 @@ static int rebuild_run(rebuilder *b, bg_remote_backend backend, const cli_remote
         rebuild_cancel(b);
         return CLI_EXIT_ERROR;
     }
+    b->committed = true;
 
     bg_remote_filter_stats s;
     rc = bg_remote_filter_stats_get(rf->f, &s);
@@ -965,11 +970,19 @@ int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
         (void)bg_remote_filter_set_rebuild_lease(rf->f, a->lease_ms); /* range checked */
     cli_catch_signals();
     int code = rebuild_run(&b, backend, a);
-    cli_remote_close(rf);
     if (code == CLI_EXIT_OK && a->json && cli_stdout_close() != 0)
         code = CLI_EXIT_ERROR;
     fflush(stdout);
-    cli_uncatch_signals(); /* dies of a signal caught meanwhile */
+    if (b.committed && cli_caught_signal) {
+        /* It came during the commit or after: it stopped nothing, and the
+         * exit status is the rebuild's, done, not "killed". */
+        int sig = cli_caught_signal;
+        cli_caught_signal = 0;
+        cli_error("%s: rebuild: signal %d (%s) came after the commit: the rebuild is done",
+                  rf->url.display, sig, strsignal(sig));
+    }
+    cli_remote_close(rf);
+    cli_uncatch_signals(); /* dies of a signal caught before the commit */
     return code;
 }
 

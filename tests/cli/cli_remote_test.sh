@@ -1053,6 +1053,40 @@ case_rebuild_command_fail() {
     has err "2000 keys read"
     run 0 "$BG" check -c "$U" <b.txt
     eq "$(cat out)" "$(printf 'keys\t2000\nmaybe\t2000\nno\t0')" "keys of the last rebuild"
+
+    # a signal during the commit stops nothing: the rebuild is done, and the
+    # exit status says so (0). The keys come through a FIFO, one batch of
+    # 4096 (CLI_BATCH, so added before the input ends); once the CLI waits
+    # for more, Redis pauses writes, the input ends, and the commit waits
+    # for the pause while SIGTERM comes.
+    keys 1 4096 d >d.txt
+    run 0 "$BG" info --json "$U"
+    local g2
+    g2=$(jget out generation)
+    mkfifo keys.fifo
+    "$BG" rebuild "$U" <keys.fifo >/dev/null 2>late.err &
+    p=$!
+    exec 3>keys.fifo
+    cat d.txt >&3
+    for i in $(seq 200); do # read(0, ...): the batch is added, it waits
+        [[ "$(cat /proc/$p/syscall 2>/dev/null)" == "0 0x0 "* ]] && break
+        sleep 0.05
+    done
+    [[ "$(cat /proc/$p/syscall)" == "0 0x0 "* ]] || fail "the CLI did not wait for input"
+    eq "$(redis-cli -p "$PORT" client pause 1500 write)" OK "client pause"
+    exec 3>&-
+    sleep 0.4
+    kill -TERM $p
+    rc=0
+    wait $p || rc=$?
+    eq "$rc" 0 "exit status of a rebuild signalled during its commit"
+    has late.err "$U: rebuild: signal 15 (Terminated) came after the commit: the rebuild is done"
+    has late.err "4096 keys read"
+    run 0 "$BG" check -c "$U" <d.txt
+    eq "$(cat out)" "$(printf 'keys\t4096\nmaybe\t4096\nno\t0')" "keys of the signalled rebuild"
+    run 0 "$BG" info --json "$U"
+    [ "$(jget out generation)" != "$g2" ] || fail "the signalled rebuild was not committed"
+    eq "$(redis-cli -p "$PORT" hexists '{rcf}:meta' next)" 0 "nothing pending after the commit"
 }
 
 # Readers during a rebuild of 200000 keys: a key in both the old and the new
