@@ -264,7 +264,7 @@ int bg_guard_may_contain(bg_guard *g, const void *key, size_t len)
  * cache as usual (docs/GUARD.md, Limitations). */
 static void distrust_cache(bg_guard *g)
 {
-    uint64_t now = bg__guard_now_ms();
+    uint64_t now = bg__now_ms();
     uint64_t until = g->distrust_ms > UINT64_MAX - now ? UINT64_MAX : now + g->distrust_ms;
     uint_fast64_t cur = atomic_load(&g->distrust_until);
     while (cur < until && !atomic_compare_exchange_weak(&g->distrust_until, &cur, until))
@@ -277,7 +277,7 @@ static int cache_distrusted(bg_guard *g)
     uint_fast64_t until = atomic_load(&g->distrust_until);
     if (until == 0)
         return 0;
-    if (bg__guard_now_ms() < until)
+    if (bg__now_ms() < until)
         return 1;
     /* Past: clear it, unless a newer failure pushed it meanwhile. */
     atomic_compare_exchange_strong(&g->distrust_until, &until, 0);

@@ -21,10 +21,9 @@
 #define BG__GUARD_BATCH_LOCAL 1024u
 #define BG__GUARD_BATCH_REMOTE 1000u
 
-/* Milliseconds on CLOCK_MONOTONIC. */
-uint64_t bg__guard_now_ms(void);
+#include "core/clock.h" /* bg__now_ms */
 
-/* Whether a call that began at t0 (bg__guard_now_ms) and failed with
+/* Whether a call that began at t0 (bg__now_ms) and failed with
  * BG_ECONN failed at once, in under half its command timeout: its
  * connection was found closed (a Redis restart, a proxy's idle timeout),
  * not the server slow, so one more try on a new connection is worth it.
@@ -32,7 +31,7 @@ uint64_t bg__guard_now_ms(void);
  * (redis_cache.c, STALE CONNECTIONS) retry by this rule. */
 static inline int bg__guard_broke_at_once(uint64_t t0, uint32_t command_timeout_ms)
 {
-    return bg__guard_now_ms() - t0 < command_timeout_ms / 2;
+    return bg__now_ms() - t0 < command_timeout_ms / 2;
 }
 
 /* ---- counters --------------------------------------------------------- */
@@ -176,7 +175,7 @@ struct bg_guard {
     bg__guard_stats stats;
 
     /* FAILED DELETES (guard.c): gets skip the cache until this time
-     * (bg__guard_now_ms; 0: no failed delete pending), which a failed
+     * (bg__now_ms; 0: no failed delete pending), which a failed
      * delete pushes distrust_ms ahead. */
     atomic_uint_fast64_t distrust_until;
     uint64_t distrust_ms;

@@ -48,13 +48,6 @@
 #include "core/alloc_internal.h"
 #include "guard_internal.h"
 
-uint64_t bg__guard_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static uint64_t mix64(uint64_t z)
 {
     z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
@@ -198,7 +191,7 @@ int bg__neg_lookup(bg__neg_cache *c, const void *key, size_t len, uint64_t hash)
     uint32_t *link;
     uint32_t i = find(st, key, len, hash, &link);
     if (i != BG__NEG_NIL) {
-        if (st->slots[i].expires_ms > bg__guard_now_ms())
+        if (st->slots[i].expires_ms > bg__now_ms())
             hit = 1;
         else
             release(st, link, i);
@@ -219,7 +212,7 @@ uint64_t bg__neg_seq(bg__neg_cache *c, uint64_t hash)
 int bg__neg_insert(bg__neg_cache *c, const void *key, size_t len, uint64_t hash, uint64_t seq)
 {
     bg__neg_stripe *st = stripe_of(c, hash);
-    uint64_t expires = bg__guard_now_ms() + bg__neg_ttl(c);
+    uint64_t expires = bg__now_ms() + bg__neg_ttl(c);
     /* Copy the key before taking the lock (allocation can be slow). */
     uint8_t *copy = bg__malloc(len ? len : 1);
     if (!copy)

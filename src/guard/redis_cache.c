@@ -114,7 +114,7 @@ struct bg_guard_redis_cache {
     bg__thread_recs threads;  /* a connection per thread, kept for the next */
 
     /* CIRCUIT BREAKER above. */
-    atomic_uint_fast64_t open_until; /* bg__guard_now_ms; 0: closed */
+    atomic_uint_fast64_t open_until; /* bg__now_ms; 0: closed */
     atomic_int probing;              /* a half-open call is running */
     pthread_mutex_t breaker_mu;      /* transitions; guards backoff_ms */
     int breaker_mu_ok;
@@ -198,7 +198,7 @@ static int breaker_admit(bg_guard_redis_cache *c, int *probe)
     uint_fast64_t until = atomic_load(&c->open_until);
     if (until == 0)
         return BG_OK;
-    uint64_t now = bg__guard_now_ms();
+    uint64_t now = bg__now_ms();
     int idle = 0;
     if (now >= until && atomic_compare_exchange_strong(&c->probing, &idle, 1)) {
         /* A probe that ended between our load and the CAS stored its
@@ -235,7 +235,7 @@ static void breaker_report(bg_guard_redis_cache *c, int probe, int rc)
             c->backoff_ms *= 2;
         else
             c->backoff_ms = RC_BACKOFF_MAX_MS;
-        atomic_store(&c->open_until, bg__guard_now_ms() + c->backoff_ms);
+        atomic_store(&c->open_until, bg__now_ms() + c->backoff_ms);
     }
     /* else: a probe that said nothing (out of memory): the next call probes */
     if (probe)
@@ -266,7 +266,7 @@ static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, cons
     bg_remote *r;
     rc = rc_conn(c, &r);
     if (rc == BG_OK) {
-        uint64_t t0 = bg__guard_now_ms();
+        uint64_t t0 = bg__now_ms();
         rc = bg__remote_command(r, argc, argv, lens, reply, 0);
         /* STALE CONNECTIONS: once more, on a new connection (the client
          * reconnects first). */

@@ -160,7 +160,7 @@ static int run(bg_guard *g, int (*op)(bg_remote_filter *, const void *, size_t),
     int rc = thread_filter(g, &t);
     if (rc != BG_OK)
         return rc;
-    uint64_t t0 = bg__guard_now_ms();
+    uint64_t t0 = bg__now_ms();
     rc = op(t->rf, key, len);
     if (rc == BG_ECONN && broke_at_once(g, t0))
         rc = op(t->rf, key, len);

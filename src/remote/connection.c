@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "core/alloc_internal.h"
+#include "core/clock.h"
 #include "remote_internal.h"
 
 int bg__remote_fail(bg_remote *r, int status, const char *fmt, ...)
@@ -377,13 +378,6 @@ static void node_close(bg_remote *r, size_t i)
         redisFree(r->nodes[i].c);
         r->nodes[i].c = NULL;
     }
-}
-
-uint64_t bg__now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 /* Connects to master i unless it is held down (HELD-DOWN MASTERS). */

@@ -12,6 +12,7 @@
 #include <bloomgate/file.h>
 
 #include "core/alloc_internal.h"
+#include "core/clock.h"
 #include "remote_internal.h"
 
 static int not_found(bg_remote_filter *f, int rc)

@@ -89,8 +89,6 @@ struct bg_remote {
  * a generation), or back to BG__ARRAY_CAP for count 0. */
 void bg__remote_allow_array(bg_remote *r, size_t count);
 
-/* CLOCK_MONOTONIC in milliseconds. */
-uint64_t bg__now_ms(void);
 
 /* The cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */
 unsigned bg__key_slot(const char *key, size_t len);

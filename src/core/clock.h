@@ -1,0 +1,17 @@
+/* The monotonic clock in milliseconds, for deadlines, leases and TTLs
+ * (remote client, guard). Internal. CLOCK_MONOTONIC: wall-clock steps
+ * (NTP, an operator's `date`) neither expire nor extend anything. */
+#ifndef BG_CORE_CLOCK_H
+#define BG_CORE_CLOCK_H
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t bg__now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+#endif
