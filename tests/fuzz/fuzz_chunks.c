@@ -44,17 +44,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "fuzz_chunks: %s:%d: check failed: %s: ", __FILE__, \
-                    __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-            __builtin_trap();                                                   \
-        }                                                                       \
-    } while (0)
-
 static const uint64_t CHUNK_SIZES[8] = {1, 7, 50, 64, 333, 1000, 4096, 65536};
 #define SMALL_CAP UINT64_C(1024)
 #define LARGE_CAP (UINT64_C(1) << 20)
@@ -108,11 +97,11 @@ static int feed_expected(uint64_t total, uint64_t have, long long iter, size_t l
 static uint8_t *encode_all(const bg_filter *f, size_t *len)
 {
     uint64_t total;
-    CHECK(bg_filter_encoded_size(f, &total) == BG_OK, "encoded_size");
+    FZ_CHECKF(bg_filter_encoded_size(f, &total) == BG_OK, "encoded_size");
     uint8_t *img = malloc((size_t)total);
-    CHECK(img != NULL, "malloc");
+    FZ_CHECKF(img != NULL, "malloc");
     int rc = bg_filter_encode(f, img, (size_t)total, len);
-    CHECK(rc == BG_OK && *len == total, "encode: %s", bg_err_name(rc));
+    FZ_CHECKF(rc == BG_OK && *len == total, "encode: %s", bg_err_name(rc));
     return img;
 }
 
@@ -122,34 +111,34 @@ static void rescan(const bg_filter *f, const uint8_t *img, size_t len, uint64_t 
 {
     bgr_span s;
     bgr_scan_step(len, 0, chunk_max, &s);
-    CHECK(s.offset == 0 && s.len == BG_FILE_HEADER_BYTES && s.next == 1, "step 0");
+    FZ_CHECKF(s.offset == 0 && s.len == BG_FILE_HEADER_BYTES && s.next == 1, "step 0");
     uint8_t head[BG_FILE_HEADER_BYTES];
-    CHECK(bg_filter_encode_range(f, 0, head, sizeof head) == BG_OK, "range of the header");
-    CHECK(memcmp(head, img, sizeof head) == 0, "header range differs");
+    FZ_CHECKF(bg_filter_encode_range(f, 0, head, sizeof head) == BG_OK, "range of the header");
+    FZ_CHECKF(memcmp(head, img, sizeof head) == 0, "header range differs");
     bgr_assembly *a;
     int rc = bgr_assembly_begin(&a, head, sizeof head, len, UINT64_MAX);
-    CHECK(rc == BG_OK, "begin of a real header: %s", bgr_status_name(rc));
+    FZ_CHECKF(rc == BG_OK, "begin of a real header: %s", bgr_status_name(rc));
     uint8_t *buf = malloc(chunk_max);
-    CHECK(buf != NULL, "malloc");
+    FZ_CHECKF(buf != NULL, "malloc");
     int done = 0;
     for (bgr_scan_step(len, 1, chunk_max, &s); s.len != 0; bgr_scan_step(len, s.next, chunk_max, &s)) {
-        CHECK(!done, "steps after the image was complete");
-        CHECK(s.len <= chunk_max && s.offset + s.len <= len, "step out of range");
-        CHECK((uint64_t)s.next == s.offset + s.len + 1, "next iterator");
-        CHECK(bg_filter_encode_range(f, s.offset, buf, (size_t)s.len) == BG_OK, "range");
-        CHECK(memcmp(buf, img + s.offset, (size_t)s.len) == 0, "range differs");
+        FZ_CHECKF(!done, "steps after the image was complete");
+        FZ_CHECKF(s.len <= chunk_max && s.offset + s.len <= len, "step out of range");
+        FZ_CHECKF((uint64_t)s.next == s.offset + s.len + 1, "next iterator");
+        FZ_CHECKF(bg_filter_encode_range(f, s.offset, buf, (size_t)s.len) == BG_OK, "range");
+        FZ_CHECKF(memcmp(buf, img + s.offset, (size_t)s.len) == 0, "range differs");
         rc = bgr_assembly_feed(a, s.next, buf, (size_t)s.len);
-        CHECK(rc == 0 || rc == 1, "feed of a real chunk: %s", bgr_status_name(rc));
+        FZ_CHECKF(rc == 0 || rc == 1, "feed of a real chunk: %s", bgr_status_name(rc));
         done = rc == 1;
     }
-    CHECK(done, "the SCANDUMP ended before the image");
-    CHECK(s.next == 0, "end iterator");
+    FZ_CHECKF(done, "the SCANDUMP ended before the image");
+    FZ_CHECKF(s.next == 0, "end iterator");
     bg_filter *g;
     rc = bgr_assembly_finish(a, &g);
-    CHECK(rc == BG_OK, "finish of a rescan: %s", bgr_status_name(rc));
+    FZ_CHECKF(rc == BG_OK, "finish of a rescan: %s", bgr_status_name(rc));
     size_t glen;
     uint8_t *gimg = encode_all(g, &glen);
-    CHECK(glen == len && memcmp(gimg, img, len) == 0, "rescan gives another image");
+    FZ_CHECKF(glen == len && memcmp(gimg, img, len) == 0, "rescan gives another image");
     free(gimg);
     bg_filter_free(g);
     bgr_assembly_free(a);
@@ -163,19 +152,19 @@ static void scan_probe(const bg_filter *f, const uint8_t *img, size_t len, long 
     bgr_span s;
     bgr_scan_step(len, iter, chunk_max, &s);
     if (s.len == 0) {
-        CHECK(s.next == 0, "end with an iterator");
-        CHECK(iter < 0 || (iter > 1 && (uint64_t)iter - 1 >= len), "end before the end");
+        FZ_CHECKF(s.next == 0, "end with an iterator");
+        FZ_CHECKF(iter < 0 || (iter > 1 && (uint64_t)iter - 1 >= len), "end before the end");
         return;
     }
-    CHECK(s.offset + s.len <= len, "step out of range");
-    CHECK(iter == 0 ? s.offset == 0 && s.len == BG_FILE_HEADER_BYTES && s.next == 1
-                    : s.len <= chunk_max && (uint64_t)s.next == s.offset + s.len + 1,
-          "step %lld: [%llu, +%llu) next %lld", iter, (unsigned long long)s.offset,
-          (unsigned long long)s.len, s.next);
+    FZ_CHECKF(s.offset + s.len <= len, "step out of range");
+    FZ_CHECKF(iter == 0 ? s.offset == 0 && s.len == BG_FILE_HEADER_BYTES && s.next == 1
+                        : s.len <= chunk_max && (uint64_t)s.next == s.offset + s.len + 1,
+              "step %lld: [%llu, +%llu) next %lld", iter, (unsigned long long)s.offset,
+              (unsigned long long)s.len, s.next);
     uint8_t *buf = malloc((size_t)s.len);
-    CHECK(buf != NULL, "malloc");
-    CHECK(bg_filter_encode_range(f, s.offset, buf, (size_t)s.len) == BG_OK, "range");
-    CHECK(memcmp(buf, img + s.offset, (size_t)s.len) == 0, "range differs from the image");
+    FZ_CHECKF(buf != NULL, "malloc");
+    FZ_CHECKF(bg_filter_encode_range(f, s.offset, buf, (size_t)s.len) == BG_OK, "range");
+    FZ_CHECKF(memcmp(buf, img + s.offset, (size_t)s.len) == 0, "range differs from the image");
     free(buf);
 }
 
@@ -215,9 +204,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             int want = begin_expected(chunk, len, cap, growth, &want_total);
             bgr_assembly *na = (bgr_assembly *)&na;
             int rc = bgr_assembly_begin(&na, chunk, len, cap, growth);
-            CHECK(rc == want, "begin: %s, expected %s", bgr_status_name(rc), bgr_status_name(want));
-            CHECK((rc == BG_OK) == (na != NULL), "begin %s with out %p", bgr_status_name(rc),
-                  (void *)na);
+            FZ_CHECKF(rc == want, "begin: %s, expected %s", bgr_status_name(rc),
+                      bgr_status_name(want));
+            FZ_CHECKF((rc == BG_OK) == (na != NULL), "begin %s with out %p", bgr_status_name(rc),
+                      (void *)na);
             TRACE("begin(%zu bytes): %s, total %llu\n", len, bgr_status_name(rc),
                   (unsigned long long)want_total);
             if (rc != BG_OK)
@@ -225,28 +215,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             a = na;
             total = want_total;
             have = BG_FILE_HEADER_BYTES;
-            CHECK(bgr_assembly_total(a) == total && bgr_assembly_have(a) == have, "begin's state");
+            FZ_CHECKF(bgr_assembly_total(a) == total && bgr_assembly_have(a) == have,
+                      "begin's state");
             shadow = malloc((size_t)total);
-            CHECK(shadow != NULL, "malloc");
+            FZ_CHECKF(shadow != NULL, "malloc");
             memcpy(shadow, chunk, BG_FILE_HEADER_BYTES);
-            CHECK(memcmp(bgr_assembly_bytes(a), shadow, (size_t)have) == 0, "begin's bytes");
+            FZ_CHECKF(memcmp(bgr_assembly_bytes(a), shadow, (size_t)have) == 0, "begin's bytes");
             continue;
         }
         if (iter == 1)
             continue; /* dump.c: a header to an existing key is refused */
         if (iter == 0) {
             bgr_assembly *c = bgr_assembly_clone(a);
-            CHECK(c != NULL, "clone");
-            CHECK(bgr_assembly_total(c) == total && bgr_assembly_have(c) == have &&
-                      memcmp(bgr_assembly_bytes(c), shadow, (size_t)have) == 0,
-                  "clone differs");
+            FZ_CHECKF(c != NULL, "clone");
+            FZ_CHECKF(bgr_assembly_total(c) == total && bgr_assembly_have(c) == have &&
+                          memcmp(bgr_assembly_bytes(c), shadow, (size_t)have) == 0,
+                      "clone differs");
             bgr_assembly_free(c);
         }
         int want = feed_expected(total, have, iter, len);
         int rc = bgr_assembly_feed(a, iter, chunk, len);
-        CHECK(rc == want, "feed(iter %lld, len %zu) with %llu/%llu: %s, expected %s", iter, len,
-              (unsigned long long)have, (unsigned long long)total, bgr_status_name(rc),
-              bgr_status_name(want));
+        FZ_CHECKF(rc == want, "feed(iter %lld, len %zu) with %llu/%llu: %s, expected %s", iter, len,
+                  (unsigned long long)have, (unsigned long long)total, bgr_status_name(rc),
+                  bgr_status_name(want));
         if (rc < 0)
             TRACE("feed(iter %lld, len %zu) at %llu/%llu: %s\n", iter, len,
                   (unsigned long long)have, (unsigned long long)total, bgr_status_name(rc));
@@ -254,8 +245,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             memcpy(shadow + have, chunk, len);
             have += len;
         }
-        CHECK(bgr_assembly_have(a) == have && bgr_assembly_total(a) == total, "feed's state");
-        CHECK(memcmp(bgr_assembly_bytes(a), shadow, (size_t)have) == 0, "feed's bytes");
+        FZ_CHECKF(bgr_assembly_have(a) == have && bgr_assembly_total(a) == total, "feed's state");
+        FZ_CHECKF(memcmp(bgr_assembly_bytes(a), shadow, (size_t)have) == 0, "feed's bytes");
         if (rc != 1)
             continue;
 
@@ -265,25 +256,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bg_filter_free(direct);
         bg_filter *g = (bg_filter *)&g;
         rc = bgr_assembly_finish(a, &g);
-        CHECK(rc == BG_OK || rc == BG_ENOMEM || fz_is_trust_status(rc), "finish: %s",
-              bgr_status_name(rc));
-        CHECK((rc == BG_OK) == (g != NULL), "finish %s with out %p", bgr_status_name(rc),
-              (void *)g);
+        FZ_CHECKF(rc == BG_OK || rc == BG_ENOMEM || fz_is_trust_status(rc), "finish: %s",
+                  bgr_status_name(rc));
+        FZ_CHECKF((rc == BG_OK) == (g != NULL), "finish %s with out %p", bgr_status_name(rc),
+                  (void *)g);
         if (rc != BG_ENOMEM && drc != BG_ENOMEM)
-            CHECK(rc == drc, "finish %s but decode %s", bgr_status_name(rc), bgr_status_name(drc));
+            FZ_CHECKF(rc == drc, "finish %s but decode %s", bgr_status_name(rc),
+                      bgr_status_name(drc));
         TRACE("finish(%llu bytes): %s\n", (unsigned long long)total, bgr_status_name(rc));
         /* The assembly is as it was, complete: no more chunks. */
-        CHECK(bgr_assembly_have(a) == total, "finish changed the assembly");
-        CHECK(bgr_assembly_feed(a, (long long)total + 1, shadow + total - 1, 1) == BG_EINVAL,
-              "a chunk after the end");
+        FZ_CHECKF(bgr_assembly_have(a) == total, "finish changed the assembly");
+        FZ_CHECKF(bgr_assembly_feed(a, (long long)total + 1, shadow + total - 1, 1) == BG_EINVAL,
+                  "a chunk after the end");
         bgr_assembly *done = a;
         a = NULL;
         if (rc == BG_OK) {
-            CHECK(bg_filter_variant(g) == BG_VARIANT_SCALABLE, "not scalable");
+            FZ_CHECKF(bg_filter_variant(g) == BG_VARIANT_SCALABLE, "not scalable");
             f = g;
             img = encode_all(f, &img_len);
-            CHECK(img_len == total && memcmp(img, shadow, img_len) == 0,
-                  "the filter encodes to other bytes than it was assembled from");
+            FZ_CHECKF(img_len == total && memcmp(img, shadow, img_len) == 0,
+                      "the filter encodes to other bytes than it was assembled from");
             rescan(f, img, img_len, chunk_max);
         }
         bgr_assembly_free(done);

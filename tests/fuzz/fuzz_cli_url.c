@@ -24,14 +24,6 @@
 #include "cli/cli.h"
 #include "fuzz_util.h"
 
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "fuzz_cli_url: property failed: %s\n", #c);                          \
-            abort();                                                                             \
-        }                                                                                        \
-    } while (0)
-
 /* What the message and the display form must be for the current input. */
 static char want_error_url[4096], want_display[4096];
 
@@ -66,7 +58,7 @@ void cli_error(const char *fmt, ...)
     const char *shown = va_arg(ap, const char *);
     const char *why = va_arg(ap, const char *);
     va_end(ap);
-    CHECK(why != NULL && why[0] != '\0');
+    FZ_CHECK(why != NULL && why[0] != '\0');
     if (strcmp(shown, want_error_url) != 0) {
         fprintf(stderr, "fuzz_cli_url: message shows '%s', want '%s'\n", shown, want_error_url);
         abort();
@@ -87,15 +79,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     expectations(text);
     cli_url u;
     if (cli_url_parse(text, &u) == 0) {
-        CHECK(u.host && u.host[0] && u.name && u.name[0] && u.display);
-        CHECK(u.port >= 1 && u.port <= 65535);
-        CHECK(u.backend == CLI_URL_BITMAP || u.backend == CLI_URL_MODULE);
-        CHECK(u.shards == 0 || (u.shards >= 2 && u.shards <= BG_REMOTE_MAX_SHARDS &&
-                                u.backend == CLI_URL_BITMAP));
-        CHECK(strcmp(u.display, want_display) == 0);
-        CHECK(!u.seeds || (u.cluster && fz_seeds_ok(u.seeds)));
+        FZ_CHECK(u.host && u.host[0] && u.name && u.name[0] && u.display);
+        FZ_CHECK(u.port >= 1 && u.port <= 65535);
+        FZ_CHECK(u.backend == CLI_URL_BITMAP || u.backend == CLI_URL_MODULE);
+        FZ_CHECK(u.shards == 0 || (u.shards >= 2 && u.shards <= BG_REMOTE_MAX_SHARDS &&
+                                   u.backend == CLI_URL_BITMAP));
+        FZ_CHECK(strcmp(u.display, want_display) == 0);
+        FZ_CHECK(!u.seeds || (u.cluster && fz_seeds_ok(u.seeds)));
         if (u.username || u.password)
-            CHECK(strstr(u.display, "***") != NULL);
+            FZ_CHECK(strstr(u.display, "***") != NULL);
         cli_url_free(&u);
     }
     free(text);

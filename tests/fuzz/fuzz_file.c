@@ -53,17 +53,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        if (!(cond)) {                                                          \
-            fprintf(stderr, "fuzz_file: %s:%d: check failed: %s: ", __FILE__,   \
-                    __LINE__, #cond);                                           \
-            fprintf(stderr, __VA_ARGS__);                                       \
-            fputc('\n', stderr);                                                \
-            __builtin_trap();                                                   \
-        }                                                                       \
-    } while (0)
-
 static void put_le64(uint8_t *p, uint64_t v)
 {
     for (unsigned i = 0; i < 8; i++)
@@ -102,14 +91,14 @@ static int memfd_fill(const uint8_t *buf, size_t len)
 {
     if (memfd < 0) {
         memfd = memfd_create("bg-fuzz", MFD_CLOEXEC);
-        CHECK(memfd >= 0, "memfd_create failed");
+        FZ_CHECKF(memfd >= 0, "memfd_create failed");
         snprintf(memfd_path, sizeof memfd_path, "/proc/self/fd/%d", memfd);
     }
-    CHECK(ftruncate(memfd, 0) == 0, "ftruncate");
+    FZ_CHECKF(ftruncate(memfd, 0) == 0, "ftruncate");
     size_t done = 0;
     while (done < len) {
         ssize_t n = pwrite(memfd, buf + done, len - done, (off_t)done);
-        CHECK(n > 0, "pwrite");
+        FZ_CHECKF(n > 0, "pwrite");
         done += (size_t)n;
     }
     return 0;
@@ -127,11 +116,11 @@ static void probe(const bg_filter *f, const uint8_t *data, size_t size, int *ans
 {
     for (size_t i = 0; i < NPROBES; i++) {
         ans[i] = bg_filter_contains(f, probe_keys[i], strlen(probe_keys[i]));
-        CHECK(ans[i] == 0 || ans[i] == 1, "contains returned %d", ans[i]);
+        FZ_CHECKF(ans[i] == 0 || ans[i] == 1, "contains returned %d", ans[i]);
     }
     size_t klen = size < 24 ? size : 24;
     ans[NPROBES] = bg_filter_contains(f, data, klen);
-    CHECK(ans[NPROBES] == 0 || ans[NPROBES] == 1, "contains returned %d", ans[NPROBES]);
+    FZ_CHECKF(ans[NPROBES] == 0 || ans[NPROBES] == 1, "contains returned %d", ans[NPROBES]);
 }
 
 /* `f` decoded (or mapped) from buf[0, len), whose header inspect read into
@@ -139,46 +128,46 @@ static void probe(const bg_filter *f, const uint8_t *data, size_t size, int *ans
 static void check_filter(const bg_filter *f, const bg_file_info *info, const uint8_t *buf,
                          size_t len, int verified)
 {
-    CHECK(bg_filter_variant(f) == info->variant, "variant");
-    CHECK(bg_filter_bits(f) == info->bits, "bits");
-    CHECK(bg_filter_hashes(f) == info->hashes, "hashes");
-    CHECK(bg_filter_seed(f) == info->seed, "seed");
-    CHECK(bg_filter_items(f) == info->items, "items");
-    CHECK(bg_filter_bytes(f) >= info->payload_bytes, "bytes %llu < payload %llu",
-          (unsigned long long)bg_filter_bytes(f), (unsigned long long)info->payload_bytes);
+    FZ_CHECKF(bg_filter_variant(f) == info->variant, "variant");
+    FZ_CHECKF(bg_filter_bits(f) == info->bits, "bits");
+    FZ_CHECKF(bg_filter_hashes(f) == info->hashes, "hashes");
+    FZ_CHECKF(bg_filter_seed(f) == info->seed, "seed");
+    FZ_CHECKF(bg_filter_items(f) == info->items, "items");
+    FZ_CHECKF(bg_filter_bytes(f) >= info->payload_bytes, "bytes %llu < payload %llu",
+              (unsigned long long)bg_filter_bytes(f), (unsigned long long)info->payload_bytes);
 
     bg_filter_stats st;
-    CHECK(bg_filter_stats_get(f, &st) == BG_OK, "stats_get");
-    CHECK(st.bits == info->bits && st.hashes == info->hashes && st.seed == info->seed &&
-              st.capacity == info->capacity && st.items == info->items,
-          "stats disagree with the header");
-    CHECK(st.bits_set <= st.bits, "bits_set %llu > m %llu", (unsigned long long)st.bits_set,
-          (unsigned long long)st.bits);
-    CHECK(st.fill_ratio >= 0.0 && st.fill_ratio <= 1.0, "fill_ratio %g", st.fill_ratio);
-    CHECK(st.estimated_fp_rate >= 0.0 && st.estimated_fp_rate <= 1.0, "estimated_fp_rate %g",
-          st.estimated_fp_rate);
-    CHECK(!(st.estimated_items < 0.0), "estimated_items %g", st.estimated_items);
+    FZ_CHECKF(bg_filter_stats_get(f, &st) == BG_OK, "stats_get");
+    FZ_CHECKF(st.bits == info->bits && st.hashes == info->hashes && st.seed == info->seed &&
+                  st.capacity == info->capacity && st.items == info->items,
+              "stats disagree with the header");
+    FZ_CHECKF(st.bits_set <= st.bits, "bits_set %llu > m %llu", (unsigned long long)st.bits_set,
+              (unsigned long long)st.bits);
+    FZ_CHECKF(st.fill_ratio >= 0.0 && st.fill_ratio <= 1.0, "fill_ratio %g", st.fill_ratio);
+    FZ_CHECKF(st.estimated_fp_rate >= 0.0 && st.estimated_fp_rate <= 1.0, "estimated_fp_rate %g",
+              st.estimated_fp_rate);
+    FZ_CHECKF(!(st.estimated_items < 0.0), "estimated_items %g", st.estimated_items);
 
     /* Canonical: the filter encodes back to the very bytes it came from. */
     uint64_t esize = 0;
-    CHECK(bg_filter_encoded_size(f, &esize) == BG_OK, "encoded_size");
-    CHECK(esize == len, "encoded size %llu != input %zu", (unsigned long long)esize, len);
+    FZ_CHECKF(bg_filter_encoded_size(f, &esize) == BG_OK, "encoded_size");
+    FZ_CHECKF(esize == len, "encoded size %llu != input %zu", (unsigned long long)esize, len);
     uint8_t *out = malloc(len);
-    CHECK(out != NULL, "malloc");
+    FZ_CHECKF(out != NULL, "malloc");
     size_t written = 0;
     int rc = bg_filter_encode(f, out, len, &written);
-    CHECK(rc == BG_OK && written == len, "encode: %s, %zu bytes", bg_err_name(rc), written);
+    FZ_CHECKF(rc == BG_OK && written == len, "encode: %s, %zu bytes", bg_err_name(rc), written);
     if (verified) {
-        CHECK(memcmp(out, buf, len) == 0, "re-encoding differs from the input");
+        FZ_CHECKF(memcmp(out, buf, len) == 0, "re-encoding differs from the input");
     } else {
-        CHECK(memcmp(out, buf, CHECKSUM_OFF) == 0 &&
-                  memcmp(out + HEADER_BYTES, buf + HEADER_BYTES, len - HEADER_BYTES) == 0,
-              "re-encoding differs from the input outside the checksum");
-        CHECK(fz_get_le(out + CHECKSUM_OFF, 8) == true_checksum(buf, len),
-              "encode's checksum is not XXH3-64 of header [0, 120) + payload");
+        FZ_CHECKF(memcmp(out, buf, CHECKSUM_OFF) == 0 &&
+                      memcmp(out + HEADER_BYTES, buf + HEADER_BYTES, len - HEADER_BYTES) == 0,
+                  "re-encoding differs from the input outside the checksum");
+        FZ_CHECKF(fz_get_le(out + CHECKSUM_OFF, 8) == true_checksum(buf, len),
+                  "encode's checksum is not XXH3-64 of header [0, 120) + payload");
     }
     /* Too small a buffer is refused, not overrun. */
-    CHECK(bg_filter_encode(f, out, len - 1, NULL) == BG_EINVAL, "encode into len - 1");
+    FZ_CHECKF(bg_filter_encode(f, out, len - 1, NULL) == BG_EINVAL, "encode into len - 1");
     free(out);
 }
 
@@ -186,8 +175,8 @@ static void check_filter(const bg_filter *f, const bg_file_info *info, const uin
 static int grows(const bg_filter *f)
 {
     bg_filter_stats st, top;
-    CHECK(bg_filter_stats_get(f, &st) == BG_OK, "stats");
-    CHECK(bg_filter_layer_stats(f, st.layers - 1, &top) == BG_OK, "layer stats");
+    FZ_CHECKF(bg_filter_stats_get(f, &st) == BG_OK, "stats");
+    FZ_CHECKF(bg_filter_layer_stats(f, st.layers - 1, &top) == BG_OK, "layer stats");
     return top.items >= top.capacity;
 }
 
@@ -204,63 +193,63 @@ static void run_image(const uint8_t *buf, size_t len, int fixed)
 
         bg_file_info info;
         int irc = bg_file_inspect_buffer(buf, len, flags, &info);
-        CHECK(irc == BG_OK || fz_is_trust_status(irc), "inspect: %s", bg_err_name(irc));
+        FZ_CHECKF(irc == BG_OK || fz_is_trust_status(irc), "inspect: %s", bg_err_name(irc));
         if (irc == BG_OK)
-            CHECK(info.checksum_status == (verify ? BG_OK : 1), "checksum_status %d",
-                  info.checksum_status);
+            FZ_CHECKF(info.checksum_status == (verify ? BG_OK : 1), "checksum_status %d",
+                      info.checksum_status);
         if (!verify)
-            CHECK(irc != BG_ECHECKSUM, "ECHECKSUM without verifying");
+            FZ_CHECKF(irc != BG_ECHECKSUM, "ECHECKSUM without verifying");
         if (irc == BG_ECHECKSUM) {
             /* *out is complete: the same as NO_VERIFY sees, except the verdict. */
             bg_file_info nv;
-            CHECK(bg_file_inspect_buffer(buf, len, BG_FILE_NO_VERIFY, &nv) == BG_OK,
-                  "ECHECKSUM but NO_VERIFY fails");
-            CHECK(info.checksum_status == BG_ECHECKSUM, "checksum_status %d",
-                  info.checksum_status);
+            FZ_CHECKF(bg_file_inspect_buffer(buf, len, BG_FILE_NO_VERIFY, &nv) == BG_OK,
+                      "ECHECKSUM but NO_VERIFY fails");
+            FZ_CHECKF(info.checksum_status == BG_ECHECKSUM, "checksum_status %d",
+                      info.checksum_status);
             nv.checksum_status = BG_ECHECKSUM;
-            CHECK(info_equal(&nv, &info), "ECHECKSUM info incomplete");
-            CHECK(info.checksum != true_checksum(buf, len), "ECHECKSUM on a true checksum");
+            FZ_CHECKF(info_equal(&nv, &info), "ECHECKSUM info incomplete");
+            FZ_CHECKF(info.checksum != true_checksum(buf, len), "ECHECKSUM on a true checksum");
         }
         if (fixed && irc != BG_OK && len >= HEADER_BYTES)
-            CHECK(irc != BG_ECHECKSUM, "ECHECKSUM on a recomputed checksum");
+            FZ_CHECKF(irc != BG_ECHECKSUM, "ECHECKSUM on a recomputed checksum");
 
         /* The same from a file: same verdict, and where the info is
          * defined (BG_OK, BG_ECHECKSUM), the same info. */
         bg_file_info finfo;
         int frc = bg_file_inspect(memfd_path, flags, &finfo);
-        CHECK(frc == irc, "inspect of the file %s but of the buffer %s (flags %u)",
-              bg_err_name(frc), bg_err_name(irc), flags);
+        FZ_CHECKF(frc == irc, "inspect of the file %s but of the buffer %s (flags %u)",
+                  bg_err_name(frc), bg_err_name(irc), flags);
         if (irc == BG_OK || irc == BG_ECHECKSUM)
-            CHECK(info_equal(&finfo, &info), "inspect of the file and of the buffer differ");
+            FZ_CHECKF(info_equal(&finfo, &info), "inspect of the file and of the buffer differ");
 
         bg_filter *f = (bg_filter *)1;
         int drc = bg_filter_decode(&f, buf, len, flags);
-        CHECK(drc == BG_OK || drc == BG_ENOMEM || fz_is_trust_status(drc), "decode: %s",
-              bg_err_name(drc));
-        CHECK((drc == BG_OK) == (f != NULL), "decode %s with out %p", bg_err_name(drc),
-              (void *)f);
+        FZ_CHECKF(drc == BG_OK || drc == BG_ENOMEM || fz_is_trust_status(drc), "decode: %s",
+                  bg_err_name(drc));
+        FZ_CHECKF((drc == BG_OK) == (f != NULL), "decode %s with out %p", bg_err_name(drc),
+                  (void *)f);
         if (drc != BG_ENOMEM)
-            CHECK(drc == irc, "decode %s but inspect %s (flags %u)", bg_err_name(drc),
-                  bg_err_name(irc), flags);
+            FZ_CHECKF(drc == irc, "decode %s but inspect %s (flags %u)", bg_err_name(drc),
+                      bg_err_name(irc), flags);
 
         /* The file readers, on the same bytes. The loaded copy is
          * single-writer every other mode, to cover that flag. */
         bg_filter *lf = (bg_filter *)1;
         unsigned lflags = flags | (mi & 1 ? BG_FILE_SINGLE_WRITER : 0);
         int lrc = bg_filter_load(&lf, memfd_path, lflags);
-        CHECK((lrc == BG_OK) == (lf != NULL), "load %s with out %p", bg_err_name(lrc),
-              (void *)lf);
+        FZ_CHECKF((lrc == BG_OK) == (lf != NULL), "load %s with out %p", bg_err_name(lrc),
+                  (void *)lf);
         if (lrc != BG_ENOMEM)
-            CHECK(lrc == irc, "load %s but inspect %s (flags %u)", bg_err_name(lrc),
-                  bg_err_name(irc), flags);
+            FZ_CHECKF(lrc == irc, "load %s but inspect %s (flags %u)", bg_err_name(lrc),
+                      bg_err_name(irc), flags);
 
         bg_filter *mf = (bg_filter *)1;
         int mrc = bg_filter_map(&mf, memfd_path, flags);
-        CHECK((mrc == BG_OK) == (mf != NULL), "map %s with out %p", bg_err_name(mrc),
-              (void *)mf);
+        FZ_CHECKF((mrc == BG_OK) == (mf != NULL), "map %s with out %p", bg_err_name(mrc),
+                  (void *)mf);
         if (mrc != BG_ENOMEM)
-            CHECK(mrc == irc, "map %s but inspect %s (flags %u)", bg_err_name(mrc),
-                  bg_err_name(irc), flags);
+            FZ_CHECKF(mrc == irc, "map %s but inspect %s (flags %u)", bg_err_name(mrc),
+                      bg_err_name(irc), flags);
 
         int scalable = info.variant == BG_VARIANT_SCALABLE;
         if (f != NULL) {
@@ -271,37 +260,38 @@ static void run_image(const uint8_t *buf, size_t len, int fixed)
                 check_filter(mf, &info, buf, len, verify);
                 int mans[NPROBES + 1];
                 probe(mf, buf, len, mans);
-                CHECK(memcmp(ans, mans, sizeof ans) == 0, "mapped copy answers differently");
-                CHECK(bg_filter_read_only(mf) == 1, "mapped filter not read-only");
-                CHECK(bg_filter_add(mf, "x", 1) == BG_EREADONLY, "add to a mapped filter");
+                FZ_CHECKF(memcmp(ans, mans, sizeof ans) == 0, "mapped copy answers differently");
+                FZ_CHECKF(bg_filter_read_only(mf) == 1, "mapped filter not read-only");
+                FZ_CHECKF(bg_filter_add(mf, "x", 1) == BG_EREADONLY, "add to a mapped filter");
                 /* A scalable filter's layers have no common shape: no
                  * merging (filter.h); any other: merges work. */
                 int want = scalable ? BG_EVARIANT : BG_EREADONLY;
-                CHECK(bg_filter_union(mf, f) == want, "union into a mapped filter");
+                FZ_CHECKF(bg_filter_union(mf, f) == want, "union into a mapped filter");
                 /* Union and intersect with an identical filter keep the bits. */
                 want = scalable ? BG_EVARIANT : BG_OK;
                 int urc = bg_filter_union(f, mf);
-                CHECK(urc == want, "union: %s", bg_err_name(urc));
+                FZ_CHECKF(urc == want, "union: %s", bg_err_name(urc));
                 int xrc = bg_filter_intersect(f, mf);
-                CHECK(xrc == want, "intersect: %s", bg_err_name(xrc));
+                FZ_CHECKF(xrc == want, "intersect: %s", bg_err_name(xrc));
                 probe(f, buf, len, mans);
-                CHECK(memcmp(ans, mans, sizeof ans) == 0, "union/intersect changed answers");
+                FZ_CHECKF(memcmp(ans, mans, sizeof ans) == 0, "union/intersect changed answers");
             }
-            CHECK(bg_filter_read_only(f) == 0, "decoded filter read-only");
+            FZ_CHECKF(bg_filter_read_only(f) == 0, "decoded filter read-only");
             /* No false negatives in a decoded filter. A scalable one whose
              * newest layer is full would grow, by whatever the file's
              * parameters say: not tried. */
             if (!scalable || !grows(f)) {
-                CHECK(bg_filter_add(f, "fuzz-added", 10) == BG_OK, "add");
-                CHECK(bg_filter_contains(f, "fuzz-added", 10) == 1, "false negative");
-                CHECK(bg_filter_test_and_add(f, "fuzz-added", 10) == 0, "test_and_add after add");
+                FZ_CHECKF(bg_filter_add(f, "fuzz-added", 10) == BG_OK, "add");
+                FZ_CHECKF(bg_filter_contains(f, "fuzz-added", 10) == 1, "false negative");
+                FZ_CHECKF(bg_filter_test_and_add(f, "fuzz-added", 10) == 0,
+                          "test_and_add after add");
             }
         }
         if (lf != NULL) {
             check_filter(lf, &info, buf, len, verify);
             if (!scalable || !grows(lf)) {
-                CHECK(bg_filter_add(lf, buf, len < 16 ? len : 16) == BG_OK, "add to loaded");
-                CHECK(bg_filter_contains(lf, buf, len < 16 ? len : 16) == 1, "false negative");
+                FZ_CHECKF(bg_filter_add(lf, buf, len < 16 ? len : 16) == BG_OK, "add to loaded");
+                FZ_CHECKF(bg_filter_contains(lf, buf, len < 16 ? len : 16) == 1, "false negative");
             }
         }
         bg_filter_free(f);
@@ -311,7 +301,7 @@ static void run_image(const uint8_t *buf, size_t len, int fixed)
 
     /* Flags the header does not define are refused. */
     bg_filter *f = (bg_filter *)1;
-    CHECK(bg_filter_decode(&f, buf, len, 1u << 7) == BG_EINVAL && f == NULL, "unknown flag");
+    FZ_CHECKF(bg_filter_decode(&f, buf, len, 1u << 7) == BG_EINVAL && f == NULL, "unknown flag");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -322,7 +312,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * the checksum, decide. Skipped when it is already right. */
     if (size >= HEADER_BYTES) {
         uint8_t *copy = malloc(size); /* exactly size: ASan sees any overread */
-        CHECK(copy != NULL, "malloc");
+        FZ_CHECKF(copy != NULL, "malloc");
         memcpy(copy, data, size);
         uint64_t sum = true_checksum(copy, size);
         if (fz_get_le(copy + CHECKSUM_OFF, 8) != sum) {

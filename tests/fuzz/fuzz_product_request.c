@@ -22,25 +22,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_util.h"
 #include "request.h"
-
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "fuzz_product_request: property failed: %s\n", #c);                  \
-            abort();                                                                             \
-        }                                                                                        \
-    } while (0)
 
 static void check_id(const char *s, size_t len)
 {
     uint64_t id;
     if (http_parse_id(s, len, &id) != 0)
         return;
-    CHECK(id >= 1 && id <= (uint64_t)INT64_MAX);
+    FZ_CHECK(id >= 1 && id <= (uint64_t)INT64_MAX);
     char back[24];
     int n = snprintf(back, sizeof back, "%" PRIu64, id);
-    CHECK(n > 0 && (size_t)n == len && memcmp(back, s, len) == 0);
+    FZ_CHECK(n > 0 && (size_t)n == len && memcmp(back, s, len) == 0);
 }
 
 static void check_product(const char *s, size_t len)
@@ -49,23 +42,23 @@ static void check_product(const char *s, size_t len)
     char err[256];
     memset(err, 'x', sizeof err);
     if (http_parse_product(s, len, &p, err, sizeof err) != 0) {
-        CHECK(memchr(err, '\0', sizeof err) != NULL);
+        FZ_CHECK(memchr(err, '\0', sizeof err) != NULL);
         return;
     }
-    CHECK(p.id >= 1 && p.id <= (uint64_t)INT64_MAX);
-    CHECK(p.price_cents >= 0);
-    CHECK(p.name_len >= 1 && p.name_len <= PRODUCT_NAME_MAX);
-    CHECK(p.name[p.name_len] == '\0' && strlen(p.name) == p.name_len);
+    FZ_CHECK(p.id >= 1 && p.id <= (uint64_t)INT64_MAX);
+    FZ_CHECK(p.price_cents >= 0);
+    FZ_CHECK(p.name_len >= 1 && p.name_len <= PRODUCT_NAME_MAX);
+    FZ_CHECK(p.name[p.name_len] == '\0' && strlen(p.name) == p.name_len);
     /* Round trip: at most 6 bytes of JSON per name byte, plus the rest. */
     static char json[6 * PRODUCT_NAME_MAX + 128];
     size_t o = (size_t)snprintf(json, sizeof json, "{\"id\":%" PRIu64 ",\"name\":", p.id);
     json_string(json, sizeof json, &o, p.name, p.name_len);
     o += (size_t)snprintf(json + o, sizeof json - o, ",\"price_cents\":%" PRId64 "}",
                           p.price_cents);
-    CHECK(o < sizeof json);
-    CHECK(http_parse_product(json, o, &q, err, sizeof err) == 0);
-    CHECK(q.id == p.id && q.price_cents == p.price_cents && q.name_len == p.name_len &&
-          memcmp(q.name, p.name, p.name_len) == 0);
+    FZ_CHECK(o < sizeof json);
+    FZ_CHECK(http_parse_product(json, o, &q, err, sizeof err) == 0);
+    FZ_CHECK(q.id == p.id && q.price_cents == p.price_cents && q.name_len == p.name_len &&
+             memcmp(q.name, p.name, p.name_len) == 0);
 }
 
 static void check_error_writer(const char *s, size_t len)
@@ -75,7 +68,7 @@ static void check_error_writer(const char *s, size_t len)
     memcpy(msg, s, n);
     msg[n] = '\0';
     size_t w = json_error(buf, sizeof buf, "bad request", msg);
-    CHECK(w < sizeof buf && buf[w] == '\0');
+    FZ_CHECK(w < sizeof buf && buf[w] == '\0');
 }
 
 static size_t count_slashes(const char *s)
@@ -105,8 +98,8 @@ static void check_unescape(const char *s, size_t len)
         return;
     size_t in = strlen(p), slashes = count_slashes(p);
     size_t out = http_unescape_path(p);
-    CHECK(out <= in && strlen(p) == out);
-    CHECK(count_slashes(p) == slashes);
+    FZ_CHECK(out <= in && strlen(p) == out);
+    FZ_CHECK(count_slashes(p) == slashes);
     free(p);
 }
 
@@ -119,10 +112,10 @@ static void check_content_type(const char *s, size_t len)
         static const char json[] = "application/json";
         size_t i = 0;
         for (; i < sizeof json - 1; i++)
-            CHECK(p[i] != '\0' && (p[i] | 0x20) == json[i]);
+            FZ_CHECK(p[i] != '\0' && (p[i] | 0x20) == json[i]);
         while (p[i] == ' ' || p[i] == '\t')
             i++;
-        CHECK(p[i] == '\0' || p[i] == ';');
+        FZ_CHECK(p[i] == '\0' || p[i] == ';');
     }
     free(p);
 }

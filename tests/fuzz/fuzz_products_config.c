@@ -24,27 +24,19 @@
 #include "config.h"
 #include "fuzz_util.h"
 
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "fuzz_products_config: property failed: %s\n", #c);                  \
-            abort();                                                                             \
-        }                                                                                        \
-    } while (0)
-
 #define MAX_ARGS 24
 
 static void check_url(const redis_url *u)
 {
-    CHECK(memchr(u->host, '\0', sizeof u->host) && memchr(u->seeds, '\0', sizeof u->seeds));
+    FZ_CHECK(memchr(u->host, '\0', sizeof u->host) && memchr(u->seeds, '\0', sizeof u->seeds));
     if (u->unix_socket[0]) {
-        CHECK(u->unix_socket[0] == '/' && !u->cluster && !u->seeds[0]);
+        FZ_CHECK(u->unix_socket[0] == '/' && !u->cluster && !u->seeds[0]);
         return;
     }
-    CHECK(u->host[0] != '\0' && u->port >= 1 && u->port <= 65535);
+    FZ_CHECK(u->host[0] != '\0' && u->port >= 1 && u->port <= 65535);
     if (u->seeds[0] && !(u->cluster && fz_seeds_ok(u->seeds)))
         fprintf(stderr, "fuzz_products_config: seeds \"%s\"\n", u->seeds);
-    CHECK(!u->seeds[0] || (u->cluster && fz_seeds_ok(u->seeds)));
+    FZ_CHECK(!u->seeds[0] || (u->cluster && fz_seeds_ok(u->seeds)));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -67,14 +59,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     products_config c;
     int rc = config_parse(&c, argc, argv, devnull, devnull);
-    CHECK(rc == 0 || rc == CONFIG_EXIT_HELP || rc == CONFIG_EXIT_USAGE);
+    FZ_CHECK(rc == 0 || rc == CONFIG_EXIT_HELP || rc == CONFIG_EXIT_USAGE);
     if (rc == 0) {
-        CHECK(c.port >= 0 && c.port <= 65535);
-        CHECK(c.threads >= 1 && c.threads <= 1024);
-        CHECK(c.filter_shards >= 1 && c.filter_shards <= BG_REMOTE_MAX_SHARDS);
-        CHECK(c.filter_shards == 1 || (c.filter_kind == BG_GUARD_FILTER_REMOTE &&
-                                       c.filter_backend == BG_REMOTE_BITMAP));
-        CHECK(c.error_rate >= 1e-12 && c.error_rate < 1);
+        FZ_CHECK(c.port >= 0 && c.port <= 65535);
+        FZ_CHECK(c.threads >= 1 && c.threads <= 1024);
+        FZ_CHECK(c.filter_shards >= 1 && c.filter_shards <= BG_REMOTE_MAX_SHARDS);
+        FZ_CHECK(c.filter_shards == 1 || (c.filter_kind == BG_GUARD_FILTER_REMOTE &&
+                                          c.filter_backend == BG_REMOTE_BITMAP));
+        FZ_CHECK(c.error_rate >= 1e-12 && c.error_rate < 1);
         if (c.cache_redis)
             check_url(&c.cache_url);
         if (c.filter_kind == BG_GUARD_FILTER_REMOTE)

@@ -40,13 +40,7 @@
 #include <bloomgate/filter.h>
 #include <bloomgate/remote.h>
 
-#define CHECK(c)                                                                                 \
-    do {                                                                                         \
-        if (!(c)) {                                                                              \
-            fprintf(stderr, "fuzz_remote_reply: property failed: %s\n", #c);                     \
-            abort();                                                                             \
-        }                                                                                        \
-    } while (0)
+#include "fuzz_util.h"
 
 /* Fetch only filters up to this many bits (the shape comes from the input,
  * and a valid meta hash may name 2^32 bits: 512 MiB to download). */
@@ -64,9 +58,9 @@ static int status_ok(int64_t rc)
 
 static void note(const char *what, int64_t rc, const bg_remote *r)
 {
-    CHECK(status_ok(rc));
+    FZ_CHECK(status_ok(rc));
     const char *e = bg_remote_errstr(r);
-    CHECK(e && memchr(e, '\0', 4096));
+    FZ_CHECK(e && memchr(e, '\0', 4096));
     if (verbose)
         fprintf(stderr, "  %-16s %-14s %s\n", what, rc < 0 ? bg_err_name((int)rc) : "ok", e);
 }
@@ -151,13 +145,13 @@ static void batch_checks(const char *what, int64_t rc, const uint8_t *res, size_
     note(what, rc, r);
     if (rc < 0)
         return;
-    CHECK((size_t)rc <= n);
+    FZ_CHECK((size_t)rc <= n);
     int64_t ones = 0;
     for (size_t i = 0; i < n; i++) {
-        CHECK(res[i] <= 1);
+        FZ_CHECK(res[i] <= 1);
         ones += res[i];
     }
-    CHECK(ones == rc);
+    FZ_CHECK(ones == rc);
 }
 
 /* A rebuild of three keys: begin, add, commit. */
@@ -194,7 +188,7 @@ static void session(bg_remote *r, int module, int create)
                          3, r);
             note("stage_commit", bg_remote_filter_stage_commit(f), r);
         }
-        CHECK(rc == BG_OK || f == NULL);
+        FZ_CHECK(rc == BG_OK || f == NULL);
         bg_remote_filter_close(f);
         f = NULL;
     }
@@ -208,11 +202,11 @@ static void session(bg_remote *r, int module, int create)
         note("open", rc, r);
     }
     if (rc != BG_OK) {
-        CHECK(f == NULL);
+        FZ_CHECK(f == NULL);
         return;
     }
     if (!module)
-        CHECK(bg_remote_filter_bits(f) >= 1 && bg_remote_filter_hashes(f) >= 1);
+        FZ_CHECK(bg_remote_filter_bits(f) >= 1 && bg_remote_filter_hashes(f) >= 1);
 
     memset(res, 7, sizeof res);
     batch_checks("add_many", bg_remote_filter_add_many(f, keys, lens, 3, res), res, 3, r);
@@ -221,18 +215,18 @@ static void session(bg_remote *r, int module, int create)
                  r);
     rc = bg_remote_filter_test_and_add(f, "beta", 4);
     note("test_and_add", rc, r);
-    CHECK(rc < 0 || rc == 0 || rc == 1);
+    FZ_CHECK(rc < 0 || rc == 0 || rc == 1);
     rc = bg_remote_filter_contains(f, "beta", 4);
     note("contains", rc, r);
-    CHECK(rc < 0 || rc == 0 || rc == 1);
+    FZ_CHECK(rc < 0 || rc == 0 || rc == 1);
 
     bg_remote_filter_stats st;
     rc = bg_remote_filter_stats_get(f, &st);
     note("stats", rc, r);
     if (rc == BG_OK && !module && bg_remote_filter_generation(f) != 0) {
-        CHECK(st.bits == bg_remote_filter_bits(f));
-        CHECK(st.hashes == bg_remote_filter_hashes(f));
-        CHECK(st.bytes == (st.bits + 7) / 8);
+        FZ_CHECK(st.bits == bg_remote_filter_bits(f));
+        FZ_CHECK(st.hashes == bg_remote_filter_hashes(f));
+        FZ_CHECK(st.bytes == (st.bits + 7) / 8);
     }
     note("expire", bg_remote_filter_expire(f, 60000), r);
 
@@ -245,11 +239,11 @@ static void session(bg_remote *r, int module, int create)
             note("fetch", rc, r);
             if (rc == BG_OK) {
                 bg_filter_stats ls;
-                CHECK(bg_filter_stats_get(local, &ls) == BG_OK);
-                CHECK(ls.bits == m && ls.hashes == k);
+                FZ_CHECK(bg_filter_stats_get(local, &ls) == BG_OK);
+                FZ_CHECK(ls.bits == m && ls.hashes == k);
                 bg_filter_free(local);
             } else {
-                CHECK(local == NULL);
+                FZ_CHECK(local == NULL);
             }
             rebuild(r, f, NULL, keys, lens);
         }
@@ -261,11 +255,11 @@ static void session(bg_remote *r, int module, int create)
         rc = bg_remote_filter_fetch(f, &local);
         note("fetch", rc, r);
         if (rc == BG_OK) {
-            CHECK(bg_filter_variant(local) == BG_VARIANT_SCALABLE);
+            FZ_CHECK(bg_filter_variant(local) == BG_VARIANT_SCALABLE);
             note("publish", bg_remote_filter_publish(r, "fz", BG_REMOTE_MODULE, local), r);
             bg_filter_free(local);
         } else {
-            CHECK(local == NULL);
+            FZ_CHECK(local == NULL);
         }
         bg_remote_filter_options no = {.capacity = 200, .error_rate = 0.01};
         rebuild(r, f, &no, keys, lens);

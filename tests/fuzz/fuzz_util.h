@@ -2,11 +2,40 @@
 #ifndef BG_FUZZ_UTIL_H
 #define BG_FUZZ_UTIL_H
 
+#include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <bloomgate/error.h>
+
+/* A property the target checks failed: says which and where (and why,
+ * given printf arguments), then traps, so that libFuzzer keeps the input
+ * as a crash. FZ_CHECK(cond); FZ_CHECKF(cond, "format", args...). */
+__attribute__((noreturn, format(printf, 4, 5))) static inline void
+fz_fail(const char *file, int line, const char *cond, const char *fmt, ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%s:%d: check failed: %s%s%s\n", file, line, cond, *why ? ": " : "", why);
+    __builtin_trap();
+}
+
+#define FZ_CHECK(cond)                                                                             \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fz_fail(__FILE__, __LINE__, #cond, "%s", "");                                          \
+    } while (0)
+
+#define FZ_CHECKF(cond, ...)                                                                       \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fz_fail(__FILE__, __LINE__, #cond, __VA_ARGS__);                                       \
+    } while (0)
 
 /* The n-byte little-endian number at p (n <= 8), as the format stores them. */
 static inline uint64_t fz_get_le(const uint8_t *p, unsigned n)
