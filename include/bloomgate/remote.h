@@ -280,6 +280,22 @@ BG_REMOTE_API int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filt
  * The handle stays to be closed; its operations then get BG_ENOTFOUND. */
 BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
 
+/* Deletes the filter `name` by its name, whatever state it is in: the
+ * filter if it opens (as bg_remote_filter_drop), and for the bitmap backend
+ * also a sharded filter's count {name}:shards and every shard name:s<j>
+ * still there, j < BG_REMOTE_MAX_SHARDS: those of a sharded filter that
+ * lost some (a shard evicted, a drop that failed on one node), which does
+ * not open, and those a sharded create or publish that failed part-way left
+ * without their count. Any of these makes a create of `name` fail with
+ * BG_EEXIST; after this call it can succeed (`bloomgate create --force`).
+ * Asks for each of the 1024 shard names in turn: a round trip each.
+ * BG_OK if anything was deleted, BG_ENOTFOUND if nothing was there, or the
+ * first error (BG_ECONN, BG_EREMOTE, BG_ESTALE if the filter changed
+ * between the open and the drop, BG_ECORRUPT if a key there is not a
+ * filter's), after which the rest is left. */
+BG_REMOTE_API int bg_remote_filter_destroy(bg_remote *r, const char *name,
+                                           bg_remote_backend backend);
+
 /* Sets a time to live of ttl_ms milliseconds (>= 1) on all the filter's keys
  * at once (PEXPIRE; bitmap: atomically with the generation check). */
 BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);

@@ -271,35 +271,6 @@ static void print_created(const cli_remote *rf, const bg_remote_filter_stats *s,
     }
 }
 
-/* Shards `name:s0`, `name:s1`, ... that no {name}:shards counts: what a
- * sharded create or publish that failed part-way leaves (remote.h,
- * SHARDED PUBLISH). Nothing opens them and they block a create of `name`,
- * so create --force drops them: each is an ordinary bitmap filter, and they
- * were written in order from s0, so the first missing one ends them. */
-static int drop_leftover_shards(cli_remote *rf)
-{
-    size_t n = strlen(rf->url.name) + 16;
-    char *sn = malloc(n);
-    if (!sn)
-        return BG_ENOMEM;
-    int rc = BG_OK;
-    for (uint32_t j = 0; rc == BG_OK && j < BG_REMOTE_MAX_SHARDS; j++) {
-        bg_remote_filter *s;
-        snprintf(sn, n, "%s:s%u", rf->url.name, (unsigned)j);
-        rc = bg_remote_filter_open(&s, rf->r, sn, BG_REMOTE_BITMAP);
-        if (rc == BG_ENOTFOUND) {
-            rc = BG_OK;
-            break;
-        }
-        if (rc == BG_OK) {
-            rc = bg_remote_filter_drop(s);
-            bg_remote_filter_close(s);
-        }
-    }
-    free(sn);
-    return rc;
-}
-
 int cli_remote_create(const char *url, const cli_remote_create_args *a)
 {
     cli_url u;
@@ -327,27 +298,12 @@ int cli_remote_create(const char *url, const cli_remote_create_args *a)
     };
     int rc = bg_remote_filter_create(&rf->f, rf->r, rf->url.name, &fo);
     if (rc == BG_EEXIST && a->force) {
-        /* Drop what is there and try again; if someone else drops it
-         * first, the open finds nothing, which is as good. */
-        bg_remote_filter *old;
-        rc = bg_remote_filter_open(&old, rf->r, rf->url.name, b);
-        if (rc == BG_OK) {
-            rc = bg_remote_filter_drop(old);
-            bg_remote_filter_close(old);
-            if (rc != BG_OK) {
-                remote_error(rf->url.display, "cannot drop the existing filter", rc, rf->r);
-                cli_remote_close(rf);
-                return CLI_EXIT_ERROR;
-            }
-        } else if (rc == BG_ENOTFOUND && b == BG_REMOTE_BITMAP) {
-            if ((rc = drop_leftover_shards(rf)) != BG_OK) {
-                remote_error(rf->url.display, "cannot drop the leftover shards", rc, rf->r);
-                cli_remote_close(rf);
-                return CLI_EXIT_ERROR;
-            }
-        } else if (rc != BG_ENOTFOUND) {
-            remote_error(rf->url.display, "cannot open the existing filter to drop it", rc,
-                         rf->r);
+        /* Drop what is there, also a sharded filter's shards in any state
+         * and the leftovers of a failed create, and try again; if someone
+         * else drops it first, nothing is found, which is as good. */
+        rc = bg_remote_filter_destroy(rf->r, rf->url.name, b);
+        if (rc != BG_OK && rc != BG_ENOTFOUND) {
+            remote_error(rf->url.display, "cannot drop the existing filter", rc, rf->r);
             cli_remote_close(rf);
             return CLI_EXIT_ERROR;
         }

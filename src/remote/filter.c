@@ -724,6 +724,64 @@ int bg_remote_filter_drop(bg_remote_filter *f)
     return f->backend == BG_REMOTE_BITMAP ? bg__bitmap_drop(f) : bg__module_drop(f);
 }
 
+/* Deletes {name}:shards and every shard name:s<j> there is, for
+ * bg_remote_filter_destroy: *found is set if any was. The shards are asked
+ * for one by one, all BG_REMOTE_MAX_SHARDS of them, since a gap (a shard
+ * evicted, a drop that failed on one node) does not end them: each is in a
+ * slot of its own, so one EXISTS cannot ask for several in a cluster. */
+static int drop_shards_by_name(bg_remote *r, const char *name, int *found)
+{
+    char *key = shards_key_of(name);
+    if (!key)
+        return BG_ENOMEM;
+    const char *da[2] = {"DEL", key};
+    size_t dl[2] = {3, strlen(key)};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 2, da, dl, &rep, 0);
+    bg__free(key);
+    if (rc != BG_OK)
+        return rc;
+    *found |= rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+    freeReplyObject(rep);
+    for (uint32_t j = 0; rc == BG_OK && j < BG_REMOTE_MAX_SHARDS; j++) {
+        char *sn = sub_name(name, j);
+        bg_remote_filter *f = NULL;
+        rc = sn ? handle_new(&f, r, sn, BG_REMOTE_BITMAP) : BG_ENOMEM;
+        bg__free(sn);
+        if (rc == BG_OK)
+            rc = bg__bitmap_open(f);
+        if (rc == BG_OK) {
+            rc = bg__bitmap_drop(f);
+            *found = 1;
+        } else if (rc == BG_ENOTFOUND) {
+            rc = BG_OK;
+        }
+        bg_remote_filter_close(f);
+    }
+    return rc;
+}
+
+int bg_remote_filter_destroy(bg_remote *r, const char *name, bg_remote_backend backend)
+{
+    if (!r || !name_ok(name) || (backend != BG_REMOTE_BITMAP && backend != BG_REMOTE_MODULE))
+        return BG_EINVAL;
+    int found = 0;
+    bg_remote_filter *f;
+    int rc = bg_remote_filter_open(&f, r, name, backend);
+    if (rc == BG_OK) {
+        rc = bg_remote_filter_drop(f);
+        bg_remote_filter_close(f);
+        found = 1;
+    } else if (rc == BG_ENOTFOUND) {
+        rc = BG_OK;
+    }
+    if (rc == BG_OK && backend == BG_REMOTE_BITMAP)
+        rc = drop_shards_by_name(r, name, &found);
+    if (rc == BG_OK && !found)
+        rc = bg__remote_fail(r, BG_ENOTFOUND, "%s: no such filter", name);
+    return rc;
+}
+
 int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms)
 {
     /* A staged filter's TTL is the staging's own (commit removes it). */

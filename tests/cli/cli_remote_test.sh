@@ -384,6 +384,27 @@ case_sharded() {
     eq "$(jget out items)" 0 "items of the new filter"
     run 0 redis-cli -p "$PORT" eval "return #redis.call('keys', '{sharded:s[23]}*')" 0
     eq "$(cat out)" 0 "keys left of shards 2 and 3"
+
+    # a sharded filter that lost a shard (evicted), and a drop that failed
+    # part-way (count and shard 0 gone): neither opens, and create --force
+    # drops every key that is left, past the gap, and creates it again
+    local del_lua="for _, k in ipairs(redis.call('keys', ARGV[1])) do redis.call('del', k) end"
+    run 0 "$BG" create "$U?shards=4" -n 1000 -p 0.01 -q --force
+    run 0 redis-cli -p "$PORT" eval "$del_lua" 0 '{sharded:s2}*'
+    run 2 "$BG" info "$U"
+    has err "no such filter"
+    run 0 "$BG" create "$U?shards=4" -n 1000 -p 0.01 -q --force
+    run 0 "$BG" add -q "$U" a-1
+    run 0 redis-cli -p "$PORT" eval "$del_lua" 0 '{sharded}:shards'
+    run 0 redis-cli -p "$PORT" eval "$del_lua" 0 '{sharded:s0}*'
+    run 2 "$BG" create "$U?shards=2" -n 1000 -p 0.01 -q
+    has err "already exists (use --force"
+    run 0 "$BG" create "$U?shards=2" -n 1000 -p 0.01 -q --force
+    run 0 redis-cli -p "$PORT" eval "return #redis.call('keys', '{sharded:s[23]}*')" 0
+    eq "$(cat out)" 0 "shards 2 and 3 left after create --force past a gap"
+    run 0 "$BG" info --json "$U"
+    eq "$(jget out shards)" 2 "shards of the filter made in their place"
+    run 1 "$BG" check -q "$U" a-1
 }
 
 case_auth() {

@@ -1200,6 +1200,91 @@ static void bitmap_limits(void **state)
 
 /* ---- connections ---------------------------------------------------- */
 
+/* Deletes every key matching `pattern` (KEYS), behind the library's back. */
+static void del_keys(redisContext *c, const char *pattern)
+{
+    redisReply *rep = redisCommand(
+        c, "EVAL %s 0 %s",
+        "for _, k in ipairs(redis.call('KEYS', ARGV[1])) do redis.call('DEL', k) end return 1",
+        pattern);
+    assert_non_null(rep);
+    TU_EQ_I(rep->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(rep);
+}
+
+/* A sharded filter "name" of 4 shards, created and closed. */
+static void create_sharded(bg_remote *r, const char *name)
+{
+    bg_remote_filter *f;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 1000,
+                                  .error_rate = 0.01, .shards = 4};
+    TU_EQ_I(bg_remote_filter_create(&f, r, name, &o), BG_OK);
+    TU_EQ_I(bg_remote_filter_add(f, "k", 1), BG_OK);
+    bg_remote_filter_close(f);
+}
+
+/* `name` does not open and blocks a create; destroy deletes every key of
+ * it, and then a create succeeds. */
+static void destroy_blocked(bg_remote *r, redisContext *c, const char *name, const char *keys)
+{
+    bg_remote_filter *f;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 1000,
+                                  .error_rate = 0.01, .shards = 2};
+    TU_EQ_I(bg_remote_filter_open(&f, r, name, BG_REMOTE_BITMAP), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_create(&f, r, name, &o), BG_EEXIST);
+    TU_EQ_I(bg_remote_filter_destroy(r, name, BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(ts_count_keys(c, keys), 0);
+    TU_EQ_I(bg_remote_filter_create(&f, r, name, &o), BG_OK);
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_destroy(r, name, BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(ts_count_keys(c, keys), 0);
+}
+
+/* bg_remote_filter_destroy: a filter by its name, whatever state it is in,
+ * so that a create of the name succeeds after it. */
+static void bitmap_destroy(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap: destroy by name");
+    bg_remote *r = conn(&srv, 0);
+    redisContext *c = ts_raw(&srv);
+    TU_EQ_I(bg_remote_filter_destroy(r, "none", BG_REMOTE_BITMAP), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_destroy(NULL, "none", BG_REMOTE_BITMAP), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_destroy(r, "a{b}", BG_REMOTE_BITMAP), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_destroy(r, "none", (bg_remote_backend)7), BG_EINVAL);
+
+    /* An unsharded filter with a rebuild pending: all three keys go. */
+    bg_remote_filter *f;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 1000,
+                                  .error_rate = 0.01};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "d1", &o), BG_OK);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(f, NULL), BG_OK);
+    bg_remote_filter_close(f);
+    TU_EQ_I(ts_count_keys(c, "{d1}*"), 3);
+    TU_EQ_I(bg_remote_filter_destroy(r, "d1", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{d1}*"), 0);
+
+    /* A sharded filter that lost shard 2 (evicted, say). */
+    create_sharded(r, "d2");
+    del_keys(c, "{d2:s2}*");
+    destroy_blocked(r, c, "d2", "{d2*");
+    /* A drop that failed part-way: the count and shard 0 gone, 1..3 left
+     * (the first gap does not end the shards). */
+    create_sharded(r, "d3");
+    del_keys(c, "{d3}:shards");
+    del_keys(c, "{d3:s0}*");
+    destroy_blocked(r, c, "d3", "{d3*");
+    /* A healthy sharded filter, and a stray shard far past its count. */
+    create_sharded(r, "d4");
+    TU_EQ_I(bg_remote_filter_create(&f, r, "d4:s1000", &o), BG_OK);
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_destroy(r, "d4", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{d4*"), 0);
+    TU_EQ_I(bg_remote_filter_destroy(r, "d4", BG_REMOTE_BITMAP), BG_ENOTFOUND);
+    redisFree(c);
+    bg_remote_free(r);
+}
+
 static void connect_errors(void **state)
 {
     (void)state;
@@ -1399,6 +1484,12 @@ static void module_backend(void **state)
     bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_open(&f, r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
     TU_EQ_I(bg_remote_filter_drop(g), BG_ENOTFOUND);
+    /* By name: a module filter, then nothing. */
+    TU_EQ_I(bg_remote_filter_create(&f, r, "mod", &o), BG_OK);
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_destroy(r, "mod", BG_REMOTE_MODULE), BG_OK);
+    TU_EQ_I(ts_int(c, "EXISTS mod"), 0);
+    TU_EQ_I(bg_remote_filter_destroy(r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
     redisFree(c);
     bg_remote_filter_close(g);
     bg_remote_free(r2);
@@ -1909,6 +2000,7 @@ int main(void)
         cmocka_unit_test(bitmap_rebuild_lease),
         cmocka_unit_test(sharded_rebuild),
         cmocka_unit_test(bitmap_limits),
+        cmocka_unit_test(bitmap_destroy),
         cmocka_unit_test(connect_errors),
         cmocka_unit_test(server_dies_mid_batch),
         cmocka_unit_test(server_dies_mid_sharded_batch),
