@@ -555,12 +555,9 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o, co
 orphan:
     /* Best effort: the array is not referenced by any meta hash. */
     if (rc != BG_ECONN && rc != BG_EEXIST) {
-        const char *da[2] = {"DEL", f->bits_key};
-        size_t dl[2] = {3, strlen(f->bits_key)};
         char keep[BG__REMOTE_ERRSTR];
         memcpy(keep, r->errstr, sizeof keep);
-        if (bg__remote_command(r, 2, da, dl, &rep, 0) == BG_OK)
-            freeReplyObject(rep);
+        (void)bg__remote_del(r, f->bits_key, NULL);
         memcpy(r->errstr, keep, sizeof keep);
     }
     return rc;

@@ -663,6 +663,20 @@ int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *
     return BG_OK;
 }
 
+int bg__remote_del(bg_remote *r, const char *key, int *deleted)
+{
+    const char *argv[2] = {"DEL", key};
+    size_t lens[2] = {3, strlen(key)};
+    redisReply *rep;
+    int rc = bg__remote_command(r, 2, argv, lens, &rep, 0);
+    if (rc != BG_OK)
+        return rc;
+    if (deleted)
+        *deleted = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+    freeReplyObject(rep);
+    return BG_OK;
+}
+
 /* PIPELINING ACROSS MASTERS
  * bg__remote_fanout writes every call to its master's connection first,
  * flushes them all, and only then reads the replies, each connection's in

@@ -383,13 +383,9 @@ static int sharded_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
  * shard; the first error is returned, every shard is tried. */
 static int sharded_drop(bg_remote_filter *f)
 {
-    const char *da[2] = {"DEL", f->shards_key};
-    size_t dl[2] = {3, strlen(f->shards_key)};
-    redisReply *rep;
-    int rc = bg__remote_command(f->r, 2, da, dl, &rep, 0);
+    int rc = bg__remote_del(f->r, f->shards_key, NULL);
     if (rc != BG_OK)
         return rc;
-    freeReplyObject(rep);
     for (uint32_t j = 0; j < f->shards; j++) {
         int sr = bg__bitmap_drop(f->sub[j]);
         if (sr != BG_OK && rc == BG_OK)
@@ -734,15 +730,10 @@ static int drop_shards_by_name(bg_remote *r, const char *name, int *found)
     char *key = shards_key_of(name);
     if (!key)
         return BG_ENOMEM;
-    const char *da[2] = {"DEL", key};
-    size_t dl[2] = {3, strlen(key)};
-    redisReply *rep;
-    int rc = bg__remote_command(r, 2, da, dl, &rep, 0);
+    int deleted = 0;
+    int rc = bg__remote_del(r, key, &deleted);
     bg__free(key);
-    if (rc != BG_OK)
-        return rc;
-    *found |= rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
-    freeReplyObject(rep);
+    *found |= deleted;
     for (uint32_t j = 0; rc == BG_OK && j < BG_REMOTE_MAX_SHARDS; j++) {
         char *sn = sub_name(name, j);
         bg_remote_filter *f = NULL;

@@ -151,6 +151,10 @@ int bg__remote_ready(bg_remote *r);
 int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *lens,
                        redisReply **reply, int keep_errors);
 
+/* DEL key; *deleted (may be NULL) says whether it was there. BG_OK or the
+ * command's status. */
+int bg__remote_del(bg_remote *r, const char *key, int *deleted);
+
 /* One command of a fanout: argv in, reply out (the caller frees it). */
 typedef struct bg__call {
     int argc;
