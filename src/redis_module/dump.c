@@ -9,7 +9,8 @@
  * buffer (bg_filter_encode_range): no copy of the image is kept between
  * calls. LOADCHUNK k 1 <header> on a missing key creates the key holding an
  * assembly (bgr_value.assembly), which only LOADCHUNK and the persistence
- * callbacks (type.c) will touch; each next chunk is appended; the one that
+ * callbacks (type.c) will touch (a header on a key being loaded replaces
+ * its assembly: the load starts over); each next chunk is appended; the one that
  * completes the image is decoded, and the key then holds the filter. If the
  * complete image is refused by the decoder, the key is deleted: it did not
  * exist before the header, and half a filter must not stay behind.
@@ -43,15 +44,17 @@ int bgr_cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     RedisModule_AutoMemory(ctx);
     if (argc != 3)
         return RedisModule_WrongArity(ctx);
-    long long iter;
-    if (RedisModule_StringToLongLong(argv[2], &iter) != REDISMODULE_OK)
-        return RedisModule_ReplyWithError(ctx, E_SCAN_ITER);
+    /* The key before the iterator, in RedisBloom's order: a wrong-type or
+     * missing key is reported whatever the iterator says. */
     RedisModuleKey *key;
     bgr_value *val;
     if (bgr_open(ctx, argv[1], REDISMODULE_READ, &key, &val, 0) != REDISMODULE_OK)
         return REDISMODULE_OK;
     if (val == NULL)
         return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
+    long long iter;
+    if (RedisModule_StringToLongLong(argv[2], &iter) != REDISMODULE_OK)
+        return RedisModule_ReplyWithError(ctx, E_SCAN_ITER);
 
     uint64_t total;
     if (bg_filter_encoded_size(val->filter, &total) != BG_OK)
@@ -91,16 +94,24 @@ static int reply_chunk_error(RedisModuleCtx *ctx, int rc)
     }
 }
 
-/* The header of a new key: an assembly in a new value at `key`. */
-static int load_header(RedisModuleCtx *ctx, RedisModuleKey *key, const char *data, size_t len)
+/* A header: an assembly in a new value at a missing `key`, or in place of
+ * the assembly of a key being loaded (`val`), which then starts over. A
+ * refused header changes nothing. */
+static int load_header(RedisModuleCtx *ctx, RedisModuleKey *key, bgr_value *val, const char *data,
+                       size_t len)
 {
     bgr_assembly *a;
     int rc = bgr_assembly_begin(&a, data, len, bgr_image_cap(bgr_cfg.max_bytes), bgr_cfg.max_bytes);
     if (rc != BG_OK)
         return reply_chunk_error(ctx, rc);
-    bgr_value *v = bgr_value_wrap(NULL);
-    v->assembly = a;
-    RedisModule_ModuleTypeSetValue(key, bgr_type, v);
+    if (val != NULL) {
+        bgr_assembly_free(val->assembly);
+        val->assembly = a;
+    } else {
+        bgr_value *v = bgr_value_wrap(NULL);
+        v->assembly = a;
+        RedisModule_ModuleTypeSetValue(key, bgr_type, v);
+    }
     RedisModule_ReplicateVerbatim(ctx);
     return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
@@ -152,10 +163,16 @@ int bgr_cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (val == NULL) {
         if (iter != 1)
             return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
-        return load_header(ctx, key, data, len);
+        return load_header(ctx, key, NULL, data, len);
     }
-    /* A header never replaces a key, and chunks go to assemblies only. */
-    if (iter == 1 || val->assembly == NULL)
+    /* Neither a header nor a chunk ever touches a filter. */
+    if (val->assembly == NULL)
         return RedisModule_ReplyWithError(ctx, E_BAD_DATA);
+    /* A header restarts a load: after a refused chunk (a source that grew a
+     * layer between two SCANDUMP calls gives one too big for the first
+     * image) or a loader that gave up, dumping again must work without a
+     * DEL first. */
+    if (iter == 1)
+        return load_header(ctx, key, val, data, len);
     return load_chunk(ctx, argv[1], key, val, iter, data, len);
 }

@@ -602,6 +602,9 @@ class ScanDumpErrors(Base):
         self.assertReply(c.cmd("BF.SCANDUMP", "nokey", "0"), NOT_FOUND)
         self.assertReply(c.cmd("SET", "s", "v"), OK)
         self.assertReply(c.cmd("BF.SCANDUMP", "s", "0"), WRONGTYPE)
+        # The key before the iterator, as RedisBloom.
+        self.assertReply(c.cmd("BF.SCANDUMP", "s", "abc"), WRONGTYPE)
+        self.assertReply(c.cmd("BF.SCANDUMP", "nokey", "abc"), NOT_FOUND)
         self.assertReply(c.cmd("BF.ADD", "k", "a"), 1)
         self.assertReply(c.cmd("BF.SCANDUMP", "k", "abc"), Err(b"Second argument must be numeric"))
         self.assertReply(c.cmd("BF.SCANDUMP", "k"), arity("bf.scandump"))

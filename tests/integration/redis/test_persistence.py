@@ -170,9 +170,53 @@ class Persistence(h.RespTestCase):
                 self.assertReply(r, Err(b"ERR item exists"), repr(cmd))
             else:
                 self.assertReply(r, LOADING, repr(cmd))
-        for it, data in chunks[1:]:
+        # Chunks of any size are taken: the first data chunk goes in halves.
+        it1, data = chunks[1]
+        half = len(data) // 2
+        first, second = (it1 - len(data) + half, data[:half]), (it1, data[half:])
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst", *first), OK)
+        # A refused header changes nothing: the load goes on where it was.
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst", chunks[0][0], b"garbage"), Err(b"ERR received bad data"))
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst", *second), OK)
+        for it, data in chunks[2:]:
             self.assertReply(c.cmd("BF.LOADCHUNK", "dst", it, data), OK)
         self.assertEqual(snapshot(c, "dst", its), snapshot(c, "src", its))
+        # A header on a key being loaded starts its load over: the bytes so
+        # far are dropped, so the second half is no longer the next chunk.
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst2", chunks[0][0], chunks[0][1]), OK)
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst2", *first), OK)
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst2", chunks[0][0], chunks[0][1]), OK)
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst2", *second), Err(b"ERR received bad data"))
+        self.assertReply(c.cmd("BF.EXISTS", "dst2", "a"), LOADING)
+        for it, data in chunks[1:]:
+            self.assertReply(c.cmd("BF.LOADCHUNK", "dst2", it, data), OK)
+        self.assertEqual(snapshot(c, "dst2", its), snapshot(c, "src", its))
+        # A header never replaces the filter that load made.
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst", chunks[0][0], chunks[0][1]), Err(b"ERR received bad data"))
+        self.assertEqual(snapshot(c, "dst", its), snapshot(c, "src", its))
+
+    def test_dump_of_a_growing_filter(self):
+        """A layer added between two SCANDUMP calls makes the next chunk too
+        big for the image its header announced: refused, the key stays being
+        loaded, and a dump started again from its header loads the grown
+        filter (docs/REDIS.md, differences from RedisBloom)."""
+        s = self.server()
+        c = s.conn()
+        self.assertReply(c.cmd("BF.RESERVE", "src", "0.01", "100"), OK)
+        its = items("g", 100)
+        madd_all(c, "src", its)
+        it0, hdr = c.cmd("BF.SCANDUMP", "src", "0")
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst", it0, hdr), OK)
+        more = items("h", 50)
+        madd_all(c, "src", more)
+        self.assertReply(c.cmd("BF.INFO", "src", "FILTERS"), [2], "the adds should open a second layer")
+        it1, data = c.cmd("BF.SCANDUMP", "src", it0)
+        self.assertReply(c.cmd("BF.LOADCHUNK", "dst", it1, data),
+                         Err(b"ERR invalid chunk - Too big for current filter"))
+        self.assertReply(c.cmd("BF.EXISTS", "dst", its[0]), LOADING)
+        for it, chunk in scandump(c, "src"):
+            self.assertReply(c.cmd("BF.LOADCHUNK", "dst", it, chunk), OK)
+        self.assertEqual(snapshot(c, "dst", its + more), snapshot(c, "src", its + more))
 
     def test_corrupt_chunks(self):
         s = self.server()
