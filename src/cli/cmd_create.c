@@ -22,18 +22,24 @@
 
 /* A temporary name beside `path`: ".<name>.<pid>.create.tmp", the name cut
  * short so that the whole fits in NAME_MAX bytes (the pid and suffix take at
- * most 33). Returns 0, or -1 if out of memory. */
+ * most 33), and, for a path near PATH_MAX, cut further so that the
+ * temporary path stays below PATH_MAX where it can. Returns 0, or -1 if out
+ * of memory. */
 static int temp_name(const char *path, char **tmp)
 {
     const char *slash = strrchr(path, '/');
     size_t dir_len = slash ? (size_t)(slash - path) + 1 : 0;
     const char *base = path + dir_len;
-    size_t size = strlen(path) + 64;
+    char pid[24];
+    size_t extra = (size_t)snprintf(pid, sizeof pid, ".%ld.create.tmp", (long)getpid()) + 1;
+    size_t keep = strlen(base) < NAME_MAX - 33 ? strlen(base) : NAME_MAX - 33;
+    if (dir_len + 1 + keep + extra > PATH_MAX)
+        keep = dir_len + extra < PATH_MAX ? PATH_MAX - 1 - dir_len - extra : 0;
+    size_t size = dir_len + 1 + keep + extra;
     *tmp = malloc(size);
     if (!*tmp)
         return -1;
-    snprintf(*tmp, size, "%.*s.%.*s.%ld.create.tmp", (int)dir_len, path, NAME_MAX - 33, base,
-             (long)getpid());
+    snprintf(*tmp, size, "%.*s.%.*s%s", (int)dir_len, path, (int)keep, base, pid);
     return 0;
 }
 

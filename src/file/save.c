@@ -4,7 +4,8 @@
  * HOW IT WORKS
  * 1. open ".<base>.<16 hex>.tmp" in the target's directory with O_EXCL (a
  *    fresh name: never someone else's file; same directory: same file
- *    system, so rename is atomic);
+ *    system, so rename is atomic), relative to the directory's fd, as are
+ *    the rename and the fsync below;
  * 2. write the header with a zero checksum, then the payload in 1 MiB chunks,
  *    each copied from the filter with atomic loads, hashed, and written, so
  *    the checksum is of exactly the bytes on disk even while threads add (a
@@ -18,7 +19,7 @@
  * On any error the temporary file is removed and the target is untouched.
  * A crash (SIGKILL, power) between 1 and 4 leaves the temporary file; it has
  * a different name, so it is never taken for the target. */
-#define _GNU_SOURCE /* O_CLOEXEC, O_DIRECTORY, fchmod, fchown, lstat */
+#define _GNU_SOURCE /* O_CLOEXEC, O_DIRECTORY, O_PATH, the *at calls, fchmod, fchown, lstat */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -65,47 +66,63 @@ static uint64_t tmp_token(unsigned attempt)
  * is cut short in it: any target that may exist can be saved. */
 #define TMP_BASE_MAX (NAME_MAX - 22)
 
-/* Creates the temporary file for `path` into tmp (room for tmp_cap bytes)
- * and returns its fd, or -1 with errno set. */
-static int create_tmp(const char *path, char *tmp, size_t tmp_cap)
+/* The target's directory and its name there. The temporary file is made,
+ * renamed and removed relative to the directory (the *at calls), so its
+ * name is bounded by NAME_MAX, not by PATH_MAX: a full path 22 bytes longer
+ * than a target's near PATH_MAX would not open. O_PATH needs only search
+ * permission, as the path itself does. */
+typedef struct {
+    int dir; /* AT_FDCWD for a target without a '/' */
+    const char *base;
+} target_dir;
+
+static int open_target_dir(const char *path, target_dir *t)
 {
     const char *slash = strrchr(path, '/');
-    int dir_len = slash ? (int)(slash - path + 1) : 0;
-    const char *base = slash ? slash + 1 : path;
+    t->base = slash ? slash + 1 : path;
+    t->dir = AT_FDCWD;
+    if (slash == NULL)
+        return BG_OK;
+    size_t n = slash == path ? 1 : (size_t)(slash - path); /* "/x": the root */
+    char *dir = bg__malloc(n + 1);
+    if (dir == NULL)
+        return BG_ENOMEM;
+    memcpy(dir, path, n);
+    dir[n] = '\0';
+    t->dir = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    int saved = errno;
+    bg__free(dir);
+    errno = saved;
+    return t->dir < 0 ? BG_EIO : BG_OK;
+}
+
+static void close_target_dir(const target_dir *t)
+{
+    if (t->dir >= 0)
+        close(t->dir);
+}
+
+/* Creates the temporary file for the target `t` and writes its name (in
+ * t's directory) to tmp; returns its fd, or -1 with errno set. */
+static int create_tmp(const target_dir *t, char tmp[NAME_MAX + 1])
+{
     for (unsigned attempt = 0; attempt < 100; attempt++) {
-        int n = snprintf(tmp, tmp_cap, "%.*s.%.*s.%016llx.tmp", dir_len, path, TMP_BASE_MAX,
-                         base, (unsigned long long)tmp_token(attempt));
-        if (n < 0 || (size_t)n >= tmp_cap) {
-            errno = ENAMETOOLONG;
-            return -1;
-        }
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        snprintf(tmp, NAME_MAX + 1, ".%.*s.%016llx.tmp", TMP_BASE_MAX, t->base,
+                 (unsigned long long)tmp_token(attempt));
+        int fd = openat(t->dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd >= 0 || errno != EEXIST)
             return fd;
     }
     return -1;
 }
 
-/* fsync of the directory holding `path`, so that a rename in it is durable. */
-static int sync_dir(const char *path)
+/* fsync of the target's directory, so that a rename in it is durable. */
+static int sync_dir(const target_dir *t)
 {
-    const char *slash = strrchr(path, '/');
-    char dir[4096];
-    if (slash == NULL) {
-        strcpy(dir, ".");
-    } else {
-        size_t n = slash == path ? 1 : (size_t)(slash - path);
-        if (n >= sizeof dir) {
-            errno = ENAMETOOLONG;
-            return BG_EIO;
-        }
-        memcpy(dir, path, n);
-        dir[n] = '\0';
-    }
     /* A directory we may write but not read (mode 0333) cannot be opened
      * to fsync: the rename is done, only its durability is left to the
      * file system's own flush (file.h). */
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = openat(t->dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
         return errno == EACCES ? BG_OK : BG_EIO;
     int rc = fsync(fd) == 0 ? BG_OK : BG_EIO;
@@ -223,18 +240,25 @@ int bg_filter_save(const bg_filter *f, const char *path)
         return BG_EINVAL;
     if (check_target(path) != BG_OK)
         return BG_EIO;
+    target_dir t;
+    int rc = open_target_dir(path, &t);
+    if (rc != BG_OK)
+        return rc;
     uint8_t *buf = bg__malloc(CHUNK);
+    char tmp[NAME_MAX + 1];
+    int fd = -1;
     if (buf == NULL)
-        return BG_ENOMEM;
-    char tmp[4096];
-    int fd = create_tmp(path, tmp, sizeof tmp);
-    if (fd < 0) {
+        rc = BG_ENOMEM;
+    else if ((fd = create_tmp(&t, tmp)) < 0)
+        rc = BG_EIO;
+    if (rc != BG_OK) {
         int saved = errno;
         bg__free(buf);
+        close_target_dir(&t);
         errno = saved;
-        return BG_EIO;
+        return rc;
     }
-    int rc = keep_attributes(path, fd);
+    rc = keep_attributes(path, fd);
     if (rc == BG_OK)
         rc = write_image(f, fd, buf);
     int saved = errno;
@@ -242,15 +266,18 @@ int bg_filter_save(const bg_filter *f, const char *path)
         rc = BG_EIO;
         saved = errno;
     }
-    if (rc == BG_OK && rename(tmp, path) != 0) {
+    if (rc == BG_OK && renameat(t.dir, tmp, t.dir, t.base) != 0) {
         rc = BG_EIO;
         saved = errno;
     }
-    if (rc != BG_OK)
-        unlink(tmp);
+    if (rc != BG_OK) {
+        unlinkat(t.dir, tmp, 0);
+    } else {
+        rc = sync_dir(&t);
+        saved = errno;
+    }
     bg__free(buf);
+    close_target_dir(&t);
     errno = saved;
-    if (rc != BG_OK)
-        return rc;
-    return sync_dir(path);
+    return rc;
 }

@@ -800,6 +800,26 @@ case_targets() {
     run 0 "$BG" create "$long" -n 1000 -p 0.01 -q --force
     run 1 "$BG" check -q "$long" k1
     no_temp_files
+    # 5. a path as long as the system allows (PATH_MAX - 1 = 4095 bytes):
+    #    the temporary files beside it are made relative to its directory,
+    #    or named within PATH_MAX, so create, add and create --force work
+    local deep="$T"
+    local c
+    while [ $((4094 - ${#deep})) -gt 101 ]; do # directories, then a 100-byte name
+        c=$((4094 - ${#deep} - 102))
+        if [ "$c" -gt 250 ]; then c=250; fi
+        deep="$deep/$(printf 'd%.0s' $(seq 1 "$c"))"
+    done
+    mkdir -p "$deep"
+    local far
+    far="$deep/$(printf 'f%.0s' $(seq 1 $((4095 - ${#deep} - 1))))"
+    eq "${#far}" 4095 "the long path's length"
+    run 0 "$BG" create "$far" -n 1000 -p 0.01 -q
+    run 0 "$BG" add -q "$far" k1
+    run 0 "$BG" check -q "$far" k1
+    run 0 "$BG" create "$far" -n 1000 -p 0.01 -q --force
+    run 1 "$BG" check -q "$far" k1
+    eq "$(find "$deep" -mindepth 1 | wc -l)" 1 "files beside the long path"
 }
 
 case_progress() {

@@ -467,6 +467,61 @@ static void damaged_files(void **state)
     tu_tmpdir_remove(&d);
 }
 
+/* A target path near PATH_MAX: the temporary file beside it would have a
+ * full path 22 bytes longer, past PATH_MAX; it is made relative to the
+ * directory, so the save works (and leaves no temporary file). */
+static void path_near_path_max(void **state)
+{
+    (void)state;
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "file");
+    char path[PATH_MAX];
+    size_t len = (size_t)snprintf(path, sizeof path, "%s", d.path);
+    /* Directories of up to 250 bytes, then a 200-byte name: the full path
+     * is PATH_MAX - 2 bytes, the temporary one's would be PATH_MAX + 20. */
+    const size_t name_len = 200, full = PATH_MAX - 2;
+    int depth = 0;
+    while (len + 1 + name_len < full) {
+        size_t c = full - len - 1 - name_len - 1;
+        c = c > 250 ? 250 : c;
+        path[len++] = '/';
+        memset(path + len, 'd', c);
+        len += c;
+        path[len] = '\0';
+        TU_EQ_I(mkdir(path, 0700), 0);
+        depth++;
+    }
+    char dir[PATH_MAX];
+    memcpy(dir, path, len + 1);
+    path[len++] = '/';
+    memset(path + len, 'f', name_len);
+    len += name_len;
+    path[len] = '\0';
+    TU_EQ_U(strlen(path), full);
+
+    bg_filter *f = golden_filter(1), *g = NULL;
+    TU_EQ_I(bg_filter_save(f, path), BG_OK);
+    TU_EQ_I(bg_filter_save(f, path), BG_OK); /* over the file it made */
+    TU_EQ_I(bg_filter_load(&g, path, 0), BG_OK);
+    TU_EQ_I(bg_filter_contains(g, "alice", 5), 1);
+    TU_EQ_I(bg_filter_contains(g, "bob", 3), 1);
+    bg_filter_free(g);
+    DIR *dp = opendir(dir);
+    assert_non_null(dp);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(dp)) != NULL;)
+        entries += e->d_name[0] != '.';
+    closedir(dp);
+    TU_EQ_I(entries, 1);
+    TU_EQ_I(unlink(path), 0);
+    for (; depth > 0; depth--) {
+        TU_EQ_I(rmdir(dir), 0);
+        *strrchr(dir, '/') = '\0';
+    }
+    bg_filter_free(f);
+    tu_tmpdir_remove(&d);
+}
+
 static void io_errors(void **state)
 {
     (void)state;
@@ -980,6 +1035,7 @@ int main(void)
         cmocka_unit_test(round_trip),
         cmocka_unit_test(damaged_files),
         cmocka_unit_test(io_errors),
+        cmocka_unit_test(path_near_path_max),
         cmocka_unit_test(large_file),
         cmocka_unit_test(encode_range_reassembles),
         cmocka_unit_test(image_size_from_the_header),
