@@ -457,6 +457,10 @@ typedef struct cli_remote_rebuild_args {
 } cli_remote_rebuild_args;
 int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a);
 
+/* --lease's upper bound: remote.h's BG_REMOTE_MAX_REBUILD_LEASE_MS (7 days;
+ * remote.c checks they agree), here for a CLI built without remote.h. */
+#define CLI_MAX_LEASE_MS (UINT64_C(7) * 24 * 3600 * 1000)
+
 /* Keys per round trip to Redis: each batch is one Lua script (or one
  * BF.INSERT) that runs atomically and holds the server meanwhile, so it is
  * kept to about a millisecond of its time. */

@@ -211,7 +211,7 @@ static int run(int argc, char **argv)
             printf("\"p\":%s}", cli_fmt_double(d, s->p));
         }
         printf("]}\n");
-    } else {
+    } else if (ok > 0) { /* nothing sized: only the errors, on stderr */
         const char *sep = " ";
         printf("given:");
         if (given.n) {

@@ -64,8 +64,7 @@ static int run(int argc, char **argv)
             note(&not_with_abort, "--nonscaling");
             break;
         case OPT_LEASE:
-            /* The upper bound is remote.h's, checked in remote.c. */
-            if (cli_parse_count("--lease", optarg, 1, UINT64_MAX, &a.lease_ms) != 0)
+            if (cli_parse_count("--lease", optarg, 1, CLI_MAX_LEASE_MS, &a.lease_ms) != 0)
                 return CLI_EXIT_ERROR;
             note(&not_with_abort, "--lease");
             break;

@@ -513,6 +513,11 @@ int cli_remote_push(const char *path, const char *url, bool quiet, bool json)
             cli_error("%s: cannot push %s: it has more than %llu bits, the most a bitmap "
                       "filter has",
                       rf->url.display, path, (unsigned long long)BG_REMOTE_MAX_BITS);
+        else if (rc == BG_EEXIST) /* remote.h: only a sharded filter or its shards */
+            cli_error("%s: cannot push: a sharded filter (or shards of one) has that name, "
+                      "and push replaces only an unsharded filter; push to another name, or "
+                      "drop it first (bloomgate create URL --force ... re-creates it)",
+                      rf->url.display);
         else
             remote_error(rf->url.display, "cannot push", rc, rf->r);
         if (rc == BG_EREMOTE && strstr(bg_remote_errstr(rf->r), "MAX_BYTES"))
@@ -900,12 +905,7 @@ static int rebuild_run(rebuilder *b, bg_remote_backend backend, const cli_remote
 
 int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a)
 {
-    if (a->lease_ms > BG_REMOTE_MAX_REBUILD_LEASE_MS) {
-        /* as cli_parse_count says it, which cannot know the bound */
-        cli_error("--lease: '%llu' is too large (at most %llu)", (unsigned long long)a->lease_ms,
-                  (unsigned long long)BG_REMOTE_MAX_REBUILD_LEASE_MS);
-        return CLI_EXIT_ERROR;
-    }
+    _Static_assert(CLI_MAX_LEASE_MS == BG_REMOTE_MAX_REBUILD_LEASE_MS, "--lease's bound");
     cli_url u;
     if (cli_url_parse(url, &u) != 0)
         return CLI_EXIT_ERROR;

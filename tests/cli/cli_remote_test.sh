@@ -366,6 +366,13 @@ case_sharded() {
     hasnt out "generation:"
     run 0 redis-cli -p "$PORT" exists '{sharded:s0}:meta' '{sharded:s3}:meta'
     eq "$(cat out)" 2 "shards 0 and 3 exist"
+    # push replaces only an unsharded filter, and says so (it has no --force)
+    run 0 "$BG" create one.bgf -n 1000 -p 0.01 --variant standard -q
+    run 2 "$BG" push one.bgf "$U"
+    has err "a sharded filter (or shards of one) has that name"
+    hasnt err "use --force"
+    run 0 "$BG" check -c "$U" <a.txt
+    eq "$(sed -n 2p out)" "$(printf 'maybe\t20000')" "the sharded filter after a refused push"
 
     # shards without their count (what a failed sharded create or publish
     # leaves): nothing opens them, create refuses them, and create --force
@@ -813,6 +820,10 @@ case_rebuild_fail() {
     has err "the most a bitmap filter has"
     run 2 "$BG" rebuild --lease 0 "$U" k
     has err "--lease"
+    for l in 1e20 604800001; do # one bound, 7 days, however the number is written
+        run 2 "$BG" rebuild --lease "$l" "$U" k
+        has err "--lease: '$l' is too large (at most 604800000)"
+    done
     run 2 "$BG" rebuild --abort "$U" k
     has err "reads no keys"
 

@@ -233,6 +233,10 @@ case_calc() {
     hasnt out "blocked "
     has err "blocked: k = 9: the blocked variant has at most 8 probes per key"
     run 2 "$BG" calc -n 1000 -p 0.01 -k 9 --variant blocked
+    empty out # nothing sized: no table, the reason on stderr
+    has err "blocked: k = 9: the blocked variant has at most 8 probes per key"
+    run 2 "$BG" calc -n 1e19 -p 0.01 --variant standard
+    empty out
     run 0 "$BG" calc -n 1000 -p 0.01 -k 9 --json
     json_ok out
     has out '{"variant":"blocked","error":"k = 9: the blocked variant has at most 8 probes per key"}'
@@ -471,6 +475,16 @@ case_json() {
     run 1 "$BG" check --json -c f.bgf alice zed
     json_ok out
     eq "$(cat out)" '{"file":"f.bgf","keys":2,"maybe":1,"absent":1}' "check --json -c"
+    # a check that stops part-way (a key over 16 MiB) closes its document,
+    # listing the results so far, with "error"; -c prints nothing
+    { echo alice; echo zed; head -c 16777217 /dev/zero | tr '\0' A; echo; echo bob; } >long.txt
+    run 2 "$BG" check --json f.bgf <long.txt
+    json_ok out
+    eq "$(jq -c '[.results, .keys, .maybe, .absent, (.error | test("stopped part-way"))]' out)" \
+        '[[{"key":"alice","maybe":true},{"key":"zed","maybe":false}],2,1,1,true]' "check --json that fails"
+    has err "key 3 is longer than 16777216 bytes"
+    run 2 "$BG" check --json -c f.bgf <long.txt
+    empty out
     # bytes that are not UTF-8 become U+FFFD, control bytes \u00XX
     run 1 "$BG" check --json f.bgf $'\xff\x01é'
     json_ok out
