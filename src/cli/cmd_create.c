@@ -315,6 +315,16 @@ static int run(int argc, char **argv)
             snprintf(why, sizeof why, "its first layer would need more than %llu bytes (%s)",
                      (unsigned long long)(o.max_bytes ? o.max_bytes : BG_DEFAULT_MAX_BYTES),
                      o.max_bytes ? "--max-bytes" : "the default cap");
+        else if (v == BG_VARIANT_SCALABLE && rc == BG_EINVAL &&
+                 o.layer_variant == BG_VARIANT_BLOCKED && !o.nonscaling &&
+                 given.p * (1 - (o.tightening ? o.tightening : 0.5)) < BG_BLOCKED_MIN_P)
+            /* filter.h SCALABLE: layer 0 gets p (1 - tightening) */
+            snprintf(why, sizeof why,
+                     "p = %g: its first layer's rate, p (1 - tightening) = %g, is below %g, "
+                     "the least the blocked variant is sized for (give a larger -p, or "
+                     "--layer-variant standard)",
+                     given.p, given.p * (1 - (o.tightening ? o.tightening : 0.5)),
+                     BG_BLOCKED_MIN_P);
         else
             cli_sizing_explain(v == BG_VARIANT_SCALABLE && o.layer_variant ? o.layer_variant : v,
                                &given, rc, why, sizeof why);

@@ -191,6 +191,69 @@ static bool is_decimal(const char *s)
     return *s == '\0';
 }
 
+/* The value of a plain decimal (is_decimal) as a whole number, exactly:
+ * number the mantissa's digits 0, 1, ... (the point left out), P of them
+ * before the point, and E the exponent; digit i then stands for
+ * 10^(P - 1 - i + E). The value is whole when its last non-zero digit's
+ * power is >= 0, and above UINT64_MAX (< 10^20) when its first one's is
+ * >= 20. 0 and *out; 1: not whole; 2: above UINT64_MAX. (strtod would
+ * round "1.0000000000000001" to 1, and 9007199254740993 to ...992.) */
+static int decimal_whole(const char *s, uint64_t *out)
+{
+    long long P = 0, first = -1, last = -1, n = 0, E = 0;
+    const char *digits = s;
+    bool point = false;
+    for (; is_digit(*s) || *s == '.'; s++) {
+        if (*s == '.') {
+            point = true;
+            continue;
+        }
+        if (*s != '0') {
+            first = first < 0 ? n : first;
+            last = n;
+        }
+        P += !point;
+        n++;
+    }
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        bool neg = *s == '-';
+        s += *s == '+' || *s == '-';
+        for (; is_digit(*s); s++)
+            E = E < 1000000 ? E * 10 + (*s - '0') : E; /* saturates: past it, |E| decides alone */
+        E = neg ? -E : E;
+    }
+    *out = 0;
+    if (first < 0)
+        return 0; /* all zeros */
+    if (P - 1 - last + E < 0)
+        return 1;
+    if (P - 1 - first + E >= 20)
+        return 2;
+    /* The digits from the first non-zero one down to the ones' (power 0),
+     * then zeros for the powers below the mantissa's last digit. */
+    uint64_t v = 0;
+    long long i = 0;
+    for (; is_digit(*digits) || *digits == '.'; digits++) {
+        if (*digits == '.')
+            continue;
+        if (i >= first && P - 1 - i + E >= 0) {
+            unsigned d = (unsigned)(*digits - '0');
+            if (v > (UINT64_MAX - d) / 10)
+                return 2;
+            v = v * 10 + d;
+        }
+        i++;
+    }
+    for (long long pw = P - n + E; pw > 0; pw--) {
+        if (v > UINT64_MAX / 10)
+            return 2;
+        v *= 10;
+    }
+    *out = v;
+    return 0;
+}
+
 int cli_parse_count(const char *flag, const char *text, uint64_t min, uint64_t max,
                     uint64_t *out)
 {
@@ -203,29 +266,12 @@ int cli_parse_count(const char *flag, const char *text, uint64_t min, uint64_t m
         cli_error("%s: '%s' is not a number", flag, text);
         return -1;
     }
-    if (strspn(text, "0123456789") == strlen(text)) {
-        errno = 0;
-        unsigned long long u = strtoull(text, NULL, 10);
-        if (errno == ERANGE) {
-            cli_error("%s: '%s' is too large (at most %llu)", flag, text,
-                      (unsigned long long)max);
-            return -1;
-        }
-        v = (uint64_t)u;
-    } else {
-        double d = strtod(text, NULL);
-        if (d >= 18446744073709551616.0) {
-            cli_error("%s: '%s' is too large (at most %llu)", flag, text,
-                      (unsigned long long)max);
-            return -1;
-        }
-        if (d != floor(d)) {
-            cli_error("%s: '%s' is not a whole number", flag, text);
-            return -1;
-        }
-        v = (uint64_t)d;
+    int whole = decimal_whole(text, &v);
+    if (whole == 1) {
+        cli_error("%s: '%s' is not a whole number", flag, text);
+        return -1;
     }
-    if (v > max) {
+    if (whole == 2 || v > max) {
         cli_error("%s: '%s' is too large (at most %llu)", flag, text, (unsigned long long)max);
         return -1;
     }

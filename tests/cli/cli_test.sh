@@ -266,11 +266,19 @@ case_numbers() {
     for bad in -5:negative abc:"not a number" 1.5:"not a whole number" 0:"too small" \
         1e30:"too large" 18446744073709551616:"too large" " 5":"not a number" \
         +5:"not a number" 0x10:"not a number" 5k:"not a number" "":"not a number" \
-        1e-3:"not a whole number" inf:"not a number"; do
+        1e-3:"not a whole number" inf:"not a number" 1.0000000000000001:"not a whole number" \
+        1.8446744073709551616e19:"too large" 12e-1:"not a whole number"; do
         run 2 "$BG" calc -n "${bad%%:*}" -p 0.01
         has err "--capacity: '${bad%%:*}' is ${bad#*:}"
         empty out
     done
+    # counts are read exactly, not through a double (which holds 53 bits)
+    run 2 "$BG" calc -n 9007199254740993e0 -k 1 --variant standard --json
+    has out '"given":{"n":9007199254740993,'
+    run 2 "$BG" calc -n 1.8446744073709551615e19 -k 1 --variant standard --json
+    has out '"given":{"n":18446744073709551615,'
+    run 0 "$BG" calc -n 120e-1 -k 1 --variant standard --json
+    has out '"given":{"n":12,'
     # 18446744073709551615 parses: it is a valid count, only too big to size
     run 2 "$BG" calc -n 18446744073709551615 -p 0.01
     hasnt err "--capacity"
@@ -1092,6 +1100,12 @@ case_scalable() {
     run 0 "$BG" info --json b.bgf
     jq -e '.layers | all(.variant == "blocked")' out >/dev/null || fail "blocked layers"
     eq "$(jq '[.layers[].capacity] | .[0:3] | join(",")' out)" '"1000,4000,16000"' "capacities x4"
+    # a first blocked layer below the blocked variant's least rate, 1e-12:
+    # the message names the rate it would get
+    run 2 "$BG" create bp.bgf -n 1000 -p 1e-12 --variant scalable --layer-variant blocked
+    has err "p = 1e-12: its first layer's rate, p (1 - tightening) = 5e-13, is below 1e-12"
+    [ ! -e bp.bgf ] || fail "a refused create made bp.bgf"
+    run 0 "$BG" create bp.bgf -n 1000 -p 1e-12 --variant scalable --layer-variant blocked --nonscaling -q
     # non-scaling: full is an error naming the file, and nothing is saved
     run 0 "$BG" create n.bgf -n 1000 -p 0.01 --variant scalable --nonscaling --json
     eq "$(jget out nonscaling)" true nonscaling
