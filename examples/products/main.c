@@ -234,6 +234,11 @@ static int fds_fit(products_config *c)
           "and the service needs %llu for itself", c->max_connections, (unsigned long long)room,
           (unsigned long long)limit, (unsigned long long)reserved);
     c->max_connections = (unsigned)room;
+    if (c->threads > c->max_connections) { /* each thread takes a connection (config.c) */
+        logf_("threads lowered from %u to %u, one per connection", c->threads,
+              c->max_connections);
+        c->threads = c->max_connections;
+    }
     return 0;
 }
 

@@ -128,6 +128,25 @@ stop() {
     SVC_PID=
 }
 
+# stop_within SECONDS: stop, failing (not hanging) if the service takes
+# longer than that to exit.
+stop_within() {
+    kill -TERM "$SVC_PID"
+    local i
+    for i in $(seq 1 $(($1 * 10))); do
+        kill -0 "$SVC_PID" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$SVC_PID" 2>/dev/null; then
+        kill -KILL "$SVC_PID"
+        fail "the service did not stop within $1 s of SIGTERM"
+    fi
+    stop_rc=0
+    wait "$SVC_PID" || stop_rc=$?
+    eq "$stop_rc" 0 "exit status after SIGTERM"
+    SVC_PID=
+}
+
 # req METHOD PATH [curl args...]: the status code; body in $T/body,
 # headers in $T/headers.
 req() {
@@ -840,6 +859,22 @@ case_fdlimit() {
     eq "$rc" 2 "exit status of --max-connections 1024 under ulimit -n 256"
     has "$T/err" "--max-connections 1024 does not fit the open-file limit of 256"
     if grep -q "db:" "$T/err"; then fail "the database was opened"; fi
+    # room for fewer connections than threads: the threads are lowered too
+    # (libmicrohttpd gives each thread a share of the connections; one with
+    # none never wakes, and SIGTERM then waited for it for ever)
+    SVC_ULIMIT_N=64 start_ranged --threads 4
+    grep -q "threads lowered from 4 to [1-3], one per connection" "$T/svc.log" ||
+        fail "no log line about lowering the threads"
+    expect 200 GET /healthz
+    stop_within 10
+    # and asked for on the command line: refused
+    rc=0
+    "$SVC" --port 0 --db-path "$T/products.db" --max-connections 2 --threads 4 2>"$T/err" || rc=$?
+    eq "$rc" 2 "exit status of --max-connections 2 --threads 4"
+    has "$T/err" "--max-connections 2 is below --threads 4"
+    start_ranged --max-connections 2
+    has "$T/svc.log" "(2 threads)"
+    stop_within 10
     # one that fits is kept
     SVC_ULIMIT_N=256 start_ranged --threads 4 --max-connections 100
     if grep -q "lowered" "$T/svc.log"; then fail "an explicit --max-connections 100 was lowered"; fi
