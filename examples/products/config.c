@@ -689,16 +689,12 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     if (c->capacity && check_size(c, msg, sizeof(msg)) != 0)
         return bad(err, "%s", msg);
     if (!set_threads) c->threads = default_threads();
-    /* libmicrohttpd splits the connection limit among its pool's threads:
-     * a thread left with none never wakes, and stopping the daemon waits
-     * for it for ever. */
-    if (c->max_connections < c->threads) {
-        if (set_threads)
-            return bad(err, "--max-connections %u is below --threads %u: each thread takes "
-                            "at least one connection",
-                       c->max_connections, c->threads);
-        c->threads = c->max_connections;
-    }
+    /* Each thread takes at least one connection (main.c, threads_fit): two
+     * flags that disagree are refused; a default is lowered there. */
+    if (set_threads && c->max_connections < c->threads)
+        return bad(err, "--max-connections %u is below --threads %u: each thread takes "
+                        "at least one connection",
+                   c->max_connections, c->threads);
     if (!set_check) {
         c->check_sample = c->filter_kind == BG_GUARD_FILTER_LOCAL    ? DEFAULT_CHECK_SAMPLE_LOCAL
                           : c->filter_kind == BG_GUARD_FILTER_REMOTE ? DEFAULT_CHECK_SAMPLE_REMOTE

@@ -234,12 +234,19 @@ static int fds_fit(products_config *c)
           "and the service needs %llu for itself", c->max_connections, (unsigned long long)room,
           (unsigned long long)limit, (unsigned long long)reserved);
     c->max_connections = (unsigned)room;
-    if (c->threads > c->max_connections) { /* each thread takes a connection (config.c) */
-        logf_("threads lowered from %u to %u, one per connection", c->threads,
-              c->max_connections);
-        c->threads = c->max_connections;
-    }
     return 0;
+}
+
+/* libmicrohttpd splits the connection limit among its pool's threads: a
+ * thread left with none never wakes, and stopping the daemon waited for it
+ * for ever. So there are never more threads than connections: the default
+ * thread count, or any after fds_fit lowered the connections, is lowered,
+ * with one log line (config.c refuses the two flags given in conflict). */
+static void threads_fit(products_config *c)
+{
+    if (c->threads <= c->max_connections) return;
+    logf_("threads lowered from %u to %u, one per connection", c->threads, c->max_connections);
+    c->threads = c->max_connections;
 }
 
 /* ---- startup ------------------------------------------------------------ */
@@ -276,6 +283,7 @@ int main(int argc, char **argv)
     logf_("version %s, pid %ld", bg_version_string(), (long)getpid());
     rc = fds_fit(&cfg);
     if (rc != 0) return rc;
+    threads_fit(&cfg);
 
     /* 1. the database */
     uint64_t t0 = metrics_now_ns();

@@ -178,17 +178,10 @@ static int run(int argc, char **argv)
     int failed = cli_keys_each(argv + optind, nargs, c->term, "check", path, c->quiet, check_batch,
                                c) < 0;
     bg_filter_free(f);
-    if (!c->quiet && failed && c->json && !c->count_only) {
-        /* The results so far are out already (they stream): the document is
-         * closed, and says that it stops short; the reason is on stderr. */
-        cli_out_write(&c->out, c->first_json ? "]," : "\n],", c->first_json ? 2 : 3);
-        cli_out_printf(&c->out,
-                       "\"error\":\"the check stopped part-way (the message is on "
-                       "standard error)\",\"keys\":%llu,\"maybe\":%llu,\"absent\":%llu}\n",
-                       (unsigned long long)c->keys, (unsigned long long)c->maybe,
-                       (unsigned long long)(c->keys - c->maybe));
-    }
-    if (!c->quiet && !failed) {
+    /* A failed check prints no totals, except that --json closes the
+     * results it streamed already, saying that they stop short (the reason
+     * is on stderr). */
+    if (!c->quiet && (!failed || (c->json && !c->count_only))) {
         uint64_t absent = c->keys - c->maybe;
         if (c->json) {
             if (c->count_only) {
@@ -198,6 +191,9 @@ static int run(int argc, char **argv)
             } else {
                 cli_out_write(&c->out, c->first_json ? "]," : "\n],", c->first_json ? 2 : 3);
             }
+            if (failed)
+                cli_out_printf(&c->out, "\"error\":\"the check stopped part-way (the message "
+                                        "is on standard error)\",");
             cli_out_printf(&c->out, "\"keys\":%llu,\"maybe\":%llu,\"absent\":%llu}\n",
                            (unsigned long long)c->keys, (unsigned long long)c->maybe,
                            (unsigned long long)absent);

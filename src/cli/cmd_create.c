@@ -118,6 +118,13 @@ int cli_save_new(const bg_filter *f, const char *path, bool force)
     return 0;
 }
 
+/* A scalable filter's first layer's rate (filter.h SCALABLE): p (1 - T),
+ * T the tightening, 0.5 unless given. */
+static double first_layer_rate(const bg_filter_options *o)
+{
+    return o->error_rate * (1 - (o->tightening ? o->tightening : 0.5));
+}
+
 /* The options only a scalable filter takes, as given. */
 typedef struct scaling_opts {
     const char *first;    /* the first one given, for the message, or NULL */
@@ -317,14 +324,12 @@ static int run(int argc, char **argv)
                      o.max_bytes ? "--max-bytes" : "the default cap");
         else if (v == BG_VARIANT_SCALABLE && rc == BG_EINVAL &&
                  o.layer_variant == BG_VARIANT_BLOCKED && !o.nonscaling &&
-                 given.p * (1 - (o.tightening ? o.tightening : 0.5)) < BG_BLOCKED_MIN_P)
-            /* filter.h SCALABLE: layer 0 gets p (1 - tightening) */
+                 first_layer_rate(&o) < BG_BLOCKED_MIN_P)
             snprintf(why, sizeof why,
                      "p = %g: its first layer's rate, p (1 - tightening) = %g, is below %g, "
                      "the least the blocked variant is sized for (give a larger -p, or "
                      "--layer-variant standard)",
-                     given.p, given.p * (1 - (o.tightening ? o.tightening : 0.5)),
-                     BG_BLOCKED_MIN_P);
+                     given.p, first_layer_rate(&o), BG_BLOCKED_MIN_P);
         else
             cli_sizing_explain(v == BG_VARIANT_SCALABLE && o.layer_variant ? o.layer_variant : v,
                                &given, rc, why, sizeof why);
