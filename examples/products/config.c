@@ -33,6 +33,10 @@
 #define DEFAULT_NEGATIVE_TTL_MS UINT64_C(30000)
 #define DEFAULT_MAX_CONNECTIONS 1024u
 #define DEFAULT_TIMEOUT_S 30u
+/* Below the 30 s that a container runtime or systemd gives before SIGKILL
+ * (Kubernetes' grace period; systemd's TimeoutStopSec is 90 s), and above
+ * the 5 s that a request may wait for SQLite's lock. */
+#define DEFAULT_SHUTDOWN_TIMEOUT_S 10u
 #define DEFAULT_CHECK_SAMPLE_LOCAL 1u
 #define DEFAULT_CHECK_SAMPLE_REMOTE 64u
 
@@ -92,6 +96,8 @@ static void usage(FILE *f, const char *prog)
         "                         to what the open-file limit holds; a value given\n"
         "                         that it cannot hold is an error)\n"
         "  --timeout S            idle connection timeout in seconds, 0 none (default %u)\n"
+        "  --shutdown-timeout S   on SIGINT or SIGTERM, how long to wait for the requests\n"
+        "                         in flight, 0..3600 (default %u)\n"
         "Database:\n"
         "  --db KIND              sqlite | postgres | mariadb (default sqlite)\n"
         "  --db-path FILE         SQLite file, created at startup when missing (default %s)\n"
@@ -150,6 +156,7 @@ static void usage(FILE *f, const char *prog)
         "port is taken, 2 on a bad flag (or a --max-connections that the open-file\n"
         "limit cannot hold).\n",
         prog, DEFAULT_PORT, DEFAULT_BIND, DEFAULT_MAX_CONNECTIONS, DEFAULT_TIMEOUT_S,
+        DEFAULT_SHUTDOWN_TIMEOUT_S,
         DEFAULT_DB_PATH, (unsigned long long)DEFAULT_SEED, DEFAULT_REDIS,
         (unsigned long long)DEFAULT_CACHE_TTL_MS, DEFAULT_CACHE_TIMEOUT_MS,
         (unsigned long long)DEFAULT_NEGATIVE_TTL_MS,
@@ -240,6 +247,7 @@ static const char *parse_host(const char *p, const char *end, char *host, size_t
         char buf[8];
         size_t n = (size_t)(end - portp);
         uint64_t v;
+        if (memchr(portp, '/', n)) return "paths and database numbers are not supported";
         if (n == 0 || n >= sizeof(buf)) return "bad port";
         copy(buf, sizeof(buf), portp, n);
         if (parse_u64(buf, 1, 65535, &v) != 0) return "port must be 1..65535";
@@ -411,8 +419,8 @@ static int check_size(const products_config *c, char *msg, size_t cap)
 }
 
 enum {
-    OPT_PORT = 256, OPT_BIND, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_DB, OPT_DB_PATH,
-    OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_CACHE_TIMEOUT,
+    OPT_PORT = 256, OPT_BIND, OPT_THREADS, OPT_MAXCONN, OPT_TIMEOUT, OPT_SHUTDOWN_TIMEOUT, OPT_DB,
+    OPT_DB_PATH, OPT_DB_URL, OPT_SEED, OPT_CACHE, OPT_REDIS_URL, OPT_CACHE_TTL, OPT_CACHE_TIMEOUT,
     OPT_NEG_TTL, OPT_FILTER, OPT_VARIANT, OPT_ERROR_RATE, OPT_CAPACITY, OPT_HEADROOM,
     OPT_FILTER_BACKEND, OPT_FILTER_URL, OPT_FILTER_NAME, OPT_FILTER_SHARDS, OPT_REBUILD,
     OPT_CHECK_SAMPLE, OPT_HELP, OPT_VERSION,
@@ -426,6 +434,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
         {"threads", required_argument, NULL, OPT_THREADS},
         {"max-connections", required_argument, NULL, OPT_MAXCONN},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"shutdown-timeout", required_argument, NULL, OPT_SHUTDOWN_TIMEOUT},
         {"db", required_argument, NULL, OPT_DB},
         {"db-path", required_argument, NULL, OPT_DB_PATH},
         {"db-url", required_argument, NULL, OPT_DB_URL},
@@ -463,6 +472,7 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
     c->bind = DEFAULT_BIND;
     c->max_connections = DEFAULT_MAX_CONNECTIONS;
     c->timeout_s = DEFAULT_TIMEOUT_S;
+    c->shutdown_timeout_s = DEFAULT_SHUTDOWN_TIMEOUT_S;
     c->db = STORE_SQLITE;
     c->db_path = DEFAULT_DB_PATH;
     c->seed = DEFAULT_SEED;
@@ -514,6 +524,11 @@ int config_parse(products_config *c, int argc, char **argv, FILE *out, FILE *err
         case OPT_TIMEOUT:
             if (parse_u64(a, 0, 86400, &v)) return bad(err, "--timeout '%s': want 0..86400", a);
             c->timeout_s = (unsigned)v;
+            break;
+        case OPT_SHUTDOWN_TIMEOUT:
+            if (parse_u64(a, 0, 3600, &v))
+                return bad(err, "--shutdown-timeout '%s': want 0..3600", a);
+            c->shutdown_timeout_s = (unsigned)v;
             break;
         case OPT_DB:
             if (store_kind_parse(a, &c->db) != 0)

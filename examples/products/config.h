@@ -44,6 +44,8 @@ typedef struct products_config {
     int max_connections_set; /* given as a flag: refused, not lowered, when the
                                 open-file limit cannot hold it (main.c) */
     unsigned timeout_s; /* idle connection timeout */
+    unsigned shutdown_timeout_s; /* how long SIGINT/SIGTERM waits for the
+                                    requests in flight (main.c drain) */
     /* storage */
     store_kind db;
     const char *db_path; /* sqlite */

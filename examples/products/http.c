@@ -45,13 +45,18 @@
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
 
-static enum MHD_Result respond(struct MHD_Connection *conn, metrics_route route, uint64_t t0,
-                               unsigned status, const char *ctype, const void *body, size_t len,
-                               const char *allow, const char *location)
+static enum MHD_Result respond(app *a, struct MHD_Connection *conn, metrics_route route,
+                               uint64_t t0, unsigned status, const char *ctype, const void *body,
+                               size_t len, const char *allow, const char *location)
 {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(len, (void *)(uintptr_t)body, MHD_RESPMEM_MUST_COPY);
     if (!r) return MHD_NO;
+    /* Stopping (http_quiesce): the client gets this answer, then its
+     * connection closes, rather than staying open for a next request that
+     * would keep the service from stopping. */
+    if (atomic_load_explicit(&a->closing, memory_order_relaxed))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     if (ctype) MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     if (allow) MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
     if (location) MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, location);
@@ -61,13 +66,13 @@ static enum MHD_Result respond(struct MHD_Connection *conn, metrics_route route,
     return ret;
 }
 
-static enum MHD_Result respond_error(struct MHD_Connection *conn, metrics_route route,
+static enum MHD_Result respond_error(app *a, struct MHD_Connection *conn, metrics_route route,
                                      uint64_t t0, unsigned status, const char *msg,
                                      const char *detail, const char *allow)
 {
     char buf[1024];
     size_t n = json_error(buf, sizeof(buf), msg, detail);
-    return respond(conn, route, t0, status, CT_JSON, buf, n, allow, NULL);
+    return respond(a, conn, route, t0, status, CT_JSON, buf, n, allow, NULL);
 }
 
 /* A status from the store, the guard or the remote filter: a server that
@@ -88,14 +93,14 @@ static unsigned status_http(int rc)
     }
 }
 
-static enum MHD_Result respond_status(struct MHD_Connection *conn, metrics_route route,
+static enum MHD_Result respond_status(app *a, struct MHD_Connection *conn, metrics_route route,
                                       uint64_t t0, int rc, const char *what, int from_store)
 {
     char detail[512];
     const char *es = from_store ? store_errstr() : "";
     snprintf(detail, sizeof(detail), "%s%s%s", bg_strerror(rc), es[0] ? ": " : "", es);
     unsigned st = status_http(rc);
-    return respond_error(conn, route, t0, st, what, detail, NULL);
+    return respond_error(a, conn, route, t0, st, what, detail, NULL);
 }
 
 /* ---- handlers ----------------------------------------------------------- */
@@ -119,17 +124,17 @@ static enum MHD_Result get_product(app *a, struct MHD_Connection *conn, uint64_t
     int rc = bg_guard_get(a->guard, key, klen, &v);
     enum MHD_Result ret;
     if (rc == BG_GUARD_FOUND) {
-        ret = respond(conn, ROUTE_GET_PRODUCT, t0, MHD_HTTP_OK, CT_JSON, v.data, v.len, NULL,
+        ret = respond(a, conn, ROUTE_GET_PRODUCT, t0, MHD_HTTP_OK, CT_JSON, v.data, v.len, NULL,
                       NULL);
     } else if (rc == BG_GUARD_ABSENT) {
-        ret = respond_error(conn, ROUTE_GET_PRODUCT, t0, MHD_HTTP_NOT_FOUND, "not found", NULL,
+        ret = respond_error(a, conn, ROUTE_GET_PRODUCT, t0, MHD_HTTP_NOT_FOUND, "not found", NULL,
                             NULL);
     } else {
         const char *what = a->cfg->filter_kind == BG_GUARD_FILTER_REMOTE
                                ? "database or remote filter unavailable"
                                : "database unavailable";
         if (status_http(rc) != MHD_HTTP_SERVICE_UNAVAILABLE) what = "internal error";
-        ret = respond_status(conn, ROUTE_GET_PRODUCT, t0, rc, what, 1);
+        ret = respond_status(a, conn, ROUTE_GET_PRODUCT, t0, rc, what, 1);
     }
     bg_guard_buf_free(&v);
     return ret;
@@ -139,15 +144,17 @@ static enum MHD_Result delete_product(app *a, struct MHD_Connection *conn, uint6
                                       uint64_t id, const char *key, size_t klen)
 {
     int rc = store_delete(a->store, id);
-    if (rc < 0) return respond_status(conn, ROUTE_DELETE_PRODUCT, t0, rc, "database unavailable", 1);
+    if (rc < 0)
+        return respond_status(a, conn, ROUTE_DELETE_PRODUCT, t0, rc, "database unavailable", 1);
     if (rc == 0)
-        return respond_error(conn, ROUTE_DELETE_PRODUCT, t0, MHD_HTTP_NOT_FOUND, "not found",
+        return respond_error(a, conn, ROUTE_DELETE_PRODUCT, t0, MHD_HTTP_NOT_FOUND, "not found",
                              NULL, NULL);
     rc = bg_guard_remove(a->guard, key, klen);
     if (rc < 0)
-        return respond_status(conn, ROUTE_DELETE_PRODUCT, t0, rc,
+        return respond_status(a, conn, ROUTE_DELETE_PRODUCT, t0, rc,
                               "deleted, but the cache or filter was not updated", 0);
-    return respond(conn, ROUTE_DELETE_PRODUCT, t0, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL, NULL);
+    return respond(a, conn, ROUTE_DELETE_PRODUCT, t0, MHD_HTTP_NO_CONTENT, NULL, "", 0, NULL,
+                   NULL);
 }
 
 static enum MHD_Result post_product(app *a, struct MHD_Connection *conn, uint64_t t0,
@@ -156,15 +163,16 @@ static enum MHD_Result post_product(app *a, struct MHD_Connection *conn, uint64_
     product_in p;
     char msg[256];
     if (http_parse_product(body, len, &p, msg, sizeof(msg)) != 0)
-        return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_BAD_REQUEST, "bad product",
+        return respond_error(a, conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_BAD_REQUEST, "bad product",
                              msg, NULL);
     int rc = store_put(a->store, p.id, p.name, p.price_cents);
-    if (rc < 0) return respond_status(conn, ROUTE_POST_PRODUCT, t0, rc, "database unavailable", 1);
+    if (rc < 0)
+        return respond_status(a, conn, ROUTE_POST_PRODUCT, t0, rc, "database unavailable", 1);
     char key[24];
     int klen = snprintf(key, sizeof(key), "%llu", (unsigned long long)p.id);
     rc = bg_guard_put(a->guard, key, (size_t)klen);
     if (rc < 0)
-        return respond_status(conn, ROUTE_POST_PRODUCT, t0, rc,
+        return respond_status(a, conn, ROUTE_POST_PRODUCT, t0, rc,
                               "stored, but the filter was not updated", 0);
     /* The same JSON as GET returns. */
     char out[PRODUCT_NAME_MAX * 6 + 128];
@@ -175,7 +183,7 @@ static enum MHD_Result post_product(app *a, struct MHD_Connection *conn, uint64_
                           (long long)p.price_cents);
     char loc[40];
     snprintf(loc, sizeof(loc), "/products/%s", key);
-    return respond(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_CREATED, CT_JSON, out, o, NULL, loc);
+    return respond(a, conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_CREATED, CT_JSON, out, o, NULL, loc);
 }
 
 static enum MHD_Result healthz(app *a, struct MHD_Connection *conn, uint64_t t0)
@@ -197,12 +205,12 @@ static enum MHD_Result healthz(app *a, struct MHD_Connection *conn, uint64_t t0)
          * memory and cannot fail. */
         n = snprintf(msg, sizeof(msg), "remote filter unavailable: %s\n", bg_strerror(rc));
     } else {
-        return respond(conn, ROUTE_HEALTHZ, t0, MHD_HTTP_OK, CT_TEXT, "ok\n", 3, NULL, NULL);
+        return respond(a, conn, ROUTE_HEALTHZ, t0, MHD_HTTP_OK, CT_TEXT, "ok\n", 3, NULL, NULL);
     }
     if (n < 0) n = 0;
     if ((size_t)n >= sizeof(msg)) n = (int)sizeof(msg) - 1;
-    return respond(conn, ROUTE_HEALTHZ, t0, MHD_HTTP_SERVICE_UNAVAILABLE, CT_TEXT, msg, (size_t)n,
-                   NULL, NULL);
+    return respond(a, conn, ROUTE_HEALTHZ, t0, MHD_HTTP_SERVICE_UNAVAILABLE, CT_TEXT, msg,
+                   (size_t)n, NULL, NULL);
 }
 
 static enum MHD_Result metrics_page(app *a, struct MHD_Connection *conn, uint64_t t0)
@@ -210,9 +218,9 @@ static enum MHD_Result metrics_page(app *a, struct MHD_Connection *conn, uint64_
     char *page;
     size_t len;
     if (metrics_render(&page, &len, a->guard, a->store, &a->info) != 0)
-        return respond_error(conn, ROUTE_METRICS, t0, MHD_HTTP_INTERNAL_SERVER_ERROR,
+        return respond_error(a, conn, ROUTE_METRICS, t0, MHD_HTTP_INTERNAL_SERVER_ERROR,
                              "out of memory", NULL, NULL);
-    enum MHD_Result ret = respond(conn, ROUTE_METRICS, t0, MHD_HTTP_OK, CT_PROM, page, len, NULL,
+    enum MHD_Result ret = respond(a, conn, ROUTE_METRICS, t0, MHD_HTTP_OK, CT_PROM, page, len, NULL,
                                   NULL);
     free(page);
     return ret;
@@ -231,8 +239,10 @@ static int is_get(const char *m)
     return strcmp(m, MHD_HTTP_METHOD_GET) == 0 || strcmp(m, MHD_HTTP_METHOD_HEAD) == 0;
 }
 
-/* *con_cls of a request without a body to keep (the first call's mark). */
+/* *con_cls of a request without a body to keep (the first call's mark),
+ * and of one answered on its first call. */
 static char no_body;
+static char answered;
 
 /* Every route but POST /products, on the second call (answering on the
  * first makes libmicrohttpd close the connection: it cannot know whether a
@@ -247,27 +257,27 @@ static enum MHD_Result dispatch(app *a, struct MHD_Connection *conn, const char 
         size_t klen = strlen(key);
         int get = is_get(method), del = strcmp(method, MHD_HTTP_METHOD_DELETE) == 0;
         if (!get && !del)
-            return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
+            return respond_error(a, conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
                                  "method not allowed", NULL, "GET, HEAD, DELETE");
         metrics_route route = get ? ROUTE_GET_PRODUCT : ROUTE_DELETE_PRODUCT;
         uint64_t id;
         if (http_parse_id(key, klen, &id) != 0)
-            return respond_error(conn, route, t0, MHD_HTTP_BAD_REQUEST, "bad id",
+            return respond_error(a, conn, route, t0, MHD_HTTP_BAD_REQUEST, "bad id",
                                  "an id is a decimal in 1..9223372036854775807 without sign or "
                                  "leading zeros", NULL);
         return get ? get_product(a, conn, t0, key, klen)
                    : delete_product(a, conn, t0, id, key, klen);
     }
     if (strcmp(url, "/products") == 0) /* not POST: that one has its own path */
-        return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
+        return respond_error(a, conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
                              "method not allowed", NULL, "POST");
     if (strcmp(url, "/metrics") == 0 || strcmp(url, "/healthz") == 0) {
         if (!is_get(method))
-            return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
+            return respond_error(a, conn, ROUTE_OTHER, t0, MHD_HTTP_METHOD_NOT_ALLOWED,
                                  "method not allowed", NULL, "GET, HEAD");
         return url[1] == 'm' ? metrics_page(a, conn, t0) : healthz(a, conn, t0);
     }
-    return respond_error(conn, ROUTE_OTHER, t0, MHD_HTTP_NOT_FOUND, "no such route",
+    return respond_error(a, conn, ROUTE_OTHER, t0, MHD_HTTP_NOT_FOUND, "no such route",
                          "routes: /products/{id}, /products, /metrics, /healthz", NULL);
 }
 
@@ -279,26 +289,30 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     app *a = cls;
 
     if (*con_cls == NULL) { /* the first call: headers only */
+        /* In flight from here until completed() (which libmicrohttpd calls
+         * for every request the handler saw, answered or not). */
+        atomic_fetch_add_explicit(&a->in_flight, 1, memory_order_relaxed);
         if (strcmp(url, "/products") != 0 || strcmp(method, MHD_HTTP_METHOD_POST) != 0) {
             *con_cls = &no_body;
             return MHD_YES;
         }
+        *con_cls = &answered; /* until the upload below */
         uint64_t t0 = metrics_now_ns();
         /* Refused before the body is read (the connection is closed). */
         const char *ct =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
         if (ct && !http_content_type_json(ct))
-            return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
+            return respond_error(a, conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE,
                                  "unsupported media type", "send Content-Type: application/json",
                                  NULL);
         const char *cl =
             MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl && strtoull(cl, NULL, 10) > HTTP_MAX_BODY)
-            return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_CONTENT_TOO_LARGE,
+            return respond_error(a, conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_CONTENT_TOO_LARGE,
                                  "body too large", "at most 4096 bytes", NULL);
         upload *up = malloc(sizeof(*up));
         if (!up)
-            return respond_error(conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_INTERNAL_SERVER_ERROR,
+            return respond_error(a, conn, ROUTE_POST_PRODUCT, t0, MHD_HTTP_INTERNAL_SERVER_ERROR,
                                  "out of memory", NULL, NULL);
         up->t0 = t0;
         up->len = 0;
@@ -307,6 +321,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         return MHD_YES;
     }
 
+    if (*con_cls == &answered) return MHD_NO; /* not called again after an answer */
     if (*con_cls == &no_body) {
         if (*upload_data_size > 0) { /* a body nobody asked for: read and drop it */
             *upload_data_size = 0;
@@ -328,7 +343,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         return MHD_YES;
     }
     if (up->too_big)
-        return respond_error(conn, ROUTE_POST_PRODUCT, up->t0, MHD_HTTP_CONTENT_TOO_LARGE,
+        return respond_error(a, conn, ROUTE_POST_PRODUCT, up->t0, MHD_HTTP_CONTENT_TOO_LARGE,
                              "body too large", "at most 4096 bytes", NULL);
     return post_product(a, conn, up->t0, up->body, up->len);
 }
@@ -336,11 +351,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                       enum MHD_RequestTerminationCode toe)
 {
-    (void)cls;
+    app *a = cls;
     (void)conn;
     (void)toe;
-    if (*con_cls != &no_body) free(*con_cls);
+    if (*con_cls == NULL) return; /* not seen by the handler: not counted */
+    if (*con_cls != &no_body && *con_cls != &answered) free(*con_cls);
     *con_cls = NULL;
+    atomic_fetch_sub_explicit(&a->in_flight, 1, memory_order_release);
 }
 
 /* libmicrohttpd's unescaper for the path (and query arguments, which no
@@ -407,13 +424,14 @@ static int listen_on(const char *addr, int port, int *v6, int *bound, char *err,
     return fd;
 }
 
-struct MHD_Daemon *http_start(app *a, int *port, char *err, size_t errlen)
+int http_start(app *a, int *port, char *err, size_t errlen)
 {
     const products_config *c = a->cfg;
     int v6 = 0;
     int fd = listen_on(c->bind, c->port, &v6, port, err, errlen);
-    if (fd < 0) return NULL;
-    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+    if (fd < 0) return -1;
+    /* MHD_USE_ITC: MHD_quiesce_daemon needs it with internal threads. */
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
     if (v6) flags |= MHD_USE_IPv6;
     struct MHD_Daemon *d = MHD_start_daemon(
         flags, 0, NULL, NULL, handler, a,
@@ -422,18 +440,44 @@ struct MHD_Daemon *http_start(app *a, int *port, char *err, size_t errlen)
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)c->threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)c->max_connections,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)c->timeout_s,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, a,
         MHD_OPTION_UNESCAPE_CALLBACK, unescape, NULL,
         MHD_OPTION_END);
     if (!d) {
         snprintf(err, errlen, "libmicrohttpd could not start (%d threads): %s", (int)c->threads,
                  strerror(errno));
         close(fd);
+        return -1;
     }
-    return d;
+    a->daemon = d;
+    a->listen_fd = -1;
+    return 0;
 }
 
-void http_stop(struct MHD_Daemon *d)
+int http_quiesce(app *a)
 {
-    if (d) MHD_stop_daemon(d);
+    if (!a->daemon) return -1;
+    if (a->listen_fd >= 0) return 0; /* already */
+    atomic_store(&a->closing, 1);
+    MHD_socket fd = MHD_quiesce_daemon(a->daemon);
+    if (fd == MHD_INVALID_SOCKET) return -1;
+    a->listen_fd = fd; /* open until the pool's threads are gone (http_stop) */
+    /* A client in the listen queue was never accepted: it gets a reset
+     * now rather than at the stop. */
+    shutdown(fd, SHUT_RDWR);
+    return 0;
+}
+
+unsigned http_in_flight(app *a)
+{
+    return atomic_load_explicit(&a->in_flight, memory_order_acquire);
+}
+
+void http_stop(app *a)
+{
+    if (!a->daemon) return;
+    MHD_stop_daemon(a->daemon);
+    a->daemon = NULL;
+    if (a->listen_fd >= 0) close(a->listen_fd);
+    a->listen_fd = -1;
 }

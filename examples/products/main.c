@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -79,6 +80,11 @@ static int signals_install(void)
     return 0;
 }
 
+static const char *signal_name(int sig)
+{
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?";
+}
+
 static int signals_wait(void)
 {
     unsigned char b = 0;
@@ -87,6 +93,37 @@ static int signals_wait(void)
         if (n == 1) return b;
         if (n < 0 && errno == EINTR) continue;
         return 0;
+    }
+}
+
+/* Lets the requests in flight finish before the stop: no new connection
+ * is accepted, and each answer closes its connection. Waits until none is
+ * left, timeout_s has passed, or another SIGINT/SIGTERM comes; what is
+ * left then is cut by http_stop (a handler still running is waited for:
+ * each has its own bound, such as SQLite's busy timeout). */
+static void drain(app *a, unsigned timeout_s)
+{
+    if (http_quiesce(a) != 0) {
+        logf_("cannot stop accepting connections alone: requests in flight are cut");
+        return;
+    }
+    unsigned n = http_in_flight(a);
+    if (n == 0) return;
+    logf_("waiting up to %u s for %u request%s in flight", timeout_s, n, n == 1 ? "" : "s");
+    uint64_t t0 = metrics_now_ns(), limit = (uint64_t)timeout_s * 1000000000u;
+    while ((n = http_in_flight(a)) > 0) {
+        uint64_t waited = metrics_now_ns() - t0;
+        if (waited >= limit) {
+            logf_("gave up after %u s: %u request%s in flight cut", timeout_s, n,
+                  n == 1 ? "" : "s");
+            return;
+        }
+        struct pollfd p = {.fd = sig_pipe[0], .events = POLLIN};
+        if (poll(&p, 1, 10) == 1) {
+            logf_("%s again: %u request%s in flight cut", signal_name(signals_wait()), n,
+                  n == 1 ? "" : "s");
+            return;
+        }
     }
 }
 
@@ -274,7 +311,7 @@ int main(int argc, char **argv)
     store *st = NULL;
     bg_guard_redis_cache *rcache = NULL;
     bg_guard *guard = NULL;
-    struct MHD_Daemon *daemon = NULL;
+    app a = {0}; /* the HTTP side, filled in at step 5 */
     rebuilder rb;
     int rebuilding = 0;
     char err[512];
@@ -411,20 +448,18 @@ int main(int argc, char **argv)
         logf_("cannot install signal handlers: %s", strerror(errno));
         goto out;
     }
-    app a = {
-        .guard = guard,
-        .store = st,
-        .cfg = &cfg,
-        .info = {store_kind_name(cfg.db), cfg.cache_redis ? "redis" : "none",
-                 config_filter_name(cfg.filter_kind),
-                 cfg.filter_kind == BG_GUARD_FILTER_LOCAL ? config_variant_name(cfg.variant)
-                 : cfg.filter_kind == BG_GUARD_FILTER_REMOTE
-                     ? (cfg.filter_backend == BG_REMOTE_MODULE ? "module" : "bitmap")
-                     : "none"},
-    };
+    a.guard = guard;
+    a.store = st;
+    a.cfg = &cfg;
+    a.info = (metrics_info){store_kind_name(cfg.db), cfg.cache_redis ? "redis" : "none",
+                            config_filter_name(cfg.filter_kind),
+                            cfg.filter_kind == BG_GUARD_FILTER_LOCAL
+                                ? config_variant_name(cfg.variant)
+                            : cfg.filter_kind == BG_GUARD_FILTER_REMOTE
+                                ? (cfg.filter_backend == BG_REMOTE_MODULE ? "module" : "bitmap")
+                                : "none"};
     int port = 0;
-    daemon = http_start(&a, &port, err, sizeof(err));
-    if (!daemon) {
+    if (http_start(&a, &port, err, sizeof(err)) != 0) {
         logf_("%s", err);
         goto out;
     }
@@ -432,11 +467,12 @@ int main(int argc, char **argv)
           cfg.bind, strchr(cfg.bind, ':') ? "]" : "", port, cfg.threads);
 
     int sig = signals_wait();
-    logf_("stopping (%s)", sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "?");
+    logf_("stopping (%s)", signal_name(sig));
     status = 0;
+    drain(&a, cfg.shutdown_timeout_s);
 
 out:
-    http_stop(daemon);
+    http_stop(&a);
     if (rebuilding) rebuilder_stop(&rb);
     bg_guard_free(guard);
     bg_guard_redis_cache_free(rcache);

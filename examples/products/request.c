@@ -242,13 +242,23 @@ int http_parse_product(const char *body, size_t len, product_in *out, char *err,
             size_t klen;
             jws(&j);
             if (j.p < j.end && *j.p != '"') return jfail(&j, "expected a member name");
-            /* Validated into a scratch buffer: long keys are unknown keys. */
+            /* Compared decoded, as JSON means it ("\u0069d" is "id"):
+             * validated and measured first, then decoded into key when it
+             * fits; a longer one is an unknown member, named by its first
+             * raw bytes. */
             const char *kstart = j.p;
             if (jstr(&j, "member name", NULL, 1u << 20, &klen)) return -1;
-            size_t raw = (size_t)(j.p - kstart) - 2;
-            if (raw >= sizeof(key)) raw = sizeof(key) - 1;
-            memcpy(key, kstart + 1, raw);
-            key[raw] = '\0';
+            if (klen < sizeof(key)) {
+                const char *after = j.p;
+                j.p = kstart;
+                if (jstr(&j, "member name", key, sizeof(key), &klen)) return -1;
+                j.p = after;
+            } else {
+                size_t raw = (size_t)(j.p - kstart) - 2;
+                if (raw >= sizeof(key)) raw = sizeof(key) - 1;
+                memcpy(key, kstart + 1, raw);
+                key[raw] = '\0';
+            }
             jws(&j);
             if (j.p >= j.end || *j.p != ':') return jfail(&j, "expected ':' after \"%s\"", key);
             j.p++;

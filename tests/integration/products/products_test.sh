@@ -192,7 +192,8 @@ post() { # post JSON: POST /products, status code
 case_help() {
     "$SVC" --help >"$T/out" 2>&1 || fail "--help exit status"
     local f
-    for f in --port --bind --threads --max-connections --timeout --db --db-path --db-url --seed \
+    for f in --port --bind --threads --max-connections --timeout --shutdown-timeout --db --db-path \
+        --db-url --seed \
         --cache --redis-url --cache-ttl-ms --cache-timeout-ms --negative-ttl-ms --filter --variant --error-rate \
         --capacity --headroom --filter-backend --filter-url --filter-name --filter-shards \
         --rebuild-interval --check-sample --help --version; do
@@ -216,6 +217,8 @@ case_help() {
 --port -1|--port '-1'
 --port|--port needs a value
 --threads 0|--threads '0'
+--shutdown-timeout 3601|--shutdown-timeout '3601'
+--shutdown-timeout 1s|--shutdown-timeout '1s'
 --db oracle|--db 'oracle'
 --db postgres|--db postgres needs --db-url
 --db sqlite --db-url x|--db-url is for
@@ -224,6 +227,8 @@ case_help() {
 --redis-url redis://h:1|--redis-url needs --cache redis
 --cache redis --redis-url http://x|--redis-url
 --cache redis --redis-url redis://h:0|port must be
+--cache redis --redis-url redis://h:6379/0|database numbers are not supported
+--cache redis --redis-url redis://h/0|database numbers are not supported
 --filter bloom|--filter 'bloom'
 --variant scalable|--variant 'scalable'
 --error-rate 0|--error-rate '0'
@@ -245,7 +250,7 @@ case_help() {
 --cache redis --redis-url redis+cluster://h:1,[::1:7000|seed node '[::1:7000': unterminated [IPv6 address]
 --cache redis --redis-url redis+cluster://[::1|unterminated [IPv6 address]
 --cache redis --redis-url redis+cluster://h:1,[::1]7000|junk after ]
---cache redis --redis-url redis+cluster://h:1,h:2/0|seed node 'h:2/0': port must be
+--cache redis --redis-url redis+cluster://h:1,h:2/0|seed node 'h:2/0': paths and database numbers are not supported
 --cache redis --redis-url redis+cluster://|--redis-url 'redis+cluster://': bad host
 --cache redis --redis-url redis+cluster:///tmp/redis.sock|--redis-url
 --cache redis --redis-url redis://u:s3cret@h:0|--redis-url 'redis://***@h:0': port must be
@@ -492,6 +497,9 @@ case_post() {
     # the filter learnt them: puts counted
     metrics
     ge "$(m bloomgate_guard_puts_total)" 3 "puts"
+    # member names are compared decoded: "\u0069d" is "id"
+    eq "$(post '{"\u0069d":5002,"n\u0061me":"esc","price\u005fcents":7}')" 201 "escaped member names"
+    eq "$(jq -c . "$T/body")" '{"id":5002,"name":"esc","price_cents":7}' "POST body, escaped names"
     # a body without Content-Type is accepted
     eq "$(req POST /products --data-binary '{"id":5001,"name":"x","price_cents":1}' -H 'Content-Type:')" 201 "POST without Content-Type"
     stop
@@ -513,6 +521,9 @@ case_badjson() {
 {"id":1,"name":"a"}
 {"id":1,"name":"a","price_cents":1,"extra":2}
 {"id":1,"name":"a","price_cents":1,"id":2}
+{"id":1,"name":"a","price_cents":1,"\u0069d":2}
+{"id":1,"name":"a","price_cents":1,"i\u0000d":2}
+{"id\u0000":1,"name":"a","price_cents":1}
 {"id":0,"name":"a","price_cents":1}
 {"id":-1,"name":"a","price_cents":1}
 {"id":1.5,"name":"a","price_cents":1}
@@ -537,6 +548,9 @@ case_badjson() {
 {id:1,"name":"a","price_cents":1}
 {"id":1,"name":"unterminated
 EOF
+    # an escaped name is the member it spells
+    eq "$(post '{"id":1,"name":"a","price_cents":1,"\u0069d":2}')" 400 "id twice, once escaped"
+    has "$T/body" 'duplicate member \"id\"'
     # raw control characters and invalid UTF-8
     eq "$(post "$(printf '{"id":1,"name":"a\tb","price_cents":1}')")" 400 "raw tab"
     eq "$(post "$(printf '{"id":1,"name":"a\xffb","price_cents":1}')")" 400 "invalid UTF-8"
@@ -904,6 +918,108 @@ case_signals() {
     stop
     wait "$load" 2>/dev/null || true
     has "$T/svc.log" "stopping (SIGTERM)"
+}
+
+# SIGTERM while a request is in flight: a POST waiting on a locked SQLite
+# database (another process holds its write lock for 2 s) gets its 201 and
+# its row, a new connection is refused meanwhile, a keep-alive connection
+# gets its next answer and is closed, and the exit is clean. With
+# --shutdown-timeout 1, or a second SIGTERM, the service stops waiting: the
+# POST gets no answer, and the log says so.
+hold_sqlite_lock() { # hold_sqlite_lock SECONDS: in the background; returns once held
+    rm -f "$T/locked"
+    python3 - "$T/products.db" "$1" "$T/locked" <<'PY' &
+import sqlite3, sys, time
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute("BEGIN IMMEDIATE")
+open(sys.argv[3], "w").close()
+time.sleep(float(sys.argv[2]))
+c.execute("COMMIT")
+PY
+    LOCK_PID=$!
+    PIDS+=("$LOCK_PID")
+    for _ in $(seq 1 100); do [ -e "$T/locked" ] && return 0; sleep 0.05; done
+    fail "could not lock the database"
+}
+post_bg() { # post_bg ID: POST in the background; status code in $T/post.code
+    curl -s -o "$T/post.body" -w '%{http_code}' --max-time 30 -X POST \
+        -H 'Content-Type: application/json' \
+        --data-binary "{\"id\":$1,\"name\":\"late\",\"price_cents\":1}" "$BASE/products" \
+        >"$T/post.code" 2>/dev/null &
+    POST_PID=$!
+}
+ka_get() { # ka_get PATH: GET on the keep-alive connection of fd 3; headers in $T/ka
+    printf 'GET %s HTTP/1.1\r\nHost: x\r\n\r\n' "$1" >&3
+    local line len=0
+    : >"$T/ka"
+    while IFS= read -r -t 10 line <&3; do
+        line=${line%$'\r'}
+        [ -n "$line" ] || break
+        echo "$line" >>"$T/ka"
+        case ${line,,} in content-length:*) len=${line#*: } ;; esac
+    done
+    [ -s "$T/ka" ] || fail "no answer on the keep-alive connection"
+    [ "$len" -eq 0 ] || read -r -N "$len" -t 10 _ <&3
+}
+case_drain() {
+    start
+    exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+    ka_get /healthz
+    if grep -qi '^connection: close' "$T/ka"; then fail "closed before stopping"; fi
+    hold_sqlite_lock 2
+    post_bg 5001
+    sleep 0.5 # the POST now waits for the lock
+    kill -TERM "$SVC_PID"
+    sleep 0.3
+    # a new connection is refused meanwhile (curl's 7), not left waiting
+    local crc=0
+    curl -s -o /dev/null --max-time 5 "$BASE/healthz" 2>/dev/null || crc=$?
+    eq "$crc" 7 "curl's exit status for a new connection while stopping"
+    # a keep-alive connection is answered, then closed
+    ka_get /healthz
+    has "$T/ka" "200"
+    grep -qi '^connection: close' "$T/ka" || fail "no Connection: close while stopping: $(cat "$T/ka")"
+    timeout 5 cat <&3 >/dev/null || fail "the keep-alive connection stayed open"
+    exec 3<&-
+    wait "$POST_PID" || true
+    eq "$(cat "$T/post.code")" 201 "the POST in flight at SIGTERM"
+    local rc=0
+    wait "$SVC_PID" || rc=$?
+    eq "$rc" 0 "exit status"
+    has "$T/svc.log" "stopping (SIGTERM)"
+    has "$T/svc.log" "stopped"
+    has "$T/svc.log" "waiting up to 10 s for 1 request in flight"
+    wait "$LOCK_PID" || true
+    eq "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM products WHERE id=5001").fetchone()[0])' "$T/products.db")" 1 "the row of the POST"
+
+    # the wait is bounded ...
+    start --shutdown-timeout 1
+    hold_sqlite_lock 3
+    post_bg 5002
+    sleep 0.5
+    kill -TERM "$SVC_PID"
+    wait "$POST_PID" || true
+    eq "$(cat "$T/post.code")" 000 "the POST cut after --shutdown-timeout 1"
+    rc=0
+    wait "$SVC_PID" || rc=$?
+    eq "$rc" 0 "exit status"
+    has "$T/svc.log" "gave up after 1 s: 1 request in flight cut"
+    wait "$LOCK_PID" || true
+    # ... and a second signal ends it
+    start
+    hold_sqlite_lock 3
+    post_bg 5003
+    sleep 0.5
+    kill -TERM "$SVC_PID"
+    sleep 0.3
+    kill -TERM "$SVC_PID"
+    wait "$POST_PID" || true
+    eq "$(cat "$T/post.code")" 000 "the POST cut by a second SIGTERM"
+    rc=0
+    wait "$SVC_PID" || rc=$?
+    eq "$rc" 0 "exit status"
+    has "$T/svc.log" "SIGTERM again: 1 request in flight cut"
+    wait "$LOCK_PID" || true
 }
 
 # ---- outages ----------------------------------------------------------------
