@@ -287,6 +287,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
 {
     (void)version;
     app *a = cls;
+    url = http_target_path(url); /* "http://host/products/42" is /products/42 */
 
     if (*con_cls == NULL) { /* the first call: headers only */
         /* In flight from here until completed() (which libmicrohttpd calls

@@ -60,6 +60,18 @@ int http_content_type_json(const char *ct)
     return *ct == '\0' || *ct == ';';
 }
 
+const char *http_target_path(const char *target)
+{
+    const char *rest = NULL;
+    if (strncasecmp(target, "http://", 7) == 0)
+        rest = target + 7;
+    else if (strncasecmp(target, "https://", 8) == 0)
+        rest = target + 8;
+    if (!rest) return target;
+    const char *path = strchr(rest, '/');
+    return path ? path : "/";
+}
+
 typedef struct jp {
     const char *p, *end;
     char *err;

@@ -16,6 +16,16 @@
  * whole of s[0..len). 0 or -1. */
 int http_parse_id(const char *s, size_t len, uint64_t *out);
 
+/* The path of a request target: the target itself in origin form
+ * ("/products/42"); the path of one in absolute form, which RFC 9112
+ * (3.2.2) has a server accept although clients send it only to proxies
+ * ("http://host:8080/products/42" gives "/products/42"; any case of http or
+ * https; "/" when it has no path, "http://host"). The authority is not
+ * checked (nor is the Host header: one service, one set of routes). Any
+ * other target comes back as it is, and matches no route. A pointer into
+ * target, or to a constant "/". */
+const char *http_target_path(const char *target);
+
 /* Decodes the %HH escapes of the NUL-terminated s in place, as
  * libmicrohttpd's default does, except %00 and %2F (either case), which
  * stay as they are: a decoded NUL would end the path early for every C

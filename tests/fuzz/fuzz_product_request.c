@@ -16,11 +16,15 @@
  *   - http_unescape_path (the input up to its first NUL, as a path) never
  *     grows it, leaves no NUL inside, keeps every '/' and makes none;
  *   - http_content_type_json accepts only "application/json" (any case)
- *     followed by the end, or spaces and tabs and then ';'. */
+ *     followed by the end, or spaces and tabs and then ';';
+ *   - http_target_path returns its input unless it starts with http:// or
+ *     https:// (any case), else the first '/' after that prefix, or "/"
+ *     when there is none. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fuzz_util.h"
 #include "request.h"
@@ -120,6 +124,27 @@ static void check_content_type(const char *s, size_t len)
     free(p);
 }
 
+static void check_target_path(const char *s, size_t len)
+{
+    char *p = c_string(s, len);
+    if (!p)
+        return;
+    const char *path = http_target_path(p);
+    size_t n = strlen(p);
+    if (path == p) { /* as it is: not absolute-form */
+        FZ_CHECK(strncasecmp(p, "http://", 7) != 0 && strncasecmp(p, "https://", 8) != 0);
+    } else if (path >= p && path < p + n) { /* the path of an absolute-form target */
+        FZ_CHECK(*path == '/');
+        const char *auth = p + (strncasecmp(p, "https://", 8) == 0 ? 8 : 7);
+        FZ_CHECK(path >= auth && memchr(auth, '/', (size_t)(path - auth)) == NULL);
+    } else { /* one without a path */
+        FZ_CHECK(strcmp(path, "/") == 0);
+        const char *auth = p + (strncasecmp(p, "https://", 8) == 0 ? 8 : 7);
+        FZ_CHECK(strchr(auth, '/') == NULL);
+    }
+    free(p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -136,6 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check_error_writer(s, size);
     check_unescape(s, size);
     check_content_type(s, size);
+    check_target_path(s, size);
     free(s);
     return 0;
 }

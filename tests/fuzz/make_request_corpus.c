@@ -7,7 +7,8 @@
  * surrogate pairs, multi-byte UTF-8, the longest name, and broken ones
  * (missing, repeated and unknown members, bad numbers, unterminated
  * strings, lone surrogates, invalid UTF-8, trailing bytes), and paths
- * with percent-escapes (%00, %2F, a cut-short one), and Content-Types. */
+ * with percent-escapes (%00, %2F, a cut-short one), Content-Types and
+ * absolute-form request targets. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,8 @@ static const char *const seeds[] = {
     "[1,2,3]", "{}", "", "{",
     "/products/42%00abc", "/products%2F42", "/products/%34%32", "/products/4%", "%2f%2F%00%zz",
     "application/json", "Application/JSON ; charset=utf-8", "application/jsonx",
-    "application/json-seq",
+    "application/json-seq", "http://x/products/42", "HTTPS://h:8080/metrics", "http://h",
+    "ftp://h/products/1",
 };
 
 static void put(const char *dir, int i, const char *s, size_t len)

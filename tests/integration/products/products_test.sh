@@ -470,6 +470,16 @@ case_encoded() {
     expect_raw 400 GET '/products/4%'
     expect_raw 400 GET '/products/4%3'
     expect_raw 400 GET '/products/4%zz'
+    # absolute-form targets (RFC 9112 3.2.2): the path is the route
+    expect_raw 200 GET 'http://x/products/43'
+    eq "$(jq -r .id "$T/body")" 43 "id of http://x/products/43"
+    expect_raw 200 GET 'HTTPS://example.com:8080/products/4%32'
+    eq "$(jq -r .id "$T/body")" 42 "id of HTTPS://example.com:8080/products/4%32"
+    expect_raw 200 GET 'http://x/healthz'
+    expect_raw 405 DELETE 'http://x/products'
+    expect_raw 404 GET 'http://x'
+    expect_raw 404 GET 'ftp://x/products/43'
+    expect_raw 404 GET 'products/43'
     metrics
     eq "$(m bloomgate_guard_removes_total)" 0 "nothing deleted"
     stop
@@ -502,6 +512,10 @@ case_post() {
     eq "$(jq -c . "$T/body")" '{"id":5002,"name":"esc","price_cents":7}' "POST body, escaped names"
     # a body without Content-Type is accepted
     eq "$(req POST /products --data-binary '{"id":5001,"name":"x","price_cents":1}' -H 'Content-Type:')" 201 "POST without Content-Type"
+    # an absolute-form target is its path
+    eq "$(req POST / --request-target http://x/products -H 'Content-Type: application/json' \
+        --data-binary '{"id":5003,"name":"abs","price_cents":3}')" 201 "POST http://x/products"
+    expect 200 GET /products/5003
     stop
 }
 
