@@ -76,7 +76,18 @@ void bench_keys_window(bench_keys *ks, size_t at, size_t n);
  *                    one with software prefetch 32 reads ahead. This is the
  *                    throughput limit a batched filter query can approach.
  *   locked_or_ns:    atomic fetch-or of one bit into a random word of a
- *                    random line, independent ones (see the field). */
+ *                    random line, independent ones (see the field).
+ *   arith_ns, reads_with_arith_ns: whether the core overlaps arithmetic
+ *                    with these misses, as a batched query must (its hash
+ *                    and probe mask between its prefetch and its read):
+ *                    the prefetched independent reads again, each after a
+ *                    chain of BENCH_ARITH_ROUNDS multiply and xor-shift
+ *                    rounds on a value of its own, and that loop over the
+ *                    buffer's first 64 lines (L1: the arithmetic alone). A
+ *                    core that overlaps them takes about the larger of
+ *                    arith_ns and independent_ns per read, one that does
+ *                    not their sum. */
+#define BENCH_ARITH_ROUNDS 8
 typedef struct bench_probe {
     uint64_t bytes;
     int huge;
@@ -88,6 +99,7 @@ typedef struct bench_probe {
      * concurrent writer pays per word whose bit it must set (an atomic
      * fetch-or; the floor under the concurrent-writers insert figures). */
     double locked_or_ns;
+    double arith_ns, reads_with_arith_ns;
     double huge_mib; /* of the buffer on transparent huge pages; -1 unknown */
 } bench_probe;
 

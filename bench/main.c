@@ -882,9 +882,11 @@ static void print_probe_line(FILE *out, const char *label, const bench_probe *pr
     }
     fprintf(out,
             "  memory probe, %-22s %7.1f MiB (THP %4s): dependent %6.1f ns/read, independent "
-            "%5.2f ns/read (plain %.2f, prefetched %.2f); locked OR %.2f ns/op\n",
+            "%5.2f ns/read (plain %.2f, prefetched %.2f); locked OR %.2f ns/op; with %.2f ns of "
+            "arithmetic per read %.2f ns/read\n",
             label, (double)pr->bytes / 1048576.0, thp, pr->dependent_ns, pr->independent_ns,
-            pr->independent_plain_ns, pr->independent_prefetch_ns, pr->locked_or_ns);
+            pr->independent_plain_ns, pr->independent_prefetch_ns, pr->locked_or_ns, pr->arith_ns,
+            pr->reads_with_arith_ns);
 }
 
 /* The median over SIDE BY SIDE's rounds of each round's libbloom / blocked
@@ -994,6 +996,12 @@ static void print_block(FILE *out, uint64_t n, double p, const options *o)
         fprintf(out, "  blocked batched absent query = %.2fx the probe's best independent read "
                      "(%.2f ns)\n",
                 bl->absent_batch / best_independent(ps), best_independent(ps));
+    if (bl && ps)
+        fprintf(out, "  the probe's reads with %.2f ns of arithmetic each: %.2f ns (%.2fx its "
+                     "best independent read; %.2fx if none overlapped)\n",
+                ps->small.arith_ns, ps->small.reads_with_arith_ns,
+                ps->small.reads_with_arith_ns / best_independent(ps),
+                (ps->small.arith_ns + best_independent(ps)) / best_independent(ps));
     if (bl && lb)
         fprintf(out, "  libbloom absent query / blocked batched absent query = %.1fx\n",
                 lb->absent_single / bl->absent_batch);
@@ -1242,6 +1250,8 @@ static void json_probe(FILE *out, const char *key, const bench_probe *pr, const 
     json_num(out, "independent_plain_ns", pr->independent_plain_ns, ", ");
     json_num(out, "independent_prefetch_ns", pr->independent_prefetch_ns, ", ");
     json_num(out, "locked_or_ns", pr->locked_or_ns, ", ");
+    json_num(out, "arith_ns", pr->arith_ns, ", ");
+    json_num(out, "reads_with_arith_ns", pr->reads_with_arith_ns, ", ");
     json_num(out, "thp_mib", pr->huge_mib, "");
     fprintf(out, "}%s", sep);
 }

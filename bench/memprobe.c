@@ -171,6 +171,42 @@ static double independent_ns(const uint64_t *words, size_t lines, int ahead, dou
     return reps_median_ns(&rp, (double)INDEP_READS);
 }
 
+/* One pass of the prefetched independent reads with BENCH_ARITH_ROUNDS
+ * rounds of arithmetic before each (bench.h, arith_ns), over the lines
+ * `idx` names masked by `line_mask` (all ones: the buffer; 63: its first
+ * 64 lines, the arithmetic alone). Each read's chain starts from its own
+ * index, so no read waits for another's arithmetic, and its result is
+ * summed with the read so that neither can be left out. Returns the
+ * seconds it took. */
+static double arith_pass(const uint64_t *words, const uint32_t *idx, uint32_t line_mask)
+{
+    uint64_t sum = 0;
+    double t0 = bench_now();
+    for (size_t i = 0; i < INDEP_READS; i++) {
+        size_t ahead = idx[i + PREFETCH_AHEAD] & line_mask;
+        __builtin_prefetch(&words[ahead * LINE_WORDS], 0, 3);
+        uint64_t y = idx[i];
+        for (int r = 0; r < BENCH_ARITH_ROUNDS; r++)
+            y = (y * UINT64_C(0x9e3779b97f4a7c15)) ^ (y >> 29);
+        sum += words[(size_t)(idx[i] & line_mask) * LINE_WORDS] ^ y;
+    }
+    double t = bench_now() - t0;
+    probe_sink = sum;
+    return t;
+}
+
+static double arith_ns(const uint64_t *words, size_t lines, uint32_t line_mask, double min_time)
+{
+    uint32_t *idx = random_lines(lines);
+    if (idx == NULL)
+        return -1;
+    reps rp = {0};
+    while (reps_more(&rp, min_time))
+        reps_add(&rp, arith_pass(words, idx, line_mask));
+    free(idx);
+    return reps_median_ns(&rp, (double)INDEP_READS);
+}
+
 /* Atomic fetch-or of one random bit into a random word of a random line,
  * the result unused, so each is one `lock or` on x86-64. The addresses come
  * from a precomputed array and no operation waits for another's result, but
@@ -215,9 +251,12 @@ int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time)
     out->independent_plain_ns = independent_ns(b.words, lines, 0, min_time);
     out->independent_prefetch_ns = independent_ns(b.words, lines, 1, min_time);
     out->locked_or_ns = locked_or_ns(b.words, lines, min_time);
+    out->arith_ns = arith_ns(b.words, lines, lines >= 64 ? 63 : 0, min_time);
+    out->reads_with_arith_ns = arith_ns(b.words, lines, UINT32_MAX, min_time);
     buffer_free(&b);
     if (out->dependent_ns < 0 || out->independent_plain_ns < 0 ||
-        out->independent_prefetch_ns < 0 || out->locked_or_ns < 0)
+        out->independent_prefetch_ns < 0 || out->locked_or_ns < 0 || out->arith_ns < 0 ||
+        out->reads_with_arith_ns < 0)
         return -1;
     out->independent_ns = out->independent_plain_ns < out->independent_prefetch_ns
                               ? out->independent_plain_ns
