@@ -141,7 +141,7 @@ static uint32_t *random_lines(size_t lines)
 /* One pass of independent reads of the lines `idx` names, summed; with
  * `ahead`, the line read PREFETCH_AHEAD iterations later is prefetched
  * first. Returns the seconds it took. */
-static double read_pass(const uint64_t *words, const uint32_t *idx, int ahead)
+static double read_pass(const uint64_t *words, const uint32_t *idx, uint32_t ahead)
 {
     uint64_t sum = 0;
     double t0 = bench_now();
@@ -157,18 +157,6 @@ static double read_pass(const uint64_t *words, const uint32_t *idx, int ahead)
     double t = bench_now() - t0;
     probe_sink = sum;
     return t;
-}
-
-static double independent_ns(const uint64_t *words, size_t lines, int ahead, double min_time)
-{
-    uint32_t *idx = random_lines(lines);
-    if (idx == NULL)
-        return -1;
-    reps rp = {0};
-    while (reps_more(&rp, min_time))
-        reps_add(&rp, read_pass(words, idx, ahead));
-    free(idx);
-    return reps_median_ns(&rp, (double)INDEP_READS);
 }
 
 /* One pass of the prefetched independent reads with BENCH_ARITH_ROUNDS
@@ -195,14 +183,19 @@ static double arith_pass(const uint64_t *words, const uint32_t *idx, uint32_t li
     return t;
 }
 
-static double arith_ns(const uint64_t *words, size_t lines, uint32_t line_mask, double min_time)
+/* The median ns per read of passes of `pass` (read_pass, arith_pass) over
+ * one set of random lines, `arg` its last argument; -1 if out of memory. */
+typedef double (*read_pass_fn)(const uint64_t *words, const uint32_t *idx, uint32_t arg);
+
+static double passes_ns(const uint64_t *words, size_t lines, read_pass_fn pass, uint32_t arg,
+                        double min_time)
 {
     uint32_t *idx = random_lines(lines);
     if (idx == NULL)
         return -1;
     reps rp = {0};
     while (reps_more(&rp, min_time))
-        reps_add(&rp, arith_pass(words, idx, line_mask));
+        reps_add(&rp, pass(words, idx, arg));
     free(idx);
     return reps_median_ns(&rp, (double)INDEP_READS);
 }
@@ -248,11 +241,11 @@ int bench_probe_run(bench_probe *out, uint64_t bytes, int huge, double min_time)
     out->bytes = (uint64_t)lines * 64;
     out->huge = huge;
     out->dependent_ns = dependent_ns(b.words, lines, min_time);
-    out->independent_plain_ns = independent_ns(b.words, lines, 0, min_time);
-    out->independent_prefetch_ns = independent_ns(b.words, lines, 1, min_time);
+    out->independent_plain_ns = passes_ns(b.words, lines, read_pass, 0, min_time);
+    out->independent_prefetch_ns = passes_ns(b.words, lines, read_pass, 1, min_time);
     out->locked_or_ns = locked_or_ns(b.words, lines, min_time);
-    out->arith_ns = arith_ns(b.words, lines, lines >= 64 ? 63 : 0, min_time);
-    out->reads_with_arith_ns = arith_ns(b.words, lines, UINT32_MAX, min_time);
+    out->arith_ns = passes_ns(b.words, lines, arith_pass, lines >= 64 ? 63 : 0, min_time);
+    out->reads_with_arith_ns = passes_ns(b.words, lines, arith_pass, UINT32_MAX, min_time);
     buffer_free(&b);
     if (out->dependent_ns < 0 || out->independent_plain_ns < 0 ||
         out->independent_prefetch_ns < 0 || out->locked_or_ns < 0 || out->arith_ns < 0 ||

@@ -1006,33 +1006,30 @@ case_drain() {
     wait "$LOCK_PID" || true
     eq "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM products WHERE id=5001").fetchone()[0])' "$T/products.db")" 1 "the row of the POST"
 
-    # the wait is bounded ...
-    start --shutdown-timeout 1
+    # the wait is bounded, and a second signal ends it
+    drain_cut 5002 1 "gave up after 1 s: 1 request in flight cut" --shutdown-timeout 1
+    drain_cut 5003 2 "SIGTERM again: 1 request in flight cut"
+}
+# drain_cut ID SIGNALS LOG [START_ARGS...]: a POST of ID waits on a locked
+# database when SIGNALS SIGTERMs come; it gets no answer, the service
+# exits 0, and its log says LOG.
+drain_cut() {
+    local id=$1 signals=$2 log=$3 rc=0
+    shift 3
+    start "$@"
     hold_sqlite_lock 3
-    post_bg 5002
+    post_bg "$id"
     sleep 0.5
     kill -TERM "$SVC_PID"
+    if [ "$signals" -gt 1 ]; then
+        sleep 0.3
+        kill -TERM "$SVC_PID"
+    fi
     wait "$POST_PID" || true
-    eq "$(cat "$T/post.code")" 000 "the POST cut after --shutdown-timeout 1"
-    rc=0
+    eq "$(cat "$T/post.code")" 000 "the POST of $id cut"
     wait "$SVC_PID" || rc=$?
     eq "$rc" 0 "exit status"
-    has "$T/svc.log" "gave up after 1 s: 1 request in flight cut"
-    wait "$LOCK_PID" || true
-    # ... and a second signal ends it
-    start
-    hold_sqlite_lock 3
-    post_bg 5003
-    sleep 0.5
-    kill -TERM "$SVC_PID"
-    sleep 0.3
-    kill -TERM "$SVC_PID"
-    wait "$POST_PID" || true
-    eq "$(cat "$T/post.code")" 000 "the POST cut by a second SIGTERM"
-    rc=0
-    wait "$SVC_PID" || rc=$?
-    eq "$rc" 0 "exit status"
-    has "$T/svc.log" "SIGTERM again: 1 request in flight cut"
+    has "$T/svc.log" "$log"
     wait "$LOCK_PID" || true
 }
 
