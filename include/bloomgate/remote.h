@@ -20,10 +20,15 @@
  * BACKENDS
  * BG_REMOTE_MODULE speaks RedisBloom's BF.* commands, to a server that has
  * bloomgate.so (or RedisBloom) loaded; the filter is the key `name` and the
- * server keeps its parameters. BF.RESERVE, BF.INSERT NOCREATE, BF.MEXISTS,
- * BF.INFO, BF.SCANDUMP, HGET, DEL and PEXPIRE, and short scripts (EVAL) for
- * STAGED CREATION, REBUILD and UPLOAD AND DOWNLOAD below; the scripts call
- * BF.* commands, which both modules allow in scripts.
+ * server keeps its parameters. BF.RESERVE, BF.INSERT NOCREATE, BG.MEXISTS
+ * (bloomgate.so's BF.MEXISTS that fails on a missing key or another type,
+ * where BF.MEXISTS answers 0s), BF.INFO, BF.SCANDUMP, HGET, DEL and
+ * PEXPIRE, and short scripts (EVAL) for STAGED CREATION, REBUILD and UPLOAD
+ * AND DOWNLOAD below; the scripts call BF.* commands, which both modules
+ * allow in scripts. Against RedisBloom (no BG.MEXISTS), or a user not
+ * allowed it, queries are a script of TYPE and BF.MEXISTS, with the same
+ * errors (docs/REMOTE.md, "Module backend: queries"): a missing filter is
+ * BG_ENOTFOUND, never "every key absent".
  *
  * KEY LAYOUT (module)
  *   name                        the filter (RedisBloom's type or bloomgate's)

@@ -342,14 +342,11 @@ int bgr_cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     return REDISMODULE_OK;
 }
 
-int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+/* BF.MEXISTS's and BG.MEXISTS's reply: f's answer for each of argv[2..),
+ * or 0s without a filter. */
+static int reply_mexists(RedisModuleCtx *ctx, const bg_filter *f, RedisModuleString **argv,
+                         int argc)
 {
-    RedisModule_AutoMemory(ctx);
-    if (argc < 3)
-        return RedisModule_WrongArity(ctx);
-    bg_filter *f;
-    if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
-        return REDISMODULE_OK;
     size_t count = (size_t)(argc - 2);
     RedisModuleString **items = argv + 2;
     const void *keys[WINDOW];
@@ -370,6 +367,40 @@ int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             reply_bool(ctx, res[i] == 1);
     }
     return REDISMODULE_OK;
+}
+
+int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    RedisModule_AutoMemory(ctx);
+    if (argc < 3)
+        return RedisModule_WrongArity(ctx);
+    bg_filter *f;
+    if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
+        return REDISMODULE_OK;
+    return reply_mexists(ctx, f, argv, argc);
+}
+
+/* ---- BG.MEXISTS key item [item ...] ------------------------------------------
+ * BF.MEXISTS for readers that must tell "absent" from "no filter": the same
+ * answers, but a missing key is ERR not found and a key of another type
+ * WRONGTYPE, where BF.MEXISTS (as RedisBloom's) answers 0s for both. The
+ * remote client's module queries use it (src/remote/module.c, QUERIES): a
+ * dropped or flushed filter must be an error, never "every key absent". */
+int bgr_cmd_bg_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
+{
+    RedisModule_AutoMemory(ctx);
+    if (argc < 3)
+        return RedisModule_WrongArity(ctx);
+    RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ);
+    int type = RedisModule_KeyType(key);
+    if (type == REDISMODULE_KEYTYPE_EMPTY)
+        return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
+    if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key) != bgr_type)
+        return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
+    bg_filter *f;
+    if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
+        return REDISMODULE_OK;
+    return reply_mexists(ctx, f, argv, argc);
 }
 
 /* ---- BF.INSERT key [CAPACITY n] [ERROR p] [EXPANSION e] [NOCREATE] [NONSCALING]

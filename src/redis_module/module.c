@@ -166,6 +166,9 @@ static const command commands[] = {
     {"bf.info", bgr_cmd_info, "readonly fast", false},
     {"bf.card", bgr_cmd_card, "readonly fast", false},
     {"bf.scandump", bgr_cmd_scandump, "readonly", false},
+    /* bloomgate's own: BF.MEXISTS with errors for a missing key or another
+     * type (commands.c) */
+    {"bg.mexists", bgr_cmd_bg_mexists, "readonly fast", false},
 };
 
 /* Key specs (Redis 7): the key is argument 1, alone. Redis Cluster routes by

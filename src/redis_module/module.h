@@ -22,8 +22,9 @@
 #include "redismodule.h"
 #include "redis_module/chunks.h"
 
-/* The data type's name (exactly 9 characters, Redis's rule) and the
- * encoding version of its RDB payload (type.c). */
+/* The data type's name (exactly 9 characters, Redis's rule; the remote
+ * client's module queries check it: src/remote/remote_internal.h,
+ * BG__MODULE_TYPE) and the encoding version of its RDB payload (type.c). */
 #define BGR_TYPE_NAME "bloomgate"
 #define BGR_ENCVER 1
 
@@ -79,6 +80,7 @@ int bgr_cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int bgr_cmd_madd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int bgr_cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
+int bgr_cmd_bg_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int bgr_cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int bgr_cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
 int bgr_cmd_card(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);

@@ -13,6 +13,11 @@
 
 #define BG__REMOTE_ERRSTR 256
 
+/* What TYPE answers for a module filter's key: bloomgate.so's data type
+ * (src/redis_module/module.h, BGR_TYPE_NAME) or RedisBloom's. */
+#define BG__MODULE_TYPE "bloomgate"
+#define BG__REDISBLOOM_TYPE "MBbloom--"
+
 /* The Lua scripts: the bitmap backend's (bitmap.c), then the module
  * backend's (module.c). Their SHA1s are cached per connection handle. */
 enum {
@@ -30,6 +35,7 @@ enum {
     BG__SCRIPT_REBUILD_ADD,
     BG__SCRIPT_REBUILD_COMMIT,
     BG__SCRIPT_REBUILD_ABORT,
+    BG__SCRIPT_MODULE_QUERY,
     BG__SCRIPT_MODULE_ADD_BOTH,
     BG__SCRIPT_MODULE_REBUILD_BEGIN,
     BG__SCRIPT_MODULE_REBUILD_ADD,
@@ -72,6 +78,7 @@ struct bg_remote {
     uint64_t connects;         /* cluster: connects tried (tests read it) */
     uint64_t slots_read_at;    /* cluster: CLUSTER SLOTS last read for a down master */
     int no_fanout;             /* bench only: send a sharded batch's parts one by one */
+    int query_script;          /* module queries by script: no BG.MEXISTS here (module.c) */
     /* REPLY LIMITS (connection.c): every context's reader builds arrays
      * through reply_fn, whose createArray refuses more than array_cap
      * elements (and notes the count in array_refused). */

@@ -687,6 +687,31 @@ static void module_backend(void **state)
     rebuild_taken_over(a, &ro, "mod", BG_REMOTE_MODULE, &shape);
     rebuild_abort_lost(a, &ro, "mod", BG_REMOTE_MODULE, &shape);
     all_present(b, "p", 100, NKEYS);
+
+    /* The filter gone (a restart without its data, FLUSHALL, an eviction):
+     * an error, never "absent" (BF.MEXISTS alone answers 0 for a missing
+     * key), until a rebuild makes it again. */
+    redisContext *raw = ts_raw(&ms);
+    redisReply *rep = redisCommand(raw, "FLUSHALL");
+    TU_TRUE(rep && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    uint64_t filtered = gc(b).filtered;
+    for (long i = 0; i < 20; i++) {
+        size_t kl = ms_key(k, i % 2 ? "p" : "absent", i);
+        TU_EQ_I(bg_guard_get(b, k, kl, &v), BG_ENOTFOUND);
+    }
+    TU_EQ_U(gc(b).filtered, filtered);
+    /* A key of another type in its place: an error too. */
+    rep = redisCommand(raw, "SET mod notafilter");
+    TU_TRUE(rep && rep->type == REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    TU_EQ_I(bg_guard_get(b, "absent1", 7, &v), BG_EREMOTE);
+    TU_EQ_U(gc(b).filtered, filtered);
+    rep = redisCommand(raw, "DEL mod");
+    freeReplyObject(rep);
+    redisFree(raw);
+    TU_EQ_I(bg_guard_rebuild(a), BG_OK);
+    all_present(b, "p", 100, NKEYS);
     bg_guard_free(a);
     bg_guard_free(b);
     bg_guard_buf_free(&v);

@@ -242,6 +242,25 @@ class AddExists(Base):
         self.assertReply(c.cmd("BF.MEXISTS", "nokey", "a", "b", "c"), [0, 0, 0])
         self.assertReply(self.key_exists("nokey"), 0)
 
+    def test_bg_mexists(self):
+        # bloomgate's own: BF.MEXISTS's answers, but errors where BF.MEXISTS
+        # answers 0s (a missing key, another type), for readers that must
+        # tell "absent" from "no filter".
+        c = self.c
+        self.assertReply(c.cmd("BF.MADD", "k", "a", "b"), [1, 1])
+        self.assertReply(c.cmd("BG.MEXISTS", "k", "a", "zz", "b"), [1, 0, 1])
+        self.assertReply(c.cmd("bg.mexists", "k", ""), c.cmd("BF.MEXISTS", "k", ""))
+        self.assertReply(c.cmd("BG.MEXISTS", "nokey", "a"), NOT_FOUND)
+        self.assertReply(self.key_exists("nokey"), 0)
+        self.assertReply(c.cmd("LPUSH", "l", "x"), 1)
+        self.assertReply(c.cmd("BG.MEXISTS", "l", "a"), WRONGTYPE)
+        self.assertReply(c.cmd("BG.MEXISTS", "k"), arity("bg.mexists"))
+        self.assertReply(c.cmd("BG.MEXISTS"), arity("bg.mexists"))
+        big = [b"i%d" % i for i in range(5000)]
+        self.assertEqual(len(c.cmd("BF.MADD", "k", *big[:2500])), 2500)
+        self.assertReply(c.cmd("BG.MEXISTS", "k", *big), c.cmd("BF.MEXISTS", "k", *big))
+        self.assertReply(c.cmd("EVAL", "return redis.call('BG.MEXISTS', KEYS[1], 'a')", "1", "k"), [1])
+
     def test_arity(self):
         c = self.c
         cases = [(["BF.ADD", "k"], "bf.add"), (["bF.aDd", "k", "a", "b"], "bf.add"),
@@ -627,7 +646,7 @@ class CommandInfo(Base):
     def test_flags_and_key_specs(self):
         c = self.c
         write = ["bf.reserve", "bf.add", "bf.madd", "bf.insert", "bf.loadchunk"]
-        read = ["bf.exists", "bf.mexists", "bf.info", "bf.card"]
+        read = ["bf.exists", "bf.mexists", "bf.info", "bf.card", "bg.mexists"]
         for name in write + read + ["bf.scandump"]:
             r = c.cmd("COMMAND", "INFO", name)
             self.assertEqual(len(r), 1)

@@ -1456,6 +1456,39 @@ static void module_backend(void **state)
         tu_batch_fill(&b, 1, 8, i, B);
         TU_EQ_I(bg_remote_filter_contains_many(g, b.keys, b.lens, B, res), B);
     }
+    { /* a batch larger than the query script's 1000 keys per BF.MEXISTS */
+        enum { BIG = 2500 };
+        tu_batch big;
+        tu_batch_init(&big, BIG);
+        tu_batch_fill(&big, 1, 8, 1234, BIG);
+        uint8_t *bres = malloc(BIG);
+        assert_non_null(bres);
+        TU_EQ_I(bg_remote_filter_contains_many(g, big.keys, big.lens, BIG, bres), BIG);
+        for (size_t i = 0; i < BIG; i++)
+            TU_EQ_I(bres[i], 1);
+        free(bres);
+        tu_batch_free(&big);
+    }
+    /* A user who may not run BG.MEXISTS (as on RedisBloom, which has no
+     * such command) queries through the script: the same answers. */
+    redisContext *c = ts_raw(&s);
+    redisReply *acl = redisCommand(c, "ACL SETUSER nobg on nopass ~* +@all -bg.mexists");
+    TU_TRUE(acl && acl->type == REDIS_REPLY_STATUS);
+    freeReplyObject(acl);
+    bg_remote *rs = NULL;
+    bg_remote_options so = {.port = s.port, .username = "nobg", .password = "x"};
+    TU_EQ_I(bg_remote_connect(&rs, &so), BG_OK);
+    bg_remote_filter *h;
+    TU_EQ_I(bg_remote_filter_open(&h, rs, "mod", BG_REMOTE_MODULE), BG_OK);
+    uint8_t res2[B];
+    for (size_t i = 0; i < N; i += 5 * B) {
+        tu_batch_fill(&b, 1, 8, i, B);
+        TU_EQ_I(bg_remote_filter_contains_many(h, b.keys, b.lens, B, res2), B);
+        fill(&b, 9, i, B);
+        int64_t want = bg_remote_filter_contains_many(g, b.keys, b.lens, B, res);
+        TU_EQ_I(bg_remote_filter_contains_many(h, b.keys, b.lens, B, res2), want);
+        TU_TRUE(memcmp(res, res2, B) == 0);
+    }
     int64_t fp = 0, probes = 200000;
     for (int64_t i = 0; i < probes; i += B) {
         fill(&b, 9, (uint64_t)i, B);
@@ -1474,13 +1507,27 @@ static void module_backend(void **state)
     TU_TRUE(st.items > N * 9 / 10 && st.items <= N + 1);
     TU_TRUE(st.layers >= 1 && st.bytes > 0);
 
-    redisContext *c = ts_raw(&s);
     TU_EQ_I(bg_remote_filter_expire(g, 60000), BG_OK);
     TU_TRUE(ts_int(c, "PTTL mod") > 50000);
     TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
-    /* A dropped filter is not re-created by an add. */
+    /* A dropped filter is not re-created by an add, nor read as "every key
+     * absent" (BF.MEXISTS's 0s for a missing key: QUERIES in module.c). */
     TU_EQ_I(bg_remote_filter_add(g, "x", 1), BG_ENOTFOUND);
     TU_EQ_I(ts_int(c, "EXISTS mod"), 0);
+    TU_EQ_I(bg_remote_filter_contains(g, "alice", 5), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_contains_many(g, b.keys, b.lens, B, res), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_contains(h, "alice", 5), BG_ENOTFOUND); /* by script */
+    /* Nor a key of another type put in its place. */
+    redisReply *set = redisCommand(c, "SET mod notafilter");
+    TU_TRUE(set && set->type == REDIS_REPLY_STATUS);
+    freeReplyObject(set);
+    TU_EQ_I(bg_remote_filter_contains(g, "alice", 5), BG_EREMOTE);
+    TU_TRUE(strstr(bg_remote_errstr(r2), "WRONGTYPE") != NULL);
+    TU_EQ_I(bg_remote_filter_contains(h, "alice", 5), BG_EREMOTE);
+    TU_TRUE(strstr(bg_remote_errstr(rs), "WRONGTYPE") != NULL);
+    TU_EQ_I(ts_int(c, "DEL mod"), 1);
+    bg_remote_filter_close(h);
+    bg_remote_free(rs);
     bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_open(&f, r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
     TU_EQ_I(bg_remote_filter_drop(g), BG_ENOTFOUND);
