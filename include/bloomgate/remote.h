@@ -71,7 +71,12 @@
  * rebuild that keeps bits, hashes and seed is not an error: the handle
  * follows the new generation (UPLOAD AND DOWNLOAD, REBUILD below). The meta
  * hash names a bit array only once it is complete, so nobody sees a partial
- * filter.
+ * filter. A bit array lost under its meta hash (deleted, evicted under
+ * maxmemory, overwritten by another client: not a string of exactly
+ * ceil(m / 8) bytes) is an error to every operation but drop (BG_ENOTFOUND
+ * when missing, BG_EREMOTE otherwise), never read as zeros nor grown back;
+ * a pending rebuild whose bit array is lost is cancelled (its rebuilder
+ * gets BG_ESTALE), never committed.
  *
  * LIMITS
  * A bitmap filter has at most BG_REMOTE_MAX_BITS bits (a Redis string holds
@@ -281,7 +286,9 @@ BG_REMOTE_API int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filt
 
 /* Deletes the filter's keys, atomically with a pending rebuild's (bitmap:
  * only if the handle is not stale (ATOMICITY above): else BG_ESTALE,
- * nothing deleted).
+ * nothing deleted; whatever became of its bit array). Sharded: each shard,
+ * then the count {name}:shards, so a stale handle is refused at its first
+ * shard before anything is deleted.
  * The handle stays to be closed; its operations then get BG_ENOTFOUND. */
 BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
 

@@ -104,6 +104,22 @@
 #define BG__TRANSFER_CHUNK ((uint64_t)4 << 20)
 #define BG__BITMAP_FORMAT "1"
 
+/* A bit array (the Lua string expression KEY) of M bits (a Lua expression)
+ * is intact if it is a string of exactly ceil(M / 8) bytes: every bits key
+ * is made at that size and SETBIT below M never grows it, so a missing key
+ * (deleted, evicted) runs MISSING and one of another size (overwritten, or
+ * deleted and then grown back by a SETBIT) runs DAMAGED, with `size` and
+ * `want` set. Without this a script would read a lost array as all zeros
+ * (false negatives) or grow it back nearly empty. STRLEN fails the script
+ * with WRONGTYPE on a key of another type. O(1). */
+#define BITS_INTACT(KEY, M, MISSING, DAMAGED)                                          \
+    "do\n"                                                                             \
+    "  local size = redis.call('STRLEN', " KEY ")\n"                                   \
+    "  local want = math.floor((tonumber(" M ") + 7) / 8)\n"                            \
+    "  if size == 0 then " MISSING "\n"                                                 \
+    "  elseif size ~= want then " DAMAGED " end\n"                                      \
+    "end\n"
+
 /* Checks shared by every script on an open filter: KEYS[1] meta, KEYS[2]
  * the bits of the handle's generation; ARGV[1] the handle's generation,
  * ARGV[2] k, ARGV[3] m, ARGV[4] seed, ARGV[5] lineage. Sets `bits` to the
@@ -111,8 +127,10 @@
  * the shape and the lineage: the handle's positions are still right, so the
  * script follows the meta hash to the current key, which is in the same
  * slot thanks to the hash tag; see SWAPS at the top). `h[6]` is the pending
- * rebuild's generation, if any. */
-#define CHECK                                                                           \
+ * rebuild's generation, if any. CHECK also refuses a bit array that is not
+ * intact (BITS_INTACT); CHECK_GENERATION alone is for the drop, which must
+ * delete a filter whatever became of its bits. */
+#define CHECK_GENERATION                                                                \
     "local h = redis.call('HMGET', KEYS[1], 'generation', 'bits', 'hashes', 'seed',"    \
     " 'lineage', 'next')\n"                                                             \
     "local g = h[1]\n"                                                                  \
@@ -127,9 +145,13 @@
     "  end\n"                                                                           \
     "  bits = pre .. 'bits:' .. g\n"                                                    \
     "  moved = true\n"                                                                  \
-    "end\n"                                                                             \
-    "if redis.call('EXISTS', bits) == 0 then "                                          \
-    "return redis.error_reply('BGNOTFOUND bit array is missing') end\n"
+    "end\n"
+#define CHECK                                                                           \
+    CHECK_GENERATION                                                                    \
+    BITS_INTACT("bits", "h[2]",                                                         \
+                "return redis.error_reply('BGNOTFOUND bit array is missing')",          \
+                "return redis.error_reply('ERR bloomgate: the bit array has ' .. size .. " \
+                "' bytes, not the ' .. want .. ' of ' .. h[2] .. ' bits')")
 
 /* Batches: ARGV[6] the pending rebuild the handle knows ("0": none),
  * ARGV[7] its k (0: none), then count * k positions for the current bits
@@ -210,9 +232,33 @@
     "  end\n"                                                                           \
     "end\n"
 
+/* In the rebuild's own scripts (KEYS[1] meta, KEYS[2] its bits): its bit
+ * array was lost, so the rebuild cannot be completed or committed: it is
+ * cancelled, and the rebuilder told so. */
+#define REBUILD_LOST                                                                    \
+    "redis.call('UNLINK', KEYS[2]); redis.call('HDEL', KEYS[1], " NEXT_FIELDS ")\n"      \
+    "return redis.error_reply('BGSTALE the rebuild was cancelled: its bit array was lost "\
+    "(deleted, evicted or overwritten)')"
+
+/* After LEASE_CHECK, in the add scripts: a pending rebuild whose bit array
+ * was lost (deleted, evicted, overwritten) is cancelled as an expired one
+ * is, before anything is written, rather than grown back nearly empty by
+ * SETBIT and later committed with the keys added before the loss missing.
+ * The handle that knew it then gets BGREBUILD from ADD_CHECK and reads the
+ * meta hash again; the rebuilder's next call gets BGSTALE. */
+#define CANCEL_NEXT                                                                     \
+    "redis.call('UNLINK', pre .. 'bits:' .. h[6])\n"                                    \
+    "redis.call('HDEL', KEYS[1], " NEXT_FIELDS ")\n"                                    \
+    "h[6] = nil\n"
+#define NEXT_CHECK                                                                      \
+    "if h[6] then\n"                                                                    \
+    BITS_INTACT("pre .. 'bits:' .. h[6]", "redis.call('HGET', KEYS[1], 'next_bits')",    \
+                CANCEL_NEXT, CANCEL_NEXT)                                               \
+    "end\n"
+
 static const char *const script_src[BG__SCRIPTS] = {
     [BG__SCRIPT_ADD_BITFIELD] =
-        CHECK LEASE_CHECK ADD_CHECK BATCH_HEAD
+        CHECK LEASE_CHECK NEXT_CHECK ADD_CHECK BATCH_HEAD
         BITFIELD_LOOP("BITFIELD", "SET", "; a[q + 4] = 1; q = q + 4")
         "for key = 1, count do\n"
         "  local fresh = 0\n"
@@ -230,7 +276,7 @@ static const char *const script_src[BG__SCRIPTS] = {
         "end\n"
         RETURN_OUT,
     [BG__SCRIPT_ADD_SETBIT] =
-        CHECK LEASE_CHECK ADD_CHECK BATCH_HEAD
+        CHECK LEASE_CHECK NEXT_CHECK ADD_CHECK BATCH_HEAD
         "local i = 8\n"
         "for key = 1, count do\n"
         "  local fresh = 0\n"
@@ -277,7 +323,7 @@ static const char *const script_src[BG__SCRIPTS] = {
         "local n = redis.call('HGET', KEYS[1], 'items') or '0'\n"
         "return {n, redis.call('BITCOUNT', bits), g}\n",
     [BG__SCRIPT_DROP] =
-        CHECK
+        CHECK_GENERATION
         "if h[6] then redis.call('DEL', pre .. 'bits:' .. h[6]) end\n"
         "return redis.call('DEL', KEYS[1], bits)\n",
     /* ARGV[6]: the TTL in milliseconds. */
@@ -368,7 +414,8 @@ static const char *const script_src[BG__SCRIPTS] = {
         " 'next_lease', string.format('%.0f', now + tonumber(ARGV[13])))\n"
         "return g\n",
     /* KEYS[2]: the rebuild's bits. ARGV[1]: its generation, ARGV[2]: its k,
-     * then count * k positions. Renews the lease. */
+     * then count * k positions. Renews the lease. A rebuild whose bits were
+     * lost is cancelled (REBUILD_LOST). */
     [BG__SCRIPT_REBUILD_ADD] =
         "local n = redis.call('HGET', KEYS[1], 'next')\n"
         "if n ~= ARGV[1] then\n"
@@ -377,6 +424,8 @@ static const char *const script_src[BG__SCRIPTS] = {
         "  end\n"
         "  return redis.error_reply('BGSTALE the rebuild was committed, aborted or replaced')\n"
         "end\n"
+        BITS_INTACT("KEYS[2]", "redis.call('HGET', KEYS[1], 'next_bits')",
+                    REBUILD_LOST, REBUILD_LOST)
         "local k = tonumber(ARGV[2])\n"
         "local out = {}\n"
         "local hits = 0\n"
@@ -405,9 +454,7 @@ static const char *const script_src[BG__SCRIPTS] = {
         "if h[2] ~= ARGV[1] then\n"
         "  return redis.error_reply('BGSTALE the rebuild was aborted or replaced')\n"
         "end\n"
-        "if redis.call('EXISTS', KEYS[2]) == 0 then\n"
-        "  return redis.error_reply('BGNOTFOUND the rebuilt bit array is missing')\n"
-        "end\n"
+        BITS_INTACT("KEYS[2]", "h[3]", REBUILD_LOST, REBUILD_LOST)
         "redis.call('DEL', string.sub(KEYS[1], 1, -5) .. 'bits:' .. h[1])\n"
         "redis.call('HSET', KEYS[1], 'generation', h[2], 'bits', h[3], 'hashes', h[4],"
         " 'seed', h[5], 'capacity', h[6], 'error_rate', h[7], 'items', h[8])\n"

@@ -379,19 +379,25 @@ static int sharded_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     return BG_OK;
 }
 
-/* Deletes {name}:shards first (no new opener finds the filter), then each
- * shard; the first error is returned, every shard is tried. */
+/* Deletes each shard, then {name}:shards. A stale handle (the filter was
+ * re-created meanwhile) gets BG_ESTALE at its first shard, every shard's
+ * drop being generation-checked, before anything is deleted: deleting the
+ * count first would have made the new filter unreachable (open
+ * BG_ENOTFOUND, create BG_EEXIST). An opener in between finds shards
+ * missing (BG_ENOTFOUND), not a partial filter. Otherwise every shard is
+ * tried and the first error returned. */
 static int sharded_drop(bg_remote_filter *f)
 {
-    int rc = bg__remote_del(f->r, f->shards_key, NULL);
-    if (rc != BG_OK)
-        return rc;
+    int rc = BG_OK;
     for (uint32_t j = 0; j < f->shards; j++) {
         int sr = bg__bitmap_drop(f->sub[j]);
+        if (sr == BG_ESTALE)
+            return sr;
         if (sr != BG_OK && rc == BG_OK)
             rc = sr;
     }
-    return rc;
+    int dr = bg__remote_del(f->r, f->shards_key, NULL);
+    return rc != BG_OK ? rc : dr;
 }
 
 static int sharded_expire(bg_remote_filter *f, uint64_t ttl_ms)

@@ -786,6 +786,100 @@ static void bitmap_rebuild(void **state)
     bg_remote_free(rb);
 }
 
+/* A bit array lost under a filter (deleted, evicted under maxmemory,
+ * overwritten by another client) is an error, never read as zeros nor grown
+ * back nearly empty; a pending rebuild whose bit array is lost is
+ * cancelled, never committed without the keys added before the loss. */
+static void raw_ok(redisContext *c, const char *cmd, const char *key)
+{
+    redisReply *rep = redisCommand(c, "%s %s x", cmd, key);
+    TU_TRUE(rep && rep->type != REDIS_REPLY_ERROR);
+    freeReplyObject(rep);
+}
+
+static void bitmap_lost_bits(void **state)
+{
+    (void)state;
+    tu_ctx("bitmap: lost bit arrays");
+    bg_remote *r = conn(&srv, 0), *r2 = conn(&srv, 0);
+    redisContext *c = ts_raw(&srv);
+    bg_remote_filter *f, *g;
+    bg_remote_filter_options o = {.backend = BG_REMOTE_BITMAP, .capacity = 2000,
+                                  .error_rate = 0.01};
+    TU_EQ_I(bg_remote_filter_create(&f, r, "lost", &o), BG_OK);
+    add_set(f, 20, 0, 300, 0);
+    char bits[64];
+    snprintf(bits, sizeof bits, "{lost}:bits:%llu",
+             (unsigned long long)bg_remote_filter_generation(f));
+    /* Overwritten by a short string: every call refuses, nothing grows. */
+    raw_ok(c, "SET", bits);
+    TU_EQ_I(bg_remote_filter_contains(f, "k", 1), BG_EREMOTE);
+    TU_TRUE(strstr(bg_remote_errstr(r), "wrong size") || strstr(bg_remote_errstr(r), "bytes"));
+    TU_EQ_I(bg_remote_filter_add(f, "k", 1), BG_EREMOTE);
+    bg_remote_filter_stats st;
+    TU_EQ_I(bg_remote_filter_stats_get(f, &st), BG_EREMOTE);
+    TU_EQ_I(ts_int(c, "STRLEN %s", bits), 1);
+    /* Deleted: not found, and not made again by an add. */
+    TU_EQ_I(ts_int(c, "DEL %s", bits), 1);
+    TU_EQ_I(bg_remote_filter_contains(f, "k", 1), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_add(f, "k", 1), BG_ENOTFOUND);
+    TU_EQ_I(ts_int(c, "EXISTS %s", bits), 0);
+    /* Another type in its place. */
+    raw_ok(c, "LPUSH", bits);
+    TU_EQ_I(bg_remote_filter_contains(f, "k", 1), BG_EREMOTE);
+    TU_TRUE(strstr(bg_remote_errstr(r), "WRONGTYPE") != NULL);
+    TU_EQ_I(ts_int(c, "DEL %s", bits), 1);
+    TU_EQ_I(bg_remote_filter_destroy(r, "lost", BG_REMOTE_BITMAP), BG_OK);
+    bg_remote_filter_close(f);
+
+    /* A rebuild whose bit array is deleted midway: the next add cancels it
+     * (and still reaches the current bits), the rebuilder learns it, and no
+     * key added through anyone is lost. */
+    TU_EQ_I(bg_remote_filter_create(&f, r, "lost", &o), BG_OK);
+    TU_EQ_I(bg_remote_filter_open(&g, r2, "lost", BG_REMOTE_BITMAP), BG_OK);
+    add_set(f, 21, 0, 100, 0);
+    TU_EQ_I(bg_remote_filter_rebuild_begin(f, NULL), BG_OK);
+    add_set(f, 21, 0, 100, 1);
+    add_set(g, 22, 0, 100, 0); /* both generations */
+    redisReply *next = redisCommand(c, "HGET {lost}:meta next");
+    TU_TRUE(next && next->type == REDIS_REPLY_STRING);
+    snprintf(bits, sizeof bits, "{lost}:bits:%s", next->str);
+    freeReplyObject(next);
+    TU_EQ_I(ts_int(c, "DEL %s", bits), 1);
+    add_set(g, 23, 0, 100, 0);
+    TU_EQ_I(ts_int(c, "EXISTS %s", bits), 0); /* not grown back */
+    TU_EQ_I(ts_int(c, "HEXISTS {lost}:meta next"), 0);
+    tu_batch b;
+    tu_batch_init(&b, 100);
+    tu_batch_fill(&b, 1, 21, 0, 100);
+    TU_EQ_I(bg_remote_filter_rebuild_add_many(f, b.keys, b.lens, 100, NULL), BG_ESTALE);
+    TU_EQ_I(bg_remote_filter_rebuild_commit(f), BG_EINVAL); /* no rebuild on the handle */
+    expect_all(g, 21, 100);
+    expect_all(g, 22, 100);
+    expect_all(g, 23, 100);
+
+    /* Lost after the last add: the commit refuses and cancels it. */
+    TU_EQ_I(bg_remote_filter_rebuild_begin(f, NULL), BG_OK);
+    add_set(f, 21, 0, 100, 1);
+    next = redisCommand(c, "HGET {lost}:meta next");
+    TU_TRUE(next && next->type == REDIS_REPLY_STRING);
+    snprintf(bits, sizeof bits, "{lost}:bits:%s", next->str);
+    freeReplyObject(next);
+    raw_ok(c, "SET", bits); /* overwritten: the wrong size */
+    TU_EQ_I(bg_remote_filter_rebuild_commit(f), BG_ESTALE);
+    TU_EQ_I(ts_int(c, "EXISTS %s", bits), 0);
+    TU_EQ_I(ts_int(c, "HEXISTS {lost}:meta next"), 0);
+    expect_all(f, 21, 100);
+    expect_all(g, 23, 100);
+    tu_batch_free(&b);
+    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    bg_remote_filter_close(f);
+    bg_remote_filter_close(g);
+    redisFree(c);
+    bg_remote_free(r);
+    bg_remote_free(r2);
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -1281,6 +1375,38 @@ static void bitmap_destroy(void **state)
     TU_EQ_I(bg_remote_filter_destroy(r, "d4", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{d4*"), 0);
     TU_EQ_I(bg_remote_filter_destroy(r, "d4", BG_REMOTE_BITMAP), BG_ENOTFOUND);
+
+    /* A filter whose bit array is gone (evicted, say): its meta hash goes
+     * too, and the name can be created again. */
+    TU_EQ_I(bg_remote_filter_create(&f, r, "d5", &o), BG_OK);
+    bg_remote_filter_close(f);
+    del_keys(c, "{d5}:bits:*");
+    TU_EQ_I(bg_remote_filter_destroy(r, "d5", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{d5}*"), 0);
+    TU_EQ_I(bg_remote_filter_create(&f, r, "d5", &o), BG_OK);
+    bg_remote_filter_close(f);
+    TU_EQ_I(bg_remote_filter_destroy(r, "d5", BG_REMOTE_BITMAP), BG_OK);
+
+    /* A stale handle's drop deletes nothing of the filter that replaced
+     * its own, sharded or not. */
+    bg_remote_filter *stale, *now;
+    bg_remote_filter_options so = o;
+    so.shards = 2;
+    for (int sharded = 0; sharded < 2; sharded++) {
+        const bg_remote_filter_options *oo = sharded ? &so : &o;
+        TU_EQ_I(bg_remote_filter_create(&stale, r, "d6", oo), BG_OK);
+        TU_EQ_I(bg_remote_filter_destroy(r, "d6", BG_REMOTE_BITMAP), BG_OK);
+        TU_EQ_I(bg_remote_filter_create(&now, r, "d6", oo), BG_OK);
+        TU_EQ_I(bg_remote_filter_add(now, "kept", 4), BG_OK);
+        TU_EQ_I(bg_remote_filter_drop(stale), BG_ESTALE);
+        bg_remote_filter_close(now);
+        TU_EQ_I(bg_remote_filter_open(&now, r, "d6", BG_REMOTE_BITMAP), BG_OK);
+        TU_EQ_I(bg_remote_filter_contains(now, "kept", 4), 1);
+        TU_EQ_I(bg_remote_filter_drop(now), BG_OK);
+        TU_EQ_I(ts_count_keys(c, "{d6*"), 0);
+        bg_remote_filter_close(now);
+        bg_remote_filter_close(stale);
+    }
     redisFree(c);
     bg_remote_free(r);
 }
@@ -2045,6 +2171,7 @@ int main(void)
         cmocka_unit_test(bitmap_swap_readers),
         cmocka_unit_test(bitmap_rebuild),
         cmocka_unit_test(bitmap_rebuild_lease),
+        cmocka_unit_test(bitmap_lost_bits),
         cmocka_unit_test(sharded_rebuild),
         cmocka_unit_test(bitmap_limits),
         cmocka_unit_test(bitmap_destroy),
