@@ -253,11 +253,13 @@ BG_REMOTE_API int bg_remote_filter_test_and_add(bg_remote_filter *f, const void 
 /* 1 if the key may be present, 0 if definitely absent, or a negative status. */
 BG_REMOTE_API int bg_remote_filter_contains(bg_remote_filter *f, const void *key, size_t len);
 
-/* Batches: one command, one round trip, atomic on the server. keys[i] points
- * at lens[i] bytes; results (may be NULL) gets one byte per key as in
+/* Batches: one command, one round trip, atomic on the server (sharded:
+ * one per shard, each atomic, SHARDING above). keys[i] points at lens[i]
+ * bytes; results (may be NULL) gets one byte per key as in
  * bg_filter_add_many / bg_filter_contains_many. Return the count of new /
  * maybe-present keys, or a negative status (then results are unspecified;
- * on BG_ESTALE and BG_ENOTFOUND nothing was written). count 0 makes no
+ * on BG_ESTALE and BG_ENOTFOUND nothing was written, sharded: to the shard
+ * that answered so; the others' parts may have been). count 0 makes no
  * round trip. */
 BG_REMOTE_API int64_t bg_remote_filter_add_many(bg_remote_filter *f, const void *const *keys,
                                          const size_t *lens, size_t count, uint8_t *results);
