@@ -311,7 +311,7 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
  * in which the filter could go or come); the handle remembers to use it.
  * The script costs the server about three times the command's work (100
  * keys: ~46,000 calls/s against ~135,000 on one core, redis-benchmark;
- * docs/PERFORMANCE.md). KEYS[1] name; ARGV the keys, 1000 per BF.MEXISTS
+ * docs/REMOTE.md). KEYS[1] name; ARGV the keys, 1000 per BF.MEXISTS
  * (Lua's unpack has a bound). */
 #define QUERY_SCRIPT                                                                    \
     "local t = redis.call('TYPE', KEYS[1]).ok\n"                                        \
