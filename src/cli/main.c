@@ -3,8 +3,11 @@
  * and `bloomgate help CMD`; this file only dispatches. */
 #include "cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The tool's own version: the headers' it was compiled with. */
 #define CLI_STR2(x) #x
@@ -74,8 +77,35 @@ static int main_usage_error(const char *fmt, ...)
     return CLI_EXIT_ERROR;
 }
 
+/* A descriptor 0, 1 or 2 that the tool was started without would be the
+ * next one it opens: a Redis connection would then get its answers written
+ * into it as commands (`check ... >&-` ran each key as a command) and its
+ * keys read from it. Each closed one is taken by /dev/null opened the other
+ * way round, so that reading stdin or writing stdout or stderr fails with
+ * EBADF, as it would have (a write error on stdout is still status 2).
+ * -1 if /dev/null cannot be opened. */
+static int hold_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+            continue;
+        int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got < 0)
+            return -1;
+        if (got != fd) { /* cannot happen: the lowest free descriptor is fd */
+            int rc = dup2(got, fd);
+            close(got);
+            if (rc < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (hold_std_fds() != 0)
+        return CLI_EXIT_ERROR;
     if (argc < 2)
         return main_usage_error("no command given");
     const char *word = argv[1];

@@ -120,6 +120,32 @@ case_help() {
 
 # Every kind of malformed URL: exit 2, a message naming the URL and the
 # fault, never the password. No server needed: nothing connects.
+# Started with stdin or stdout closed: the Redis connection must not take
+# their place (its answers would run in Redis as commands, its keys come
+# from Redis): a write error on stdout is status 2, as for a file, and
+# stdin reads as a bad descriptor.
+case_closedfds() {
+    start_redis
+    local U="redis://127.0.0.1:$PORT/victim"
+    run 0 "$BG" create -q "$U" -n 1000 -p 0.01
+    run 0 "$BG" add -q "$U" x
+    redis-cli -p "$PORT" set important data >/dev/null
+    local rc=0
+    "$BG" check --absent "$U" FLUSHALL x >&- 2>"$T/err" || rc=$?
+    eq "$rc" 2 "check with stdout closed"
+    has "$T/err" "standard output: Bad file descriptor"
+    eq "$(redis-cli -p "$PORT" get important)" data "a key of the database"
+    rc=0
+    "$BG" rebuild --json "$U" x >&- 2>"$T/err" || rc=$?
+    eq "$rc" 2 "rebuild --json with stdout closed"
+    eq "$(redis-cli -p "$PORT" get important)" data "a key of the database"
+    rc=0
+    "$BG" add "$U" <&- 2>"$T/err" || rc=$?
+    eq "$rc" 2 "add with stdin closed"
+    has "$T/err" "standard input: Bad file descriptor"
+    run 0 "$BG" check "$U" x
+}
+
 case_badurl() {
     local -a bad=(
         'redis://|the host is missing'
