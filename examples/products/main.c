@@ -299,8 +299,21 @@ static void describe_redis(char *buf, size_t cap, const redis_url *u)
                   u->seeds[0] ? ")" : "");
 }
 
+/* Started without descriptor 0, 1 or 2, the service would hand it to the
+ * next socket it opens (the listener, a Redis or database connection), and
+ * its log lines would go there. /dev/null takes each closed one first. */
+static int hold_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (fcntl(fd, F_GETFD) == -1 && errno == EBADF &&
+            open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY) != fd)
+            return -1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (hold_std_fds() != 0) return 1;
     products_config cfg;
     int rc = config_parse(&cfg, argc, argv, stdout, stderr);
     if (rc == CONFIG_EXIT_HELP) return 0;

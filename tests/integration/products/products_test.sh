@@ -388,6 +388,29 @@ case_startup() {
         eq "$(curl -sS -o /dev/null -w '%{http_code}' "http://[::1]:$PORT/products/7")" 200 "GET over IPv6"
         stop
     fi
+    # started with stdout and stderr closed: /dev/null holds them, not the
+    # listener or a connection (which would get the log lines)
+    local p=0 code=000
+    for _ in $(seq 1 20); do
+        p=$((47400 + RANDOM % 100))
+        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then continue; fi
+        break
+    done
+    "$SVC" --port "$p" --db-path "$T/products.db" --cache redis --redis-url redis://127.0.0.1:1 >&- 2>&- &
+    SVC_PID=$!
+    PIDS+=("$SVC_PID")
+    for _ in $(seq 1 300); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p/products/7" || true)
+        [ "$code" = 200 ] && break
+        sleep 0.1
+    done
+    eq "$code" 200 "GET with stdout and stderr closed"
+    eq "$(readlink "/proc/$SVC_PID/fd/1")" /dev/null "descriptor 1"
+    eq "$(readlink "/proc/$SVC_PID/fd/2")" /dev/null "descriptor 2"
+    kill -TERM "$SVC_PID"
+    rc=0
+    wait "$SVC_PID" || rc=$?
+    eq "$rc" 0 "exit status with stdout and stderr closed"
 }
 
 case_endpoints() {
