@@ -388,29 +388,6 @@ case_startup() {
         eq "$(curl -sS -o /dev/null -w '%{http_code}' "http://[::1]:$PORT/products/7")" 200 "GET over IPv6"
         stop
     fi
-    # started with stdout and stderr closed: /dev/null holds them, not the
-    # listener or a connection (which would get the log lines)
-    local p=0 code=000
-    for _ in $(seq 1 20); do
-        p=$((47400 + RANDOM % 100))
-        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then continue; fi
-        break
-    done
-    "$SVC" --port "$p" --db-path "$T/products.db" --cache redis --redis-url redis://127.0.0.1:1 >&- 2>&- &
-    SVC_PID=$!
-    PIDS+=("$SVC_PID")
-    for _ in $(seq 1 300); do
-        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p/products/7" || true)
-        [ "$code" = 200 ] && break
-        sleep 0.1
-    done
-    eq "$code" 200 "GET with stdout and stderr closed"
-    eq "$(readlink "/proc/$SVC_PID/fd/1")" /dev/null "descriptor 1"
-    eq "$(readlink "/proc/$SVC_PID/fd/2")" /dev/null "descriptor 2"
-    kill -TERM "$SVC_PID"
-    rc=0
-    wait "$SVC_PID" || rc=$?
-    eq "$rc" 0 "exit status with stdout and stderr closed"
 }
 
 case_endpoints() {
@@ -1431,6 +1408,33 @@ case_cluster() {
 }
 
 # db_outage postgres|mariadb
+# closed_std_fds ARGS...: a second service on ARGS, started with stdout and
+# stderr closed, answers: /dev/null holds them, not the database connection
+# it opens next (its log lines would have gone into the connection; SQLite
+# fills them itself, PostgreSQL's and MariaDB's clients do not).
+closed_std_fds() {
+    local p=0 code=000 pid rc=0
+    for _ in $(seq 1 20); do
+        p=$((47400 + RANDOM % 100))
+        if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then continue; fi
+        break
+    done
+    "$SVC" --port "$p" "$@" >&- 2>&- &
+    pid=$!
+    PIDS+=("$pid")
+    for _ in $(seq 1 300); do
+        code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p/products/7" || true)
+        [ "$code" = 200 ] && break
+        sleep 0.1
+    done
+    eq "$code" 200 "GET with stdout and stderr closed"
+    eq "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$p/products/8")" 200 "a second GET"
+    eq "$(readlink "/proc/$pid/fd/1")" /dev/null "descriptor 1"
+    eq "$(readlink "/proc/$pid/fd/2")" /dev/null "descriptor 2"
+    kill -TERM "$pid"
+    wait "$pid" || rc=$?
+    eq "$rc" 0 "exit status with stdout and stderr closed"
+}
 db_outage() {
     local kind=$1
     [ -n "${DBCTL:-}" ] && [ -x "$DBCTL" ] || fail "DBCTL (bg-products-dbctl) is not set or not built"
@@ -1441,6 +1445,7 @@ db_outage() {
     case $conninfo in ''|error*) cat "$T/dbctl.log" >&2; fail "$kind did not start: $conninfo" ;; esac
     start_raw --db "$kind" --db-url "$conninfo" --seed 1000
     expect 200 GET /products/5
+    closed_std_fds --db "$kind" --db-url "$conninfo"
     expect 404 GET /products/1000001
     expect 200 GET /healthz
 
