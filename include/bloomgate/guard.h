@@ -46,7 +46,10 @@
  * (if any) and deletes its cache entry, so the next get reads the source:
  * a get that starts after bg_guard_put returned never gets an answer read
  * before the call (gets already waiting on the detached query may; they
- * were concurrent with it), and that query's answer is not cached.
+ * were concurrent with it), and that query's answer is not cached (a
+ * store of it already on its way makes gets of keys near this one skip the
+ * cache until the store is taken back; so does one that failed and may
+ * land late, for its TTL: docs/GUARD.md, "No stale store").
  * If the cache's delete fails, the old entry may still be there (or come
  * back with the cache): the guard then reads no cache entry (hit or
  * negative) until every entry it wrote before the failure has expired, the
@@ -141,11 +144,13 @@ typedef struct bg_guard_source {
      * or a negative status (then the guard's get returns it). Required. */
     int (*get)(void *ctx, const void *key, size_t len, bg_guard_buf *value);
     /* Streams every key to emit (rebuild); stops and returns emit's status
-     * when it is negative. BG_OK or a negative status. Required unless the
-     * filter is BG_GUARD_FILTER_NONE. */
+     * when it is negative. BG_OK or a negative status (anything else fails
+     * the rebuild with BG_EINVAL, as does an emit of a NULL key with a
+     * length). Required unless the filter is BG_GUARD_FILTER_NONE. */
     int (*scan)(void *ctx, int (*emit)(void *arg, const void *key, size_t len), void *arg);
     /* How many keys there are, to size the filter (optional: needed only
-     * when options.filter.capacity is 0). BG_OK or a negative status. */
+     * when options.filter.capacity is 0). BG_OK or a negative status
+     * (anything else: BG_EINVAL). */
     int (*count)(void *ctx, uint64_t *out);
 } bg_guard_source;
 
@@ -245,11 +250,12 @@ typedef struct bg_guard_counters {
     uint64_t collapsed;       /* gets that waited for another thread's source query */
     uint64_t puts, removes;
     uint64_t rebuilds;        /* completed */
-    uint64_t rebuild_errors;
+    uint64_t rebuild_errors;  /* failed, BG_EBUSY (another rebuild running) aside */
     uint64_t filter_items;    /* keys in the current filter (as it counts them) */
     uint64_t filter_bytes;    /* its memory (local) or Redis size (remote) */
     uint64_t cache_skipped;   /* gets that did not read the cache: a delete
-                                 failed less than a TTL ago (WRITES) */
+                                 failed less than a TTL ago, or a store a
+                                 put overtook may still land (WRITES) */
     uint32_t filter_shards;   /* remote: the filter's shards as it is (1: not
                                  sharded), whatever remote_shards asked; 0
                                  for a local filter or none */

@@ -298,22 +298,40 @@ static void cache_del(bg_guard *g, const void *key, size_t len)
  * A source query can overlap a write of its key: the leader reads the row,
  * the row changes, bg_guard_put deletes the cache entry, and only then does
  * the leader store what it read. Cache-aside's classic race: the old value
- * would be served until cache_ttl_ms expires, although the put returned.
+ * (or, for a key just created, an old "absent": a false negative) would be
+ * served until its TTL expires, although the put returned.
  *
  * HOW IT IS CLOSED (in this process)
  * Every put and remove bumps the forget counter of the key's negative-cache
  * stripe (bg__neg_forget) *before* deleting the cache entry. The leader
- * reads that counter before asking the source (seq) and, around its store:
+ * reads that counter before asking the source (seq), and around its store:
  *   1. counter != seq: a write came in since the query began; the answer
- *      may be older than it: do not store it.
+ *      may be older than it: do not store it. Else the store is registered
+ *      in the stripe (bg__neg_fill_begin), under the lock that bumps.
  *   2. store (c->set or c->set_absent).
  *   3. counter != seq now: a write came in between 1 and 2, so its delete
- *      may have run before our store: delete the entry ourselves.
- * Any write whose bump falls after step 1 either bumped before step 3 (we
- * delete after our store) or after it (its own delete comes after our
- * store, which had returned): one of the two deletes lands after the store.
- * The counter is per stripe, not per key: a write of another key of the
- * stripe costs at most a skipped store or an extra delete (a later query).
+ *      may have run before our store landed: delete the entry ourselves.
+ *   4. unregister (bg__neg_fill_end).
+ * A bump moves the stripe's registered stores to "overtaken", and while
+ * any overtaken store has not reached step 4, gets of the stripe's keys
+ * skip the cache (bg__neg_suspect): between an overtaken store's landing
+ * and its own delete, no get that started after the put reads it. Any
+ * write whose bump falls after step 1 is thus covered: its own delete comes
+ * after our store, or ours does and gets skip the cache until it has.
+ *
+ * FAILED STORES
+ * A store that failed (a timeout) may still land later: a command sitting
+ * in a stalled server's socket buffer runs when the server resumes. If a
+ * put comes before it lands, the put's delete finds nothing and the late
+ * store would bring the old answer back. So a failed store leaves its TTL
+ * on the stripe (failed_store_until), and a put in that time makes the
+ * stripe suspect until then: gets of its keys skip the cache. A store's
+ * TTL must run from the moment it was sent for this to hold, however late
+ * it lands: the Redis adapter sets an absolute expiry (PXAT).
+ *
+ * The counter and the counts are per stripe, not per key: a write of
+ * another key of the stripe costs at most a skipped store, an extra delete
+ * or a few cache reads skipped.
  *
  * LIMITATIONS
  * Instances in other processes have their own counters: one whose query
@@ -323,14 +341,16 @@ static void cache_fill(bg_guard *g, const void *key, size_t len, uint64_t hash, 
                        const bg_guard_buf *value /* NULL: a negative entry */)
 {
     const bg_guard_cache *c = &g->o.cache;
-    if (bg__neg_seq(&g->neg, hash) != seq)
+    if (!bg__neg_fill_begin(&g->neg, hash, seq))
         return;
-    int rc = value ? c->set(c->ctx, key, len, value->data, value->len, g->o.cache_ttl_ms)
-                   : c->set_absent(c->ctx, key, len, bg__neg_ttl(&g->neg));
+    uint64_t ttl = value ? g->o.cache_ttl_ms : bg__neg_ttl(&g->neg);
+    int rc = value ? c->set(c->ctx, key, len, value->data, value->len, ttl)
+                   : c->set_absent(c->ctx, key, len, ttl);
     if (rc < 0)
-        BG__COUNT(g, cache_errors); /* the store may still have landed: check anyway */
+        BG__COUNT(g, cache_errors); /* the store may still land: FAILED STORES */
     if (bg__neg_seq(&g->neg, hash) != seq)
         cache_del(g, key, len);
+    bg__neg_fill_end(&g->neg, hash, seq, rc < 0 ? (ttl ? ttl : g->distrust_ms) : 0);
 }
 
 /* Step 4 for the leader (or a thread that could not register a flight):
@@ -399,7 +419,7 @@ int bg_guard_get(bg_guard *g, const void *key, size_t len, bg_guard_buf *value)
     /* 3. The cache; a failing one is skipped, and so is one that may hold
      * entries a failed delete left behind (FAILED DELETES). */
     const bg_guard_cache *c = &g->o.cache;
-    if (c->get && cache_distrusted(g)) {
+    if (c->get && (cache_distrusted(g) || bg__neg_suspect(&g->neg, h.h1))) {
         BG__COUNT(g, cache_skipped);
     } else if (c->get) {
         int rc = c->get(c->ctx, key, len, value);
@@ -493,7 +513,7 @@ int bg_guard_rebuild(bg_guard *g)
     }
     if (rc == BG_OK)
         BG__COUNT(g, rebuilds);
-    else if (rc != BG_EBUSY && rc != BG_EINVAL)
+    else if (rc != BG_EBUSY) /* another's rebuild running is not a failure */
         BG__COUNT(g, rebuild_errors);
     return rc;
 }

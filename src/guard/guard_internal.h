@@ -66,6 +66,12 @@ typedef struct bg__neg_stripe {
     uint32_t free_head;    /* never-used or deleted slots */
     uint32_t hand;         /* eviction clock (EVICTION in negative_cache.c) */
     uint64_t forgets;      /* bumped by every forget: see bg__neg_seq */
+    /* External-cache stores of this stripe's keys in progress (guard.c,
+     * STALE CACHE WRITES): begun under the current forget count, or under
+     * an older one (a put overtook them: gets skip the cache meanwhile). */
+    uint32_t fills_current, fills_overtaken;
+    uint64_t failed_store_until; /* a store that failed may land until then */
+    uint64_t suspect_until;      /* gets skip the cache until then */
     char pad[64];          /* keeps stripes' mutexes off one cache line */
 } bg__neg_stripe;
 
@@ -90,8 +96,19 @@ uint64_t bg__neg_seq(bg__neg_cache *c, uint64_t hash);
  * count moved from seq. Best effort: out of memory just skips it. Returns
  * 1 if stored, 0 if not. */
 int bg__neg_insert(bg__neg_cache *c, const void *key, size_t len, uint64_t hash, uint64_t seq);
-/* Drops key's entry (if any) and bumps the stripe's forget count. */
+/* Drops key's entry (if any) and bumps the stripe's forget count; stores
+ * in progress are overtaken, and a store that failed lately makes the
+ * stripe suspect (guard.c, STALE CACHE WRITES). */
 void bg__neg_forget(bg__neg_cache *c, const void *key, size_t len, uint64_t hash);
+/* Around an external-cache store of a query read under seq: begin returns 0
+ * (do not store) if the forget count moved from seq, else registers the
+ * store; end unregisters it. failed_ttl_ms: 0, or the TTL of a store that
+ * failed (it may still land, until now + failed_ttl_ms). */
+int bg__neg_fill_begin(bg__neg_cache *c, uint64_t hash, uint64_t seq);
+void bg__neg_fill_end(bg__neg_cache *c, uint64_t hash, uint64_t seq, uint64_t failed_ttl_ms);
+/* 1 if a get of a key of this stripe must skip the external cache: a store
+ * that a put overtook is in progress, or may still land. */
+int bg__neg_suspect(bg__neg_cache *c, uint64_t hash);
 /* The TTL for a new entry: ttl_ms * (1 + jitter * u), u uniform in [-1, 1),
  * from a per-thread PRNG. At least 1. */
 uint64_t bg__neg_ttl(const bg__neg_cache *c);

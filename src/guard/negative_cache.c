@@ -261,9 +261,51 @@ void bg__neg_forget(bg__neg_cache *c, const void *key, size_t len, uint64_t hash
     bg__neg_stripe *st = stripe_of(c, hash);
     pthread_mutex_lock(&st->mu);
     st->forgets++;
+    st->fills_overtaken += st->fills_current;
+    st->fills_current = 0;
+    if (st->failed_store_until > st->suspect_until && st->failed_store_until > bg__now_ms())
+        st->suspect_until = st->failed_store_until;
     uint32_t *link;
     uint32_t i = find(st, key, len, hash, &link);
     if (i != BG__NEG_NIL)
         release(st, link, i);
     pthread_mutex_unlock(&st->mu);
+}
+
+int bg__neg_fill_begin(bg__neg_cache *c, uint64_t hash, uint64_t seq)
+{
+    bg__neg_stripe *st = stripe_of(c, hash);
+    pthread_mutex_lock(&st->mu);
+    int ok = st->forgets == seq;
+    if (ok)
+        st->fills_current++;
+    pthread_mutex_unlock(&st->mu);
+    return ok;
+}
+
+void bg__neg_fill_end(bg__neg_cache *c, uint64_t hash, uint64_t seq, uint64_t failed_ttl_ms)
+{
+    bg__neg_stripe *st = stripe_of(c, hash);
+    uint64_t until = failed_ttl_ms ? bg__now_ms() + failed_ttl_ms : 0;
+    pthread_mutex_lock(&st->mu);
+    /* Counted as current until a forget moved it to overtaken. */
+    if (st->forgets == seq)
+        st->fills_current--;
+    else
+        st->fills_overtaken--;
+    if (until > st->failed_store_until)
+        st->failed_store_until = until;
+    /* Overtaken already: its late landing would outlive the put's delete. */
+    if (st->forgets != seq && until > st->suspect_until)
+        st->suspect_until = until;
+    pthread_mutex_unlock(&st->mu);
+}
+
+int bg__neg_suspect(bg__neg_cache *c, uint64_t hash)
+{
+    bg__neg_stripe *st = stripe_of(c, hash);
+    pthread_mutex_lock(&st->mu);
+    int suspect = st->fills_overtaken > 0 || (st->suspect_until && bg__now_ms() < st->suspect_until);
+    pthread_mutex_unlock(&st->mu);
+    return suspect;
 }

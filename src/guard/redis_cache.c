@@ -79,6 +79,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 
@@ -320,7 +321,14 @@ static int rc_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
     return rc;
 }
 
-/* SET prefix+key tag+value PX ttl. */
+/* SET prefix+key tag+value PXAT (now + ttl), in Unix ms: the entry's life
+ * runs from when the command was sent, not from when Redis runs it. A SET
+ * that timed out may sit in a stalled server's buffer and run seconds
+ * later; with a relative PX it would then live a whole TTL from there,
+ * longer than the guard assumes when it stops trusting the cache after a
+ * failure (guard.c, FAILED STORES). The clock is this host's wall clock,
+ * read by Redis in its own: the two must agree to within a small part of
+ * the TTL (NTP). Needs Redis >= 6.2. */
 static int rc_store(bg_guard_redis_cache *c, const void *key, size_t len, char tag,
                     const void *value, size_t vlen, uint64_t ttl_ms)
 {
@@ -328,9 +336,12 @@ static int rc_store(bg_guard_redis_cache *c, const void *key, size_t len, char t
         return BG_EINVAL;
     if (ttl_ms == 0)
         ttl_ms = c->default_ttl_ms;
-    /* PX takes a positive signed 64-bit count; cap at 100 years. */
+    /* Cap at 100 years: the deadline stays far inside a signed 64-bit ms. */
     if (ttl_ms > UINT64_C(3155760000000))
         ttl_ms = UINT64_C(3155760000000);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    uint64_t at_ms = (uint64_t)now.tv_sec * 1000u + (uint64_t)now.tv_nsec / 1000000u + ttl_ms;
     char kstack[RC_STACK_KEY];
     size_t klen = 0;
     char *k = rc_key(c, key, len, kstack, &klen);
@@ -345,10 +356,10 @@ static int rc_store(bg_guard_redis_cache *c, const void *key, size_t len, char t
     v[0] = tag;
     if (vlen)
         memcpy(v + 1, value, vlen);
-    char ttl[24];
-    int tl = snprintf(ttl, sizeof ttl, "%llu", (unsigned long long)ttl_ms);
-    const char *argv[5] = {"SET", k, v, "PX", ttl};
-    size_t lens[5] = {3, klen, vlen + 1, 2, (size_t)tl};
+    char at[24];
+    int al = snprintf(at, sizeof at, "%llu", (unsigned long long)at_ms);
+    const char *argv[5] = {"SET", k, v, "PXAT", at};
+    size_t lens[5] = {3, klen, vlen + 1, 4, (size_t)al};
     redisReply *rep;
     int rc = rc_command(c, 5, argv, lens, &rep);
     if (v != vstack)

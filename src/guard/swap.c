@@ -235,6 +235,8 @@ int bg__batch_scan(bg_guard *g, bg__key_batch *b)
     int rc = g->o.source.scan(g->o.source.ctx, bg__batch_emit, b);
     if (rc < 0)
         return rc;
+    if (rc > 0)
+        return BG_EINVAL; /* an answer guard.h does not define */
     return bg__batch_flush(b);
 }
 
@@ -252,6 +254,8 @@ int bg__guard_capacity(bg_guard *g, uint64_t *out)
     int rc = g->o.source.count(g->o.source.ctx, &n);
     if (rc < 0)
         return rc;
+    if (rc > 0)
+        return BG_EINVAL; /* an answer guard.h does not define */
     double c = ceil((double)n * g->o.headroom);
     if (!(c < 0x1p63))
         return BG_EOVERFLOW;

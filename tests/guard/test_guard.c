@@ -597,8 +597,52 @@ static void failed_rebuild_keeps_filter(void **state)
     atomic_store(&fx.src.fail_scan, 0);
     TU_EQ_I(bg_guard_rebuild(fx.g), BG_OK);
     TU_EQ_I(bg_guard_may_contain(fx.g, "new1", 4), 1);
-    /* A failing count() fails the rebuild the same way. */
+    /* Any failure is counted, BG_EINVAL from the scan (or from a bad key it
+     * emits) too; only another rebuild running (BG_EBUSY) is not. */
+    atomic_store(&fx.src.fail_scan, BG_EINVAL);
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_EINVAL);
+    atomic_store(&fx.src.fail_scan, 0);
+    c = gc(fx.g);
+    TU_EQ_U(c.rebuild_errors, 2);
+    TU_EQ_U(c.rebuilds, 1);
     bg_guard_buf_free(&v);
+}
+
+/* A scan that answers what guard.h does not define (a positive number) or
+ * emits a NULL key with a length fails the rebuild with BG_EINVAL, counted;
+ * the old filter stays. */
+static int bad_scan_mode; /* 0: as the source; 1: returns 7; 2: a NULL key */
+
+static int mode_scan(void *ctx, int (*emit)(void *, const void *, size_t), void *arg)
+{
+    int rc = ms_scan(ctx, emit, arg);
+    if (rc < 0 || bad_scan_mode == 0)
+        return rc;
+    return bad_scan_mode == 1 ? 7 : emit(arg, NULL, 3);
+}
+
+static void rebuild_bad_scans(void **state)
+{
+    (void)state;
+    tu_ctx("scans that answer out of range");
+    bg_guard_options o = base_options(0);
+    o.source.scan = mode_scan;
+    bg_guard *g = NULL;
+    bad_scan_mode = 1;
+    TU_EQ_I(bg_guard_new(&g, &o), BG_EINVAL);
+    TU_TRUE(g == NULL);
+    bad_scan_mode = 0;
+    make(&o);
+    TU_TRUE(ms_map_del(&fx.src.map, "p0", 2));
+    for (int mode = 1; mode <= 2; mode++) {
+        bad_scan_mode = mode;
+        TU_EQ_I(bg_guard_rebuild(fx.g), BG_EINVAL);
+        TU_EQ_U(gc(fx.g).rebuild_errors, (uint64_t)mode);
+        TU_EQ_I(bg_guard_may_contain(fx.g, "p0", 2), 1); /* the old filter */
+    }
+    bad_scan_mode = 0;
+    TU_EQ_I(bg_guard_rebuild(fx.g), BG_OK);
+    TU_EQ_U(gc(fx.g).rebuilds, 1);
 }
 
 static void new_fails_with_source(void **state)
@@ -635,6 +679,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(rebuild_busy, setup, teardown),
         cmocka_unit_test_setup_teardown(failed_rebuild_keeps_filter, setup, teardown),
         cmocka_unit_test_setup_teardown(new_fails_with_source, setup, teardown),
+        cmocka_unit_test_setup_teardown(rebuild_bad_scans, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

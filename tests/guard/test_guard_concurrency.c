@@ -330,6 +330,59 @@ static int gated_set(void *ctx, const void *key, size_t len, const void *value, 
     return mc_set(ctx, key, len, value, vlen, ttl_ms);
 }
 
+/* The cache's set and set_absent stop at set_gate before storing, then at
+ * stored_gate after: between the two the store has landed and the call has
+ * not returned. */
+static gate stored_gate;
+
+static int twice_gated_set(void *ctx, const void *key, size_t len, const void *value,
+                           size_t vlen, uint64_t ttl_ms)
+{
+    gate_pass(&set_gate);
+    int rc = mc_set(ctx, key, len, value, vlen, ttl_ms);
+    gate_pass(&stored_gate);
+    return rc;
+}
+
+static int twice_gated_set_absent(void *ctx, const void *key, size_t len, uint64_t ttl_ms)
+{
+    gate_pass(&set_gate);
+    int rc = mc_set_absent(ctx, key, len, ttl_ms);
+    gate_pass(&stored_gate);
+    return rc;
+}
+
+/* A set that times out without storing, its store left to land later
+ * (late_store_land), as a command in a stalled server's buffer does. */
+static struct {
+    char key[64], value[64];
+    size_t klen, vlen;
+    uint64_t ttl_ms;
+    int pending;
+} late;
+
+static int late_set(void *ctx, const void *key, size_t len, const void *value, size_t vlen,
+                    uint64_t ttl_ms)
+{
+    (void)ctx;
+    if (len >= sizeof late.key || vlen >= sizeof late.value)
+        return BG_EINVAL;
+    memcpy(late.key, key, len);
+    memcpy(late.value, value, vlen);
+    late.klen = len;
+    late.vlen = vlen;
+    late.ttl_ms = ttl_ms;
+    late.pending = 1;
+    return BG_ECONN;
+}
+
+static void late_store_land(void)
+{
+    TU_TRUE(late.pending);
+    TU_EQ_I(mc_set(&cache, late.key, late.klen, late.value, late.vlen, late.ttl_ms), BG_OK);
+    late.pending = 0;
+}
+
 /* A get on its own thread; getter_wait waits for its end, up to a bound. */
 typedef struct getter {
     pthread_t t;
@@ -393,7 +446,9 @@ static void set_row(const char *key, const char *value)
 /* A guard over the gated source and cache; a filter that says "maybe" to
  * most keys (capacity 1, p = 0.5, 1000 keys), so that false positives are
  * at hand. */
-static void write_race_setup(void)
+static void write_race_setup_with(int (*set)(void *, const void *, size_t, const void *, size_t,
+                                            uint64_t),
+                                  int (*set_absent)(void *, const void *, size_t, uint64_t))
 {
     ms_init(&src);
     mc_init(&cache);
@@ -404,8 +459,15 @@ static void write_race_setup(void)
     bg_guard_options o = {.source = ms_callbacks(&src), .cache = mc_callbacks(&cache),
                           .filter = {.capacity = 1, .error_rate = 0.5}};
     o.source.get = gated_get;
-    o.cache.set = gated_set;
+    o.cache.set = set;
+    if (set_absent)
+        o.cache.set_absent = set_absent;
     TU_EQ_I(bg_guard_new(&g, &o), BG_OK);
+}
+
+static void write_race_setup(void)
+{
+    write_race_setup_with(gated_set, NULL);
 }
 
 static void write_race_teardown(void)
@@ -525,6 +587,81 @@ static void put_between_check_and_store(void **state)
     write_race_teardown();
 }
 
+/* A put's delete runs while A's store of "old" is on its way; the store
+ * lands after it, and A has not yet seen the put (its set has not
+ * returned). A get that starts after the put returned must not read it;
+ * then A deletes it. key: "k" (a row), or a false positive that the put
+ * creates (A's store is then "absent": a false negative if read). */
+static void store_lands_after_delete(const char *key, const char *want)
+{
+    gate_init(&stored_gate);
+    gate_arm(&set_gate);
+    gate_arm(&stored_gate);
+    getter a, b;
+    getter_start(&a, key);
+    gate_wait(&set_gate); /* A about to store */
+    set_row(key, want);
+    TU_EQ_I(bg_guard_put(g, key, strlen(key)), BG_OK); /* its delete finds nothing */
+    gate_release(&set_gate);
+    gate_wait(&stored_gate); /* A's answer is in the cache now */
+    getter_start(&b, key);
+    TU_TRUE(getter_wait(&b, 10.0));
+    if (b.rc != BG_GUARD_FOUND || strcmp(b.value, want) != 0)
+        fail_msg("a get after the put: %d \"%s\" (A's store, from before the put)", b.rc,
+                 b.value);
+    TU_TRUE(gc(g).cache_skipped >= 1);
+    gate_release(&stored_gate);
+    getter_join(&a);
+    getter_join(&b);
+    check_after(key, strcmp(key, "k") == 0 ? "old" : NULL, want);
+    gate_destroy(&stored_gate);
+}
+
+static void store_lands_after_put(void **state)
+{
+    (void)state;
+    tu_ctx("a store that lands after a put's delete, taken back only later");
+    write_race_setup_with(twice_gated_set, NULL);
+    store_lands_after_delete("k", "new");
+    write_race_teardown();
+}
+
+static void negative_lands_after_put(void **state)
+{
+    (void)state;
+    tu_ctx("a negative entry that lands after the put of its created key");
+    write_race_setup_with(mc_set, twice_gated_set_absent);
+    char k[64];
+    size_t kl;
+    maybe_key(g, "c", k, &kl);
+    store_lands_after_delete(k, "created");
+    write_race_teardown();
+}
+
+/* A store that failed (timed out) lands after a put: the put's delete found
+ * nothing, so gets of the stripe skip the cache until the failed store's
+ * TTL has run out (FAILED STORES in guard.c). */
+static void failed_store_lands_late(void **state)
+{
+    (void)state;
+    tu_ctx("a failed store that lands after a put");
+    write_race_setup_with(late_set, NULL);
+    bg_guard_buf v = {0};
+    TU_EQ_I(bg_guard_get(g, "k", 1, &v), BG_GUARD_FOUND); /* reads "old", its set fails */
+    TU_TRUE(strcmp(v.data, "old") == 0);
+    TU_EQ_U(gc(g).cache_errors, 1);
+    set_row("k", "new");
+    TU_EQ_I(bg_guard_put(g, "k", 1), BG_OK);
+    late_store_land(); /* "old" lands now, after the put's delete */
+    for (int i = 0; i < 3; i++) {
+        TU_EQ_I(bg_guard_get(g, "k", 1, &v), BG_GUARD_FOUND);
+        if (strcmp(v.data, "new") != 0)
+            fail_msg("get %d after the put read \"%s\", the late store", i, v.data);
+    }
+    bg_guard_buf_free(&v);
+    write_race_teardown();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -533,6 +670,9 @@ int main(void)
         cmocka_unit_test(put_during_query),
         cmocka_unit_test(create_during_query),
         cmocka_unit_test(put_between_check_and_store),
+        cmocka_unit_test(store_lands_after_put),
+        cmocka_unit_test(negative_lands_after_put),
+        cmocka_unit_test(failed_store_lands_late),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

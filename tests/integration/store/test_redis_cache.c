@@ -360,6 +360,31 @@ static void test_down_and_back(void **state)
     bg_guard_redis_cache_free(f.rc);
 }
 
+/* A SET that timed out against a stalled Redis runs when it resumes; its
+ * entry must still expire a TTL after it was sent, not after it ran (the
+ * guard's FAILED STORES assume so). */
+static void test_late_set_expires_on_time(void **state)
+{
+    (void)state;
+    bg_remote_options ro = {.port = srv.port, .connect_timeout_ms = 200,
+                            .command_timeout_ms = 200};
+    cache_fixture f;
+    open_cache(&f, &ro, "late:", 0);
+    bg_guard_buf b = {0};
+    assert_int_equal(cget(&f, "warm", &b), BG_GUARD_CACHE_MISS); /* connected */
+    kill(srv.pid, SIGSTOP);
+    assert_int_equal(f.c.set(f.c.ctx, "k", 1, "old", 3, 1500), BG_ECONN);
+    sleep_ms(2500); /* past the TTL counted from the send */
+    kill(srv.pid, SIGCONT);
+    redisContext *raw = ts_raw(&srv); /* queued behind the late SET */
+    long long exists = ts_int(raw, "EXISTS late:k");
+    fprintf(stderr, "# a SET sent 2.5 s before it ran, TTL 1.5 s: EXISTS %lld\n", exists);
+    assert_int_equal(exists, 0);
+    redisFree(raw);
+    bg_guard_buf_free(&b);
+    bg_guard_redis_cache_free(f.rc);
+}
+
 /* A Redis restart between two calls of one thread leaves its connection
  * stale: the next call finds it broken at once and is tried once more, on a
  * new connection. It succeeds and the breaker stays closed; without the
@@ -445,6 +470,7 @@ int main(void)
         cmocka_unit_test(test_prefix_and_ttl), cmocka_unit_test(test_threads),
         cmocka_unit_test(test_down_and_back),  cmocka_unit_test(test_restart_between_calls),
         cmocka_unit_test(test_auth_and_unix_socket),
+        cmocka_unit_test(test_late_set_expires_on_time),
     };
     return cmocka_run_group_tests_name("redis_cache", tests, setup, teardown);
 }
