@@ -414,9 +414,13 @@ void cli_remote_close(cli_remote *rf);
 const char *cli_remote_display(const cli_remote *rf);
 /* As bg_filter_add_many / bg_filter_contains_many, in round trips of at
  * most CLI_REMOTE_BATCH keys. The count of new / maybe-present keys, or -1
- * (message printed). */
+ * (message printed); *sent: the keys of the round trips that succeeded. */
 int64_t cli_remote_add_many(cli_remote *rf, const void *const *keys, const size_t *lens,
-                            size_t n, uint8_t *results);
+                            size_t n, uint8_t *results, size_t *sent);
+/* After cli_remote_add_many failed: what may have become of the failed
+ * round trip's keys, for the message, or NULL if none of them was added
+ * (one atomic script that refused) or no round trip failed. */
+const char *cli_remote_failed_batch(const cli_remote *rf);
 int64_t cli_remote_contains_many(cli_remote *rf, const void *const *keys, const size_t *lens,
                                  size_t n, uint8_t *results);
 /* The summary of `add` for a remote filter: items and capacity from the

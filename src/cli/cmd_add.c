@@ -117,11 +117,12 @@ static int add_remote_batch(void *ctx, const void *const *keys, const size_t *le
 {
     remote_adder *a = ctx;
     (void)before;
-    int64_t rc = cli_remote_add_many(a->rf, keys, lens, count, NULL);
+    size_t sent;
+    int64_t rc = cli_remote_add_many(a->rf, keys, lens, count, NULL, &sent);
+    a->done += sent;
     if (rc < 0)
         return -1;
     a->added += rc;
-    a->done += count;
     return 0;
 }
 
@@ -135,12 +136,15 @@ static int add_remote(const char *url, char **args, size_t nargs, char sep, bool
     const char *disp = cli_remote_display(a.rf);
     int64_t read = cli_keys_each(args, nargs, sep, "add", disp, quiet, add_remote_batch, &a);
     if (read < 0) {
-        if (a.done == 0)
+        const char *partial = cli_remote_failed_batch(a.rf);
+        if (a.done == 0 && !partial)
             cli_error("%s: nothing was added", disp);
+        else if (a.done == 0)
+            cli_error("%s: no round trip was added whole (%s)", disp, partial);
         else
-            cli_error("%s: the first %llu keys were added, the rest were not (a batch cut off "
-                      "by a broken connection may or may not have been)",
-                      disp, (unsigned long long)a.done);
+            cli_error("%s: the first %llu keys were added, the rest were not%s%s%s", disp,
+                      (unsigned long long)a.done, partial ? " (" : "", partial ? partial : "",
+                      partial ? ")" : "");
         cli_remote_close(a.rf);
         return CLI_EXIT_ERROR;
     }

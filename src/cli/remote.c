@@ -32,6 +32,7 @@ struct cli_remote {
     cli_url url;
     bg_remote *r;
     bg_remote_filter *f;
+    int failed_rc; /* the status of the last failed add round trip */
 };
 
 static const char *backend_word(bg_remote_backend b)
@@ -72,6 +73,15 @@ static void remote_error(const char *display, const char *what, int rc, const bg
     case BG_EEXIST:
         cli_error("%s: %s: the filter already exists (use --force to drop and re-create it)",
                   display, what);
+        break;
+    /* Read from Redis, not from a file: not bg_strerror's file wording. */
+    case BG_EVERSION:
+        cli_error("%s: %s: the filter in Redis was made by another version of bloomgate%s%s",
+                  display, what, detail[0] ? ": " : "", detail);
+        break;
+    case BG_ECORRUPT:
+        cli_error("%s: %s: the filter's data in Redis is damaged%s%s", display, what,
+                  detail[0] ? ": " : "", detail);
         break;
     default:
         cli_error("%s: %s: %s", display, what, bg_strerror(rc));
@@ -153,17 +163,20 @@ const char *cli_remote_display(const cli_remote *rf)
 }
 
 int64_t cli_remote_add_many(cli_remote *rf, const void *const *keys, const size_t *lens,
-                            size_t n, uint8_t *results)
+                            size_t n, uint8_t *results, size_t *sent)
 {
     int64_t total = 0;
+    *sent = 0;
     for (size_t at = 0; at < n; at += CLI_REMOTE_BATCH) {
         size_t count = n - at < CLI_REMOTE_BATCH ? n - at : CLI_REMOTE_BATCH;
         int64_t rc = bg_remote_filter_add_many(rf->f, keys + at, lens + at, count,
                                                results ? results + at : NULL);
         if (rc < 0) {
             remote_error(rf->url.display, "cannot add", (int)rc, rf->r);
+            rf->failed_rc = (int)rc;
             return -1;
         }
+        *sent += count;
         total += rc;
     }
     return total;
@@ -184,6 +197,21 @@ int64_t cli_remote_contains_many(cli_remote *rf, const void *const *keys, const 
         total += rc;
     }
     return total;
+}
+
+const char *cli_remote_failed_batch(const cli_remote *rf)
+{
+    if (rf->failed_rc == 0) /* no round trip failed (the keys could not be read) */
+        return NULL;
+    if (rf->failed_rc == BG_ECONN)
+        return "the round trip cut off by a broken connection may or may not have been";
+    if (bg_remote_filter_shards(rf->f) > 1)
+        return "the failed round trip may have been in part: a sharded filter's shards take "
+               "their parts of it one by one";
+    if (bg_remote_filter_backend(rf->f) == BG_REMOTE_MODULE)
+        return "the failed round trip may have been in part: the module takes the keys before "
+               "the one it fails on";
+    return NULL;
 }
 
 int cli_remote_counts(cli_remote *rf, uint64_t *items, uint64_t *capacity)
@@ -242,10 +270,15 @@ static void print_created(const cli_remote *rf, const bg_remote_filter_stats *s,
             printf("\"variant\":\"standard\",\"capacity\":%llu,\"error_rate\":%s,",
                    (unsigned long long)s->capacity,
                    s->capacity ? cli_fmt_double(d, s->error_rate) : "null");
-            printf("\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"bytes\":%llu,"
-                   "\"generation\":%llu}\n",
+            printf("\"bits\":%llu,\"hashes\":%u,\"seed\":%llu,\"bytes\":%llu",
                    (unsigned long long)s->bits, s->hashes, (unsigned long long)s->seed,
-                   (unsigned long long)s->bytes, (unsigned long long)s->generation);
+                   (unsigned long long)s->bytes);
+            /* a sharded filter has a generation per shard, none of its own */
+            uint32_t shards = bg_remote_filter_shards(rf->f);
+            if (shards > 1)
+                printf(",\"shards\":%u}\n", shards);
+            else
+                printf(",\"generation\":%llu}\n", (unsigned long long)s->generation);
         } else {
             printf("\"capacity\":%llu,\"error_rate\":%s,\"bytes\":%llu,\"layers\":%u}\n",
                    (unsigned long long)s->capacity, cli_fmt_double(d, a->given.p),
@@ -379,8 +412,13 @@ int cli_remote_info(const char *url, bool json)
             printf("\"fill_ratio\":%s,", cli_fmt_double(d, fill));
             printf("\"estimated_items\":%s,", cli_fmt_double(d, est_items));
             printf("\"estimated_fp_rate\":%s,", cli_fmt_double(d, est_p));
-            printf("\"shards\":%u,", bg_remote_filter_shards(rf->f));
-            printf("\"generation\":%llu}\n", (unsigned long long)s.generation);
+            uint32_t shards = bg_remote_filter_shards(rf->f);
+            printf("\"shards\":%u", shards);
+            /* a sharded filter has a generation per shard, none of its own */
+            if (shards > 1)
+                printf("}\n");
+            else
+                printf(",\"generation\":%llu}\n", (unsigned long long)s.generation);
         } else {
             printf("\"capacity\":%llu,\"items\":%llu,\"bytes\":%llu,\"layers\":%u}\n",
                    (unsigned long long)s.capacity, (unsigned long long)s.items,
@@ -974,10 +1012,17 @@ const char *cli_remote_display(const cli_remote *rf)
 }
 
 int64_t cli_remote_add_many(cli_remote *rf, const void *const *keys, const size_t *lens,
-                            size_t n, uint8_t *results)
+                            size_t n, uint8_t *results, size_t *sent)
 {
     (void)rf, (void)keys, (void)lens, (void)n, (void)results;
+    *sent = 0;
     return -1;
+}
+
+const char *cli_remote_failed_batch(const cli_remote *rf)
+{
+    (void)rf;
+    return NULL;
 }
 
 int64_t cli_remote_contains_many(cli_remote *rf, const void *const *keys, const size_t *lens,

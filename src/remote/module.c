@@ -417,10 +417,16 @@ static int script(bg_remote_filter *f, int idx, const char *src, int argc, const
 static int64_t batch_results(bg_remote_filter *f, const redisReply *rep, size_t count,
                              uint8_t *results)
 {
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != count)
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements > count)
+        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
+    /* A non-scaling filter that fills up mid-batch answers the items it took
+     * and then the error, and stops (RedisBloom's BF.MADD / BF.INSERT): a
+     * shorter array must end in that error, which is the answer. */
+    if (rep->elements < count &&
+        (rep->elements == 0 || rep->element[rep->elements - 1]->type != REDIS_REPLY_ERROR))
         return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
     int64_t hits = 0;
-    for (size_t i = 0; i < count; i++) {
+    for (size_t i = 0; i < rep->elements; i++) {
         const redisReply *e = rep->element[i];
         if (e->type == REDIS_REPLY_ERROR)
             return bg__remote_error_reply(f->r, e);

@@ -437,7 +437,30 @@ case_sharded() {
     eq "$(cat out)" 0 "shards 2 and 3 left after create --force past a gap"
     run 0 "$BG" info --json "$U"
     eq "$(jget out shards)" 2 "shards of the filter made in their place"
+    eq "$(jq 'has("generation")' out)" false "a sharded filter's generation in info --json"
     run 1 "$BG" check -q "$U" a-1
+    # a damaged or foreign meta hash is described as Redis data, not a file
+    local D="redis://127.0.0.1:$PORT/dmg"
+    run 0 "$BG" create -q "$D" -n 100 -p 0.01
+    run 0 redis-cli -p "$PORT" hset '{dmg}:meta' format 2
+    run 2 "$BG" check "$D" a
+    has err "the filter in Redis was made by another version of bloomgate: {dmg}:meta: format 2"
+    hasnt err "file"
+    run 0 redis-cli -p "$PORT" hset '{dmg}:meta' format 1 hashes 0
+    run 2 "$BG" check "$D" a
+    has err "the filter's data in Redis is damaged: {dmg}:meta"
+    hasnt err "file"
+    run 0 "$BG" create --json -q "$U?shards=2" -n 1000 -p 0.01 --force
+    json_ok out
+    eq "$(jget out shards)" 2 "create --json: shards"
+    eq "$(jq 'has("generation")' out)" false "a sharded filter's generation in create --json"
+    # an add whose round trip fails at one shard: the others may have taken
+    # their parts, and the message says so (not "nothing was added")
+    run 0 "$BG" create "$U?shards=4" -n 10000 -p 0.01 -q --force
+    run 0 redis-cli -p "$PORT" eval "$del_lua" 0 '{sharded:s2}:bits:*'
+    keys 1 100 | run 2 "$BG" add "$U"
+    has err "no round trip was added whole (the failed round trip may have been in part"
+    hasnt err "nothing was added"
 }
 
 case_auth() {
@@ -514,6 +537,21 @@ case_module() {
     eq "$(jget out items)" 3000 "items"
     run 0 "$BG" create "$U" -n 100 -p 0.01 --force -q
     run 1 "$BG" check -q "$U" key-1
+    # a non-scaling filter that fills up mid-batch: the server's own error,
+    # and the keys before it were added
+    local NS="redis://127.0.0.1:$PORT/ns?backend=module"
+    run 0 "$BG" create -q "$NS" -n 100 -p 0.01 --nonscaling
+    keys 1 150 | run 2 "$BG" add "$NS"
+    has err "non scaling filter is full"
+    hasnt err "unexpected reply"
+    has err "the failed round trip may have been in part"
+    run 0 "$BG" info --json "$NS"
+    eq "$(jget out items)" 100 "items of the full filter"
+    # round trips before the failing one, in the same read window of keys,
+    # are counted: 1000 of 4000 go in, the second round trip fills it up
+    run 0 "$BG" create -q "$NS" -n 1500 -p 0.01 --nonscaling --force
+    keys 1 4000 | run 2 "$BG" add "$NS"
+    has err "the first 1000 keys were added, the rest were not (the failed round trip may"
 }
 
 # push FILE URL, pull URL FILE.
