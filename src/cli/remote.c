@@ -44,11 +44,23 @@ static const char *backend_word(bg_remote_backend b)
 static void remote_error(const char *display, const char *what, int rc, const bg_remote *r)
 {
     const char *detail = bg_remote_errstr(r);
+    /* Followed by the client's own detail. EVERSION and ECORRUPT come from
+     * Redis data here, not from a file: not bg_strerror's file wording. */
+    static const struct {
+        int rc;
+        const char *why;
+    } with_detail[] = {
+        {BG_ECONN, "cannot reach Redis (connection failed, broke or timed out)"},
+        {BG_EVERSION, "the filter in Redis was made by another version of bloomgate"},
+        {BG_ECORRUPT, "the filter's data in Redis is damaged"},
+    };
+    for (size_t i = 0; i < sizeof with_detail / sizeof with_detail[0]; i++)
+        if (rc == with_detail[i].rc) {
+            cli_error("%s: %s: %s%s%s", display, what, with_detail[i].why,
+                      detail[0] ? ": " : "", detail);
+            return;
+        }
     switch (rc) {
-    case BG_ECONN:
-        cli_error("%s: %s: cannot reach Redis (connection failed, broke or timed out)%s%s",
-                  display, what, detail[0] ? ": " : "", detail);
-        break;
     case BG_EREMOTE:
         cli_error("%s: %s: Redis replied an error: %s", display, what,
                   detail[0] ? detail : "(no message)");
@@ -73,15 +85,6 @@ static void remote_error(const char *display, const char *what, int rc, const bg
     case BG_EEXIST:
         cli_error("%s: %s: the filter already exists (use --force to drop and re-create it)",
                   display, what);
-        break;
-    /* Read from Redis, not from a file: not bg_strerror's file wording. */
-    case BG_EVERSION:
-        cli_error("%s: %s: the filter in Redis was made by another version of bloomgate%s%s",
-                  display, what, detail[0] ? ": " : "", detail);
-        break;
-    case BG_ECORRUPT:
-        cli_error("%s: %s: the filter's data in Redis is damaged%s%s", display, what,
-                  detail[0] ? ": " : "", detail);
         break;
     default:
         cli_error("%s: %s: %s", display, what, bg_strerror(rc));
