@@ -350,7 +350,7 @@ static void cache_fill(bg_guard *g, const void *key, size_t len, uint64_t hash, 
         BG__COUNT(g, cache_errors); /* the store may still land: FAILED STORES */
     if (bg__neg_seq(&g->neg, hash) != seq)
         cache_del(g, key, len);
-    bg__neg_fill_end(&g->neg, hash, seq, rc < 0 ? (ttl ? ttl : g->distrust_ms) : 0);
+    bg__neg_fill_end(&g->neg, hash, seq, rc < 0 ? ttl : 0); /* ttl >= 1: options default it */
 }
 
 /* Step 4 for the leader (or a thread that could not register a flight):
