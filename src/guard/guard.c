@@ -194,7 +194,7 @@ int bg_guard_new(bg_guard **out, const bg_guard_options *opts)
         if (rc == BG_OK)
             atomic_store(&g->current, f);
     } else if (o->filter_kind == BG_GUARD_FILTER_REMOTE) {
-        rc = bg__remote_init(g);
+        rc = bg__guard_remote_init(g);
     }
     if (rc != BG_OK) {
         bg_guard_free(g);
@@ -234,7 +234,7 @@ int bg_guard_may_contain(bg_guard *g, const void *key, size_t len)
     case BG_GUARD_FILTER_LOCAL:
         return bg__local_contains(g, key, len);
     case BG_GUARD_FILTER_REMOTE:
-        return bg__remote_contains(g, key, len);
+        return bg__guard_remote_contains(g, key, len);
     default:
         return 1;
     }
@@ -477,7 +477,7 @@ int bg_guard_put(bg_guard *g, const void *key, size_t len)
     if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
         rc = bg__local_add(g, key, len);
     else if (g->o.filter_kind == BG_GUARD_FILTER_REMOTE)
-        rc = bg__remote_add(g, key, len);
+        rc = bg__guard_remote_add(g, key, len);
     /* Even if the filter failed: the cached answers are wrong now. */
     invalidate(g, key, len);
     return rc;
@@ -506,7 +506,7 @@ int bg_guard_rebuild(bg_guard *g)
         rc = bg__local_rebuild(g);
         break;
     case BG_GUARD_FILTER_REMOTE:
-        rc = bg__remote_rebuild(g);
+        rc = bg__guard_remote_rebuild(g);
         break;
     default:
         return BG_OK; /* nothing to rebuild */
@@ -545,6 +545,6 @@ int bg_guard_counters_get(bg_guard *g, bg_guard_counters *out)
     if (g->o.filter_kind == BG_GUARD_FILTER_LOCAL)
         bg__local_stats(g, &out->filter_items, &out->filter_bytes);
     else if (g->o.filter_kind == BG_GUARD_FILTER_REMOTE)
-        bg__remote_stats(g, &out->filter_items, &out->filter_bytes, &out->filter_shards);
+        bg__guard_remote_stats(g, &out->filter_items, &out->filter_bytes, &out->filter_shards);
     return BG_OK;
 }

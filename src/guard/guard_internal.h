@@ -167,7 +167,7 @@ typedef struct bg__guard_thread {
 
 /* Its circuit breaker, for tests: calls sent to Redis, calls refused
  * without I/O, and the back-off in force (0: closed). */
-void bg__redis_cache_breaker(bg_guard_redis_cache *c, uint64_t *attempts, uint64_t *rejected,
+void bg__guard_redis_cache_breaker(bg_guard_redis_cache *c, uint64_t *attempts, uint64_t *rejected,
                              uint64_t *backoff_ms);
 
 /* ---- the guard -------------------------------------------------------- */
@@ -212,12 +212,12 @@ int bg__local_rebuild(bg_guard *g);
 void bg__local_stats(bg_guard *g, uint64_t *items, uint64_t *bytes);
 
 /* Remote filter (remote_filter.c). */
-int bg__remote_init(bg_guard *g);
-int bg__remote_contains(bg_guard *g, const void *key, size_t len);
-int bg__remote_add(bg_guard *g, const void *key, size_t len);
-int bg__remote_rebuild(bg_guard *g);
-void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes, uint32_t *shards);
-void bg__remote_thread_close(bg__guard_thread *t);
+int bg__guard_remote_init(bg_guard *g);
+int bg__guard_remote_contains(bg_guard *g, const void *key, size_t len);
+int bg__guard_remote_add(bg_guard *g, const void *key, size_t len);
+int bg__guard_remote_rebuild(bg_guard *g);
+void bg__guard_remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes, uint32_t *shards);
+void bg__guard_remote_thread_close(bg__guard_thread *t);
 
 /* Key batches streamed from source.scan (swap.c): copies each emitted key,
  * flushes every `max` keys through flush(arg, keys, lens, n). */

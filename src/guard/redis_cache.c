@@ -244,7 +244,7 @@ static void breaker_report(bg_guard_redis_cache *c, int probe, int rc)
     pthread_mutex_unlock(&c->breaker_mu);
 }
 
-void bg__redis_cache_breaker(bg_guard_redis_cache *c, uint64_t *attempts, uint64_t *rejected,
+void bg__guard_redis_cache_breaker(bg_guard_redis_cache *c, uint64_t *attempts, uint64_t *rejected,
                              uint64_t *backoff_ms)
 {
     *attempts = atomic_load(&c->attempts);

@@ -96,7 +96,7 @@ static void close_handle(bg__guard_thread *t)
     t->rebuild_left = 0;
 }
 
-void bg__remote_thread_close(bg__guard_thread *t)
+void bg__guard_remote_thread_close(bg__guard_thread *t)
 {
     close_handle(t);
     bg_remote_free(t->conn);
@@ -175,17 +175,17 @@ static int run(bg_guard *g, int (*op)(bg_remote_filter *, const void *, size_t),
     return rc;
 }
 
-int bg__remote_contains(bg_guard *g, const void *key, size_t len)
+int bg__guard_remote_contains(bg_guard *g, const void *key, size_t len)
 {
     return run(g, bg_remote_filter_contains, key, len);
 }
 
-int bg__remote_add(bg_guard *g, const void *key, size_t len)
+int bg__guard_remote_add(bg_guard *g, const void *key, size_t len)
 {
     return run(g, bg_remote_filter_add, key, len);
 }
 
-void bg__remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes, uint32_t *shards)
+void bg__guard_remote_stats(bg_guard *g, uint64_t *items, uint64_t *bytes, uint32_t *shards)
 {
     bg__guard_thread *t;
     bg_remote_filter_stats st;
@@ -364,7 +364,7 @@ static int open_or_create(bg_guard *g, bg__guard_thread *t, int *created)
     return rc;
 }
 
-int bg__remote_init(bg_guard *g)
+int bg__guard_remote_init(bg_guard *g)
 {
     bg__guard_thread *t;
     int rc = thread_conn(g, &t);
@@ -453,7 +453,7 @@ static int rebuild_locked(bg_guard *g)
     return rc;
 }
 
-int bg__remote_rebuild(bg_guard *g)
+int bg__guard_remote_rebuild(bg_guard *g)
 {
     if (pthread_mutex_trylock(&g->rebuild_mu) != 0)
         return BG_EBUSY;

@@ -90,7 +90,7 @@ static void thread_exit(bg__thread_rec *r)
 
 static void thread_free(bg__thread_rec *r)
 {
-    bg__remote_thread_close((bg__guard_thread *)r);
+    bg__guard_remote_thread_close((bg__guard_thread *)r);
 }
 
 int bg__guard_threads_init(bg_guard *g)

@@ -46,7 +46,7 @@ typedef struct breaker_stats {
 static breaker_stats bstats(bg_guard_redis_cache *rc)
 {
     breaker_stats s;
-    bg__redis_cache_breaker(rc, &s.attempts, &s.rejected, &s.backoff_ms);
+    bg__guard_redis_cache_breaker(rc, &s.attempts, &s.rejected, &s.backoff_ms);
     return s;
 }
 

@@ -323,13 +323,13 @@ static void test_down_and_back(void **state)
     assert_int_equal(rc, BG_ECONN);
     assert_true(dt < 1.5);
     uint64_t attempts, rejected, backoff_ms;
-    bg__redis_cache_breaker(f.rc, &attempts, &rejected, &backoff_ms);
+    bg__guard_redis_cache_breaker(f.rc, &attempts, &rejected, &backoff_ms);
     t0 = now_s();
     rc = f.c.set(f.c.ctx, "x", 1, "y", 1, 0);
     dt = now_s() - t0;
     assert_int_equal(rc, BG_ECONN);
     uint64_t attempts2, rejected2;
-    bg__redis_cache_breaker(f.rc, &attempts2, &rejected2, &backoff_ms);
+    bg__guard_redis_cache_breaker(f.rc, &attempts2, &rejected2, &backoff_ms);
     assert_int_equal(attempts2, attempts); /* no network I/O */
     assert_int_equal(rejected2, rejected + 1);
     assert_true(dt < 0.2); /* under one command timeout */
@@ -404,10 +404,10 @@ static void test_restart_between_calls(void **state)
     ts_kill(&srv);
     ts_spawn(&srv); /* the same port, empty */
     uint64_t attempts, rejected, backoff_ms;
-    bg__redis_cache_breaker(f.rc, &attempts, &rejected, &backoff_ms);
+    bg__guard_redis_cache_breaker(f.rc, &attempts, &rejected, &backoff_ms);
     assert_int_equal(cget(&f, "up", &b), BG_GUARD_CACHE_MISS);
     uint64_t attempts2, rejected2;
-    bg__redis_cache_breaker(f.rc, &attempts2, &rejected2, &backoff_ms);
+    bg__guard_redis_cache_breaker(f.rc, &attempts2, &rejected2, &backoff_ms);
     assert_int_equal(attempts2, attempts + 1);
     assert_int_equal(backoff_ms, 0); /* closed */
     assert_int_equal(f.c.set(f.c.ctx, "up", 2, "2", 1, 0), BG_OK);
