@@ -190,6 +190,20 @@ BG_REMOTE_API int bg_remote_reconnect(bg_remote *r);
  * valid until its next call. Never NULL (a NULL r gets ""). */
 BG_REMOTE_API const char *bg_remote_errstr(const bg_remote *r);
 
+/* hiredis's reply type (<hiredis/hiredis.h>). */
+struct redisReply;
+
+/* One command of the caller's own on r, for data a program keeps in the
+ * same Redis beside its filters (the guard's Redis cache adapter does):
+ * argv[0..argc-1], argv[i] of lens[i] bytes, with r's timeouts, AUTH,
+ * reconnect of a broken connection and, on a cluster, routing by the key
+ * in argv[1] (MOVED and ASK followed). BG_OK with the reply in *reply
+ * (the caller's: free it with freeReplyObject), else *reply is NULL:
+ * BG_EREMOTE for an error reply (its message in bg_remote_errstr),
+ * BG_ECONN (ERRORS above: not retried), BG_EINVAL or BG_ENOMEM. */
+BG_REMOTE_API int bg_remote_command(bg_remote *r, int argc, const char **argv,
+                                    const size_t *lens, struct redisReply **reply);
+
 /* Which way the filter lives in Redis (see BACKENDS). */
 typedef enum bg_remote_backend {
     BG_REMOTE_BITMAP = 1, /* a plain string and a hash: any Redis >= 6.2 */

@@ -12,7 +12,10 @@
  * CONNECTIONS
  * Each calling thread has its own bg_remote (remote.h: a hiredis context
  * with its timeouts, AUTH, unix socket, SIGPIPE handling, and reconnect on
- * the call after one broke), made on the thread's first call. Records live
+ * the call after one broke), made on the thread's first call, and sends
+ * its commands with bg_remote_command: the remote client, not a hiredis
+ * context of the adapter's own, because it already does all of that and
+ * cluster routing, which the adapter would otherwise repeat. Records live
  * in a push-only list and are freed only by bg_guard_redis_cache_free; a
  * thread's exit marks its record free (connection kept) for the next new
  * thread to adopt, so a thread-per-request server does not connect per
@@ -87,7 +90,6 @@
 
 #include "core/alloc_internal.h"
 #include "guard_internal.h"
-#include "remote/remote_internal.h"
 
 #define RC_DEFAULT_TTL_MS UINT64_C(300000)
 #define RC_DEFAULT_PREFIX "bg:"
@@ -268,11 +270,11 @@ static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, cons
     rc = rc_conn(c, &r);
     if (rc == BG_OK) {
         uint64_t t0 = bg__now_ms();
-        rc = bg__remote_command(r, argc, argv, lens, reply, 0);
+        rc = bg_remote_command(r, argc, argv, lens, reply);
         /* STALE CONNECTIONS: once more, on a new connection (the client
          * reconnects first). */
         if (rc == BG_ECONN && bg__guard_broke_at_once(t0, c->ro.command_timeout_ms))
-            rc = bg__remote_command(r, argc, argv, lens, reply, 0);
+            rc = bg_remote_command(r, argc, argv, lens, reply);
     }
     breaker_report(c, probe, rc);
     return rc;

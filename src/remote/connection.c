@@ -663,6 +663,19 @@ int bg__remote_command(bg_remote *r, int argc, const char **argv, const size_t *
     return BG_OK;
 }
 
+int bg_remote_command(bg_remote *r, int argc, const char **argv, const size_t *lens,
+                      redisReply **reply)
+{
+    if (reply)
+        *reply = NULL;
+    if (!r || argc < 1 || !argv || !lens || !reply)
+        return BG_EINVAL;
+    for (int i = 0; i < argc; i++)
+        if (!argv[i])
+            return BG_EINVAL;
+    return bg__remote_command(r, argc, argv, lens, reply, 0);
+}
+
 int bg__remote_del(bg_remote *r, const char *key, int *deleted)
 {
     const char *argv[2] = {"DEL", key};
