@@ -120,9 +120,12 @@ extern "C" {
 
 typedef struct bg_guard bg_guard;
 
-/* bg_guard_get's answers (an error is negative). */
-#define BG_GUARD_ABSENT 0
-#define BG_GUARD_FOUND 1
+/* What bg_guard_get and a source's get (bg_guard_source) answer. Both
+ * return an int: one of these (non-negative), or a negative bg_status. */
+typedef enum bg_guard_result {
+    BG_GUARD_ABSENT = 0,
+    BG_GUARD_FOUND = 1,
+} bg_guard_result;
 
 /* A growable byte buffer for values. Zero-initialise; reused across calls. */
 typedef struct bg_guard_buf {
@@ -140,8 +143,9 @@ BG_GUARD_API void bg_guard_buf_free(bg_guard_buf *b);
 /* Where values come from: the database. */
 typedef struct bg_guard_source {
     void *ctx;
-    /* Looks key up: BG_GUARD_FOUND with the value in *value, BG_GUARD_ABSENT,
-     * or a negative status (then the guard's get returns it). Required. */
+    /* Looks key up: BG_GUARD_FOUND with the value in *value, BG_GUARD_ABSENT
+     * (bg_guard_result), or a negative status (then the guard's get returns
+     * it). Required. */
     int (*get)(void *ctx, const void *key, size_t len, bg_guard_buf *value);
     /* Streams every key to emit (rebuild); stops and returns emit's status
      * when it is negative. BG_OK or a negative status (anything else fails
@@ -154,13 +158,19 @@ typedef struct bg_guard_source {
     int (*count)(void *ctx, uint64_t *out);
 } bg_guard_source;
 
+/* What a cache's get (bg_guard_cache) answers. It returns an int: one of
+ * these (non-negative), or a negative bg_status. */
+typedef enum bg_guard_cache_result {
+    BG_GUARD_CACHE_MISS = 0,
+    BG_GUARD_CACHE_HIT = 1,
+    BG_GUARD_CACHE_ABSENT = 2, /* a negative entry: the key is known absent */
+} bg_guard_cache_result;
+
 /* The cache in front of the source (optional: all NULL means none). */
-#define BG_GUARD_CACHE_MISS 0
-#define BG_GUARD_CACHE_HIT 1
-#define BG_GUARD_CACHE_ABSENT 2 /* a negative entry: the key is known absent */
 typedef struct bg_guard_cache {
     void *ctx;
-    /* BG_GUARD_CACHE_HIT (value in *value), _MISS, _ABSENT or a negative status. */
+    /* BG_GUARD_CACHE_HIT (value in *value), _MISS, _ABSENT
+     * (bg_guard_cache_result) or a negative status. */
     int (*get)(void *ctx, const void *key, size_t len, bg_guard_buf *value);
     /* Stores a value for ttl_ms (0: the cache's default). */
     int (*set)(void *ctx, const void *key, size_t len, const void *value, size_t vlen,
@@ -215,7 +225,7 @@ BG_GUARD_API int bg_guard_new(bg_guard **out, const bg_guard_options *opts);
 BG_GUARD_API void bg_guard_free(bg_guard *g);
 
 /* The read path (THE READ PATH above): BG_GUARD_FOUND with the value in
- * *value, BG_GUARD_ABSENT, or a negative status. */
+ * *value, BG_GUARD_ABSENT (bg_guard_result), or a negative status. */
 BG_GUARD_API int bg_guard_get(bg_guard *g, const void *key, size_t len, bg_guard_buf *value);
 
 /* The filter's answer alone: 1 "maybe present", 0 "definitely absent"
