@@ -353,7 +353,7 @@ int cli_parse_variant(const char *text, bg_variant *out);
  * and info. */
 void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc);
 
-/* ---- remote filters (url.c, remote.c) ------------------------------------ */
+/* ---- remote filters (url.c, remote.c, cmd_*_remote.c) ------------------ */
 
 /* A remote filter named by a URL (docs/CLI.md, "Remote filters"):
  *
@@ -399,10 +399,12 @@ void cli_url_free(cli_url *u);
  * what is wrong with the URL) and returns CLI_EXIT_ERROR. */
 int cli_url_refuse(const char *text, const char *why);
 
-/* The subcommands' remote halves (remote.c). Without remote support
- * compiled in (BG_BUILD_REMOTE=OFF) each prints "built without remote
- * support" and fails. Functions returning int return an exit status;
- * cli_remote_open and the batch calls return -1 after printing why. */
+/* The subcommands' remote halves: remote.c, which they share, and
+ * cmd_<name>_remote.c beside each cmd_<name>.c. Without remote support
+ * compiled in (BG_BUILD_REMOTE=OFF) remote_disabled.c takes their place:
+ * each prints "built without remote support" and fails. Functions
+ * returning int return an exit status; cli_remote_open and
+ * cli_remote_contains_many return -1 after printing why. */
 typedef struct cli_remote cli_remote;
 
 /* Connects and opens the existing filter named by `url`. Allocates; free
@@ -412,20 +414,15 @@ void cli_remote_close(cli_remote *rf);
 /* The URL for messages (password hidden). Owned by rf: dead after
  * cli_remote_close. */
 const char *cli_remote_display(const cli_remote *rf);
-/* As bg_filter_add_many / bg_filter_contains_many, in round trips of at
- * most CLI_REMOTE_BATCH keys. The count of new / maybe-present keys, or -1
- * (message printed); *sent: the keys of the round trips that succeeded. */
-int64_t cli_remote_add_many(cli_remote *rf, const void *const *keys, const size_t *lens,
-                            size_t n, uint8_t *results, size_t *sent);
-/* After cli_remote_add_many failed: what may have become of the failed
- * round trip's keys, for the message, or NULL if none of them was added
- * (one atomic script that refused) or no round trip failed. */
-const char *cli_remote_failed_batch(const cli_remote *rf);
+/* As bg_filter_contains_many, in round trips of at most CLI_REMOTE_BATCH
+ * keys (check). The count of maybe-present keys, or -1 (message printed). */
 int64_t cli_remote_contains_many(cli_remote *rf, const void *const *keys, const size_t *lens,
                                  size_t n, uint8_t *results);
-/* The summary of `add` for a remote filter: items and capacity from the
- * server. 0, or -1 (message printed). */
-int cli_remote_counts(cli_remote *rf, uint64_t *items, uint64_t *capacity);
+
+/* add URL [KEY...]: the keys (the arguments, else standard input with
+ * separator sep) in round trips of at most CLI_REMOTE_BATCH keys, then the
+ * summary. */
+int cli_remote_add(const char *url, char **args, size_t nargs, char sep, bool quiet, bool json);
 
 /* What `create URL` was given; cli_remote_create checks what applies to
  * the URL's backend (usage errors otherwise). */
@@ -462,7 +459,7 @@ typedef struct cli_remote_rebuild_args {
 int cli_remote_rebuild(const char *url, const cli_remote_rebuild_args *a);
 
 /* --lease's upper bound: remote.h's BG_REMOTE_MAX_REBUILD_LEASE_MS (7 days;
- * remote.c checks they agree), here for a CLI built without remote.h. */
+ * cmd_rebuild_remote.c checks they agree), here for a CLI built without remote.h. */
 #define CLI_MAX_LEASE_MS (UINT64_C(7) * 24 * 3600 * 1000)
 
 /* Keys per round trip to Redis: each batch is one Lua script (or one

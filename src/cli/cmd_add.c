@@ -5,7 +5,7 @@
  * bg_filter_save only after the last key: any failure before that (a read
  * error, a key over the limit, a signal, a scalable filter that cannot grow)
  * leaves the file exactly as it was, and the save itself replaces the file
- * atomically. */
+ * atomically. A remote filter (a URL) is cmd_add_remote.c's. */
 #include "cli.h"
 
 #include <errno.h>
@@ -104,75 +104,6 @@ static int add_batch(void *ctx, const void *const *keys, const size_t *lens, siz
     return 0;
 }
 
-/* ---- remote filters (cli.h, remote.c) ---------------------------------- */
-
-typedef struct remote_adder {
-    cli_remote *rf;
-    uint64_t done;  /* keys sent in batches that succeeded */
-    int64_t added;  /* keys that were new */
-} remote_adder;
-
-static int add_remote_batch(void *ctx, const void *const *keys, const size_t *lens,
-                            size_t count, uint64_t before)
-{
-    remote_adder *a = ctx;
-    (void)before;
-    size_t sent;
-    int64_t rc = cli_remote_add_many(a->rf, keys, lens, count, NULL, &sent);
-    a->done += sent;
-    if (rc < 0)
-        return -1;
-    a->added += rc;
-    return 0;
-}
-
-/* add URL: each round trip is atomic on the server, the whole run is not. */
-static int add_remote(const char *url, char **args, size_t nargs, char sep, bool quiet,
-                      bool json)
-{
-    remote_adder a = {0};
-    if (cli_remote_open(url, &a.rf) != 0)
-        return CLI_EXIT_ERROR;
-    const char *disp = cli_remote_display(a.rf);
-    int64_t read = cli_keys_each(args, nargs, sep, "add", disp, quiet, add_remote_batch, &a);
-    if (read < 0) {
-        const char *partial = cli_remote_failed_batch(a.rf);
-        if (a.done == 0 && !partial)
-            cli_error("%s: nothing was added", disp);
-        else if (a.done == 0)
-            cli_error("%s: no round trip was added whole (%s)", disp, partial);
-        else
-            cli_error("%s: the first %llu keys were added, the rest were not%s%s%s", disp,
-                      (unsigned long long)a.done, partial ? " (" : "", partial ? partial : "",
-                      partial ? ")" : "");
-        cli_remote_close(a.rf);
-        return CLI_EXIT_ERROR;
-    }
-    uint64_t items, capacity;
-    if (cli_remote_counts(a.rf, &items, &capacity) != 0) {
-        cli_error("%s: all %llu keys were added", disp, (unsigned long long)read);
-        cli_remote_close(a.rf);
-        return CLI_EXIT_ERROR;
-    }
-    if (json) {
-        printf("{\"url\":");
-        cli_json_string(stdout, disp);
-        printf(",\"keys\":%llu,\"new\":%lld,\"items\":%llu,\"capacity\":%llu}\n",
-               (unsigned long long)read, (long long)a.added, (unsigned long long)items,
-               (unsigned long long)capacity);
-    } else if (!quiet) {
-        fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items\n", disp,
-                (unsigned long long)read, (long long)a.added, (unsigned long long)items);
-    }
-    if (!quiet && capacity > 0 && items > capacity)
-        fprintf(stderr, "bloomgate: %s: warning: %llu items exceed the capacity %llu\n", disp,
-                (unsigned long long)items, (unsigned long long)capacity);
-    cli_remote_close(a.rf);
-    if (json && cli_stdout_close() != 0)
-        return CLI_EXIT_ERROR;
-    return CLI_EXIT_OK;
-}
-
 static int run(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -209,7 +140,7 @@ static int run(int argc, char **argv)
     const char *path = argv[optind++];
     size_t nargs = (size_t)(argc - optind);
     if (cli_is_url(path))
-        return add_remote(path, argv + optind, nargs, sep, quiet, json);
+        return cli_remote_add(path, argv + optind, nargs, sep, quiet, json);
 
     bg_filter *f;
     int rc = bg_filter_load(&f, path, BG_FILE_SINGLE_WRITER);

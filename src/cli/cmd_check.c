@@ -4,7 +4,8 @@
  * touch are read: with --no-verify, checking a few keys against a huge file
  * costs a few page faults. Keys are checked in batches with
  * bg_filter_contains_many and the answers go into one output buffer that is
- * written in large blocks (cli_out), never a stdio call per key. */
+ * written in large blocks (cli_out), never a stdio call per key. A remote
+ * filter (a URL) answers through cmd_check_remote.c. */
 #include "cli.h"
 
 #include <errno.h>

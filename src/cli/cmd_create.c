@@ -7,7 +7,9 @@
  * name is then moved to the target with renameat2(RENAME_NOREPLACE), or,
  * where the file system does not support that, link(2) and unlink(2). Both
  * fail with EEXIST rather than replace anything, and both are atomic: the
- * target is either absent or the complete new file. */
+ * target is either absent or the complete new file.
+ *
+ * A remote filter (a URL) is cmd_create_remote.c's. */
 #include "cli.h"
 
 #include <errno.h>

@@ -3,7 +3,8 @@
  * The file is mapped (verifying the checksum unless --no-verify) for the
  * statistics, which scan the bit array; the header fields come from
  * bg_file_inspect. A file whose checksum does not match still has its header
- * printed, with "checksum: MISMATCH", and the exit status is 2. */
+ * printed, with "checksum: MISMATCH", and the exit status is 2. A remote
+ * filter (a URL) is cmd_info_remote.c's. */
 #include "cli.h"
 
 #include <errno.h>

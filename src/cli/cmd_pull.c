@@ -1,5 +1,6 @@
 /* bloomgate pull: downloads a remote filter into a filter file
- * (bg_remote_filter_fetch, remote.c), saved crash-safely like create's. */
+ * (bg_remote_filter_fetch, cmd_pull_remote.c), saved crash-safely like
+ * create's. */
 #include "cli.h"
 
 #include <unistd.h> /* optind */

@@ -1,6 +1,7 @@
 /* bloomgate push: uploads a filter file to Redis as a new generation of a
- * remote filter and makes it current (bg_remote_filter_publish, remote.c):
- * readers see the old filter, then the new one, never a partial one. */
+ * remote filter and makes it current (bg_remote_filter_publish,
+ * cmd_push_remote.c): readers see the old filter, then the new one, never a
+ * partial one. */
 #include "cli.h"
 
 #include <unistd.h> /* optind */

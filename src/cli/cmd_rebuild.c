@@ -1,7 +1,7 @@
 /* bloomgate rebuild: refills a remote filter from a full list of keys and
- * swaps the result in atomically (bg_remote_filter_rebuild_*, remote.c).
- * This file parses the options; what applies to which backend is checked
- * there, once the URL is parsed. */
+ * swaps the result in atomically (bg_remote_filter_rebuild_*). This file
+ * parses the options; cmd_rebuild_remote.c checks what applies to which
+ * backend, once the URL is parsed, and does the rebuild. */
 #include "cli.h"
 
 #include <getopt.h>
