@@ -75,6 +75,13 @@ int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
     return BG_OK;
 }
 
+/* Runs script idx (src/remote/lua/module_<name>.lua): bg__remote_script. */
+static int run_script(bg_remote *r, int idx, int argc, const char **argv, size_t *lens,
+                      redisReply **rep)
+{
+    return bg__remote_script(r, idx, bg__script_src[idx], argc, argv, lens, rep);
+}
+
 /* STAGED CREATION (remote.h)
  * The filter is reserved under {name}:staging:<16 hex digits> with a time to
  * live, in one script, so that no staging key is ever left without one. A
@@ -85,21 +92,6 @@ int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
  * racing cannot both win, and a reader sees either no filter or a complete
  * one. Scripts replicate their effects, so replicas see the same. */
 #define BG__STAGE_RENEW_MS 1000u
-
-#define STAGE_SCRIPT                                                                    \
-    "redis.call('BF.RESERVE', KEYS[1], unpack(ARGV, 2))\n"                             \
-    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
-    "return 1\n"
-
-#define STAGE_COMMIT_SCRIPT                                                             \
-    "if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end\n"                       \
-    "if redis.call('EXISTS', KEYS[2]) == 1 then\n"                                      \
-    "  redis.call('UNLINK', KEYS[1])\n"                                                 \
-    "  return 0\n"                                                                      \
-    "end\n"                                                                             \
-    "redis.call('RENAME', KEYS[1], KEYS[2])\n"                                          \
-    "redis.call('PERSIST', KEYS[2])\n"                                                  \
-    "return 1\n"
 
 /* A key no name can open, in name's cluster slot: {name}:<what>:<16 hex
  * digits>, random. NULL if out of memory. */
@@ -132,8 +124,9 @@ int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
         return BG_ENOMEM;
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
-    const char *argv[10] = {"EVAL", STAGE_SCRIPT, "1", staging, ttl};
-    size_t lens[10] = {4, strlen(STAGE_SCRIPT), 1, strlen(staging), strlen(ttl)};
+    const char *src = bg__script_src[BG__SCRIPT_MODULE_STAGE];
+    const char *argv[10] = {"EVAL", src, "1", staging, ttl};
+    size_t lens[10] = {4, strlen(src), 1, strlen(staging), strlen(ttl)};
     memcpy(argv + 5, a.argv, (size_t)a.argc * sizeof *argv);
     memcpy(lens + 5, a.lens, (size_t)a.argc * sizeof *lens);
     redisReply *rep;
@@ -156,8 +149,7 @@ int bg__module_stage_commit(bg_remote_filter *f)
     const char *argv[5] = {NULL, NULL, "2", f->name, f->final_name};
     size_t lens[5] = {0, 0, 1, strlen(f->name), strlen(f->final_name)};
     redisReply *rep;
-    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_STAGE_COMMIT, STAGE_COMMIT_SCRIPT, 5, argv,
-                               lens, &rep);
+    int rc = run_script(f->r, BG__SCRIPT_MODULE_STAGE_COMMIT, 5, argv, lens, &rep);
     if (rc != BG_OK)
         return rc;
     long long won = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
@@ -286,17 +278,10 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
  * pending when it runs; if the rebuild was committed meanwhile, name is the
  * new filter and gets the key. No rebuild pending, adds cost what they did
  * (BF.INSERT plus an HGET in the same round trip); RedisBloom's filters are
- * rebuilt the same way (plain commands inside the scripts). */
-#define MODULE_INSERT                                                                   \
-    "local function insert(key, from)\n"                                                \
-    "  local out = {}\n"                                                                \
-    "  for i = from, #ARGV, 1000 do\n"                                                  \
-    "    local r = redis.call('BF.INSERT', key, 'NOCREATE', 'ITEMS',"                   \
-    " unpack(ARGV, i, math.min(i + 999, #ARGV)))\n"                                      \
-    "    for j = 1, #r do out[#out + 1] = r[j] end\n"                                   \
-    "  end\n"                                                                           \
-    "  return out\n"                                                                    \
-    "end\n"
+ * rebuilt the same way (plain commands inside the scripts).
+ *
+ * The scripts are src/remote/lua/module_<name>.lua (BG__SCRIPT_MODULE_<NAME>),
+ * each with its KEYS, ARGV, reply and errors. */
 
 /* QUERIES
  * BF.MEXISTS answers 0 for every key when the filter is missing, and, as
@@ -305,112 +290,19 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
  * absent", and a guard would turn that outage into "not found". So a query
  * is BG.MEXISTS, bloomgate.so's BF.MEXISTS that answers ERR not found and
  * WRONGTYPE instead (src/redis_module/commands.c). A server without it
- * (RedisBloom) or a user not allowed it gets this script instead, which
- * looks at the key's type and asks BF.MEXISTS in the same atomic step (a
- * pipelined TYPE beside a BF.MEXISTS would leave a window between the two
- * in which the filter could go or come); the handle remembers to use it.
+ * (RedisBloom) or a user not allowed it gets a script instead
+ * (module_query.lua), which looks at the key's type and asks BF.MEXISTS in
+ * the same atomic step (a pipelined TYPE beside a BF.MEXISTS would leave a
+ * window between the two in which the filter could go or come); the handle
+ * remembers to use it.
  * The script costs the server about three times the command's work (100
  * keys: ~46,000 calls/s against ~135,000 on one core, redis-benchmark;
- * docs/REMOTE.md). KEYS[1] name; ARGV the keys, 1000 per BF.MEXISTS
- * (Lua's unpack has a bound). */
-#define QUERY_SCRIPT                                                                    \
-    "local t = redis.call('TYPE', KEYS[1]).ok\n"                                        \
-    "if t == 'none' then return redis.error_reply('BGNOTFOUND filter does not exist') end\n" \
-    "if t ~= '" BG__MODULE_TYPE "' and t ~= '" BG__REDISBLOOM_TYPE "' then\n"            \
-    "  return redis.error_reply('WRONGTYPE Operation against a key holding the wrong kind "\
-    "of value')\n"                                                                       \
-    "end\n"                                                                             \
-    "if #ARGV <= 1000 then return redis.call('BF.MEXISTS', KEYS[1], unpack(ARGV)) end\n" \
-    "local out = {}\n"                                                                  \
-    "for i = 1, #ARGV, 1000 do\n"                                                       \
-    "  local r = redis.call('BF.MEXISTS', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))\n" \
-    "  for j = 1, #r do out[#out + 1] = r[j] end\n"                                     \
-    "end\n"                                                                             \
-    "return out\n"
+ * docs/REMOTE.md). */
 
-/* KEYS[1] name, KEYS[2] the marker; ARGV the keys. Returns name's results. */
-#define ADD_BOTH_SCRIPT                                                                 \
-    MODULE_INSERT                                                                       \
-    "local out = insert(KEYS[1], 1)\n"                                                  \
-    "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
-    "if s then\n"                                                                       \
-    "  if redis.call('EXISTS', s) == 1 then insert(s, 1) else redis.call('DEL', KEYS[2]) end\n" \
-    "end\n"                                                                             \
-    "return out\n"
-
-/* KEYS[1] name, KEYS[2] the marker, KEYS[3] the rebuild; ARGV[1] the lease
- * (ms), then BF.RESERVE's arguments. */
-#define REBUILD_BEGIN_SCRIPT                                                            \
-    "if redis.call('EXISTS', KEYS[1]) == 0 then "                                       \
-    "return redis.error_reply('BGNOTFOUND filter does not exist') end\n"                \
-    "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
-    "if s and redis.call('EXISTS', s) == 1 then "                                       \
-    "return redis.error_reply('BGEXISTS a rebuild is pending') end\n"                   \
-    "redis.call('BF.RESERVE', KEYS[3], unpack(ARGV, 2))\n"                              \
-    "redis.call('PEXPIRE', KEYS[3], ARGV[1])\n"                                         \
-    "redis.call('DEL', KEYS[2])\n"                                                      \
-    "redis.call('HSET', KEYS[2], 'key', KEYS[3], 'lease', ARGV[1])\n"                   \
-    "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
-    "return 1\n"
-
-#define REBUILD_MINE                                                                    \
-    "if redis.call('HGET', KEYS[1], 'key') ~= KEYS[2] or "                              \
-    "redis.call('EXISTS', KEYS[2]) == 0 then\n"                                         \
-    "  return redis.error_reply('BGSTALE the rebuild was aborted, committed, replaced "  \
-    "or its lease ran out')\n"                                                          \
-    "end\n"
-
-/* KEYS[1] the marker, KEYS[2] the rebuild; ARGV[1] the lease, then the
- * keys. Returns the rebuild's results. */
-#define REBUILD_ADD_SCRIPT                                                              \
-    MODULE_INSERT                                                                       \
-    REBUILD_MINE                                                                        \
-    "local out = insert(KEYS[2], 2)\n"                                                  \
-    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
-    "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
-    "return out\n"
-
-/* KEYS[1] the marker, KEYS[2] the rebuild, KEYS[3] name; ARGV[1] the lease.
- * name keeps its time to live, if it has one. The marker then says `done`:
- * the rebuild committed, for a lease, so that a commit retried after a lost
- * reply is answered 1 (adds, begin and abort look at `key` only). */
-#define REBUILD_COMMIT_SCRIPT                                                           \
-    "local ttl = redis.call('PTTL', KEYS[3])\n"                                         \
-    "if ttl == -2 then\n"                                                               \
-    "  return redis.error_reply('BGNOTFOUND filter was dropped during the rebuild')\n"  \
-    "end\n"                                                                             \
-    "if redis.call('HGET', KEYS[1], 'done') == KEYS[2] then return 1 end\n"             \
-    REBUILD_MINE                                                                        \
-    "redis.call('DEL', KEYS[1])\n"                                                      \
-    "redis.call('UNLINK', KEYS[3])\n"                                                   \
-    "redis.call('RENAME', KEYS[2], KEYS[3])\n"                                          \
-    "if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) "                              \
-    "else redis.call('PERSIST', KEYS[3]) end\n"                                         \
-    "redis.call('HSET', KEYS[1], 'done', KEYS[2])\n"                                    \
-    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
-    "return 1\n"
-
-/* KEYS[1] the marker; ARGV[1] the rebuild to cancel, or "" for any. */
-#define REBUILD_ABORT_SCRIPT                                                            \
-    "local s = redis.call('HGET', KEYS[1], 'key')\n"                                    \
-    "if not s or (ARGV[1] ~= '' and s ~= ARGV[1]) then return 0 end\n"                  \
-    "redis.call('UNLINK', s)\n"                                                         \
-    "redis.call('DEL', KEYS[1])\n"                                                      \
-    "return 1\n"
-
-/* KEYS[1] name, KEYS[2] the marker: the filter and its pending rebuild.
- * Filters go with UNLINK: a large one is then freed in the server's
- * background thread (docs/REDIS.md, UNLINK), not while every client waits. */
-#define DROP_SCRIPT                                                                     \
-    "local s = redis.call('HGET', KEYS[2], 'key')\n"                                    \
-    "if s then redis.call('UNLINK', s) end\n"                                           \
-    "redis.call('DEL', KEYS[2])\n"                                                      \
-    "return redis.call('UNLINK', KEYS[1])\n"
-
-static int script(bg_remote_filter *f, int idx, const char *src, int argc, const char **argv,
-                  size_t *lens, redisReply **rep)
+static int script(bg_remote_filter *f, int idx, int argc, const char **argv, size_t *lens,
+                  redisReply **rep)
 {
-    return not_found(f, bg__remote_script(f->r, idx, src, argc, argv, lens, rep));
+    return not_found(f, run_script(f->r, idx, argc, argv, lens, rep));
 }
 
 /* A batch's reply: one integer per key. Returns the hits, or a status. */
@@ -514,8 +406,7 @@ static int64_t add_checked(bg_remote_filter *f, key_args *ins, size_t count, uin
     set_arg(&both, 3, f->name);
     set_arg(&both, 4, f->rb_marker);
     redisReply *rep;
-    rc = script(f, BG__SCRIPT_MODULE_ADD_BOTH, ADD_BOTH_SCRIPT, both.argc, both.argv, both.lens,
-                &rep);
+    rc = script(f, BG__SCRIPT_MODULE_ADD_BOTH, both.argc, both.argv, both.lens, &rep);
     key_args_free(&both);
     if (rc != BG_OK)
         return rc;
@@ -548,7 +439,7 @@ static int64_t query(bg_remote_filter *f, key_args *a, size_t count, uint8_t *re
     if (f->r->query_script) {
         set_arg(a, 2, "1");
         set_arg(a, 3, f->name);
-        hits = script(f, BG__SCRIPT_MODULE_QUERY, QUERY_SCRIPT, a->argc, a->argv, a->lens, &rep);
+        hits = script(f, BG__SCRIPT_MODULE_QUERY, a->argc, a->argv, a->lens, &rep);
     }
     if (hits != BG_OK)
         return hits;
@@ -628,8 +519,7 @@ int bg__module_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
     memcpy(argv + 7, ra.argv, (size_t)ra.argc * sizeof *argv);
     memcpy(lens + 7, ra.lens, (size_t)ra.argc * sizeof *lens);
     redisReply *rep;
-    rc = script(f, BG__SCRIPT_MODULE_REBUILD_BEGIN, REBUILD_BEGIN_SCRIPT, 7 + ra.argc, argv, lens,
-                &rep);
+    rc = script(f, BG__SCRIPT_MODULE_REBUILD_BEGIN, 7 + ra.argc, argv, lens, &rep);
     if (rc != BG_OK) {
         bg__free(key);
         return rc;
@@ -657,8 +547,7 @@ int64_t bg__module_rebuild_add(bg_remote_filter *f, const void *const *keys, con
     set_arg(&a, 4, f->rb_bits_key);
     set_arg(&a, 5, lease);
     redisReply *rep;
-    int64_t hits = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_ADD, REBUILD_ADD_SCRIPT,
-                                     a.argc, a.argv, a.lens, &rep);
+    int64_t hits = run_script(f->r, BG__SCRIPT_MODULE_REBUILD_ADD, a.argc, a.argv, a.lens, &rep);
     key_args_free(&a);
     if (hits == BG_ESTALE)
         rb_clear(f);
@@ -680,8 +569,7 @@ int bg__module_rebuild_commit(bg_remote_filter *f)
     for (int i = 2; i < 7; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_COMMIT, REBUILD_COMMIT_SCRIPT, 7,
-                               argv, lens, &rep);
+    int rc = run_script(f->r, BG__SCRIPT_MODULE_REBUILD_COMMIT, 7, argv, lens, &rep);
     if (rc == BG_ESTALE || rc == BG_ENOTFOUND)
         rb_clear(f);
     if (rc != BG_OK)
@@ -701,8 +589,7 @@ int bg__module_rebuild_abort(bg_remote_filter *f)
     for (int i = 2; i < 5; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_REBUILD_ABORT, REBUILD_ABORT_SCRIPT, 5,
-                               argv, lens, &rep);
+    int rc = run_script(f->r, BG__SCRIPT_MODULE_REBUILD_ABORT, 5, argv, lens, &rep);
     if (rc != BG_OK)
         return rc;
     int done = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
@@ -722,7 +609,7 @@ int bg__module_drop(bg_remote_filter *f)
         for (int i = 2; i < 5; i++)
             lens[i] = strlen(argv[i]);
         redisReply *rep;
-        rc = bg__remote_script(f->r, BG__SCRIPT_MODULE_DROP, DROP_SCRIPT, 5, argv, lens, &rep);
+        rc = run_script(f->r, BG__SCRIPT_MODULE_DROP, 5, argv, lens, &rep);
         if (rc == BG_OK) {
             rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 ? BG_OK : BG_ENOTFOUND;
             freeReplyObject(rep);
@@ -758,43 +645,6 @@ int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)
  * BF.SCANDUMP's first call) refuses; a filter that is written to while it is
  * downloaded would then never download. */
 #define BG__CHUNK ((size_t)4 << 20)
-
-/* KEYS[1] the upload; ARGV[1] the lease, ARGV[2] the iterator, ARGV[3] the
- * bytes. */
-#define PUBLISH_CHUNK_SCRIPT                                                            \
-    "redis.call('BF.LOADCHUNK', KEYS[1], ARGV[2], ARGV[3])\n"                          \
-    "redis.call('PEXPIRE', KEYS[1], ARGV[1])\n"                                         \
-    "return 1\n"
-
-/* KEYS[1] the upload, KEYS[2] name, KEYS[3] the marker. name keeps its time
- * to live; a pending rebuild is cancelled. */
-#define PUBLISH_COMMIT_SCRIPT                                                           \
-    "if redis.call('EXISTS', KEYS[1]) == 0 then\n"                                      \
-    "  return redis.error_reply('BGNOTFOUND the upload expired before it was complete')\n" \
-    "end\n"                                                                             \
-    "local t = redis.call('TYPE', KEYS[2]).ok\n"                                        \
-    "if t ~= 'none' and t ~= redis.call('TYPE', KEYS[1]).ok then\n"                     \
-    "  redis.call('UNLINK', KEYS[1])\n"                                                 \
-    "  return redis.error_reply('WRONGTYPE ' .. KEYS[2] .. ' holds a value of type ' .. t)\n" \
-    "end\n"                                                                             \
-    "local ttl = redis.call('PTTL', KEYS[2])\n"                                         \
-    "local s = redis.call('HGET', KEYS[3], 'key')\n"                                    \
-    "if s then redis.call('UNLINK', s) end\n"                                           \
-    "redis.call('DEL', KEYS[3])\n"                                                      \
-    "redis.call('UNLINK', KEYS[2])\n"                                                   \
-    "redis.call('RENAME', KEYS[1], KEYS[2])\n"                                          \
-    "if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) "                              \
-    "else redis.call('PERSIST', KEYS[2]) end\n"                                         \
-    "return 1\n"
-
-/* KEYS[1] name, KEYS[2] the copy; ARGV[1] the copy's lease. */
-#define FETCH_COPY_SCRIPT                                                               \
-    "if redis.call('EXISTS', KEYS[1]) == 0 then\n"                                      \
-    "  return redis.error_reply('BGNOTFOUND filter does not exist')\n"                  \
-    "end\n"                                                                             \
-    "redis.call('COPY', KEYS[1], KEYS[2])\n"                                            \
-    "redis.call('PEXPIRE', KEYS[2], ARGV[1])\n"                                         \
-    "return 1\n"
 
 int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
 {
@@ -832,8 +682,7 @@ int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
         const char *argv[7] = {NULL, NULL, "1", upload, lease, it, (const char *)buf};
         size_t lens[7] = {0, 0, 1, strlen(upload), strlen(lease), strlen(it), n};
         redisReply *rep;
-        rc = bg__remote_script(r, BG__SCRIPT_MODULE_PUBLISH_CHUNK, PUBLISH_CHUNK_SCRIPT, 7, argv,
-                               lens, &rep);
+        rc = run_script(r, BG__SCRIPT_MODULE_PUBLISH_CHUNK, 7, argv, lens, &rep);
         if (rc == BG_EREMOTE && done == 0 && strstr(r->errstr, "bad data")) {
             bg_filter_scaling sc = {0};
             (void)bg_filter_scaling_get(local, &sc);
@@ -852,8 +701,7 @@ int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
     for (int i = 2; i < 6; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    rc = bg__remote_script(r, BG__SCRIPT_MODULE_PUBLISH_COMMIT, PUBLISH_COMMIT_SCRIPT, 6, argv,
-                           lens, &rep);
+    rc = run_script(r, BG__SCRIPT_MODULE_PUBLISH_COMMIT, 6, argv, lens, &rep);
     if (rc == BG_OK)
         freeReplyObject(rep);
 out:
@@ -987,7 +835,7 @@ int bg__module_fetch(bg_remote_filter *f, bg_filter **out)
     for (int i = 2; i < 6; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = script(f, BG__SCRIPT_MODULE_FETCH_COPY, FETCH_COPY_SCRIPT, 6, argv, lens, &rep);
+    int rc = script(f, BG__SCRIPT_MODULE_FETCH_COPY, 6, argv, lens, &rep);
     if (rc != BG_OK) {
         bg__free(copy);
         return rc;

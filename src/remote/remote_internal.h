@@ -19,7 +19,10 @@
 #define BG__REDISBLOOM_TYPE "MBbloom--"
 
 /* The Lua scripts: the bitmap backend's (bitmap.c), then the module
- * backend's (module.c). Their SHA1s are cached per connection handle. */
+ * backend's (module.c). Their SHA1s are cached per connection handle
+ * (MODULE_STAGE's is not: it goes once per staged filter, by EVAL). Each is
+ * a file, src/remote/lua/<name>.lua for BG__SCRIPT_<NAME>, embedded by the
+ * build as bg__script_src (docs/PROTOCOL.md specifies the bitmap ones). */
 enum {
     BG__SCRIPT_ADD_BITFIELD,
     BG__SCRIPT_GET_BITFIELD,
@@ -46,8 +49,12 @@ enum {
     BG__SCRIPT_MODULE_PUBLISH_COMMIT,
     BG__SCRIPT_MODULE_FETCH_COPY,
     BG__SCRIPT_MODULE_STAGE_COMMIT,
+    BG__SCRIPT_MODULE_STAGE,
     BG__SCRIPTS
 };
+
+/* The scripts' sources, by index (generated from src/remote/lua/). */
+extern const char *const bg__script_src[BG__SCRIPTS];
 
 /* One master of a cluster (connection.c, CLUSTER ROUTING). */
 typedef struct bg__node {

@@ -1,0 +1,52 @@
+-- expire.lua: gives a bitmap filter a time to live: its meta hash, its
+-- bits and a pending rebuild's bits (docs/PROTOCOL.md).
+--
+-- KEYS[1]   {name}:meta
+-- KEYS[2]   {name}:bits:<generation>, the generation the client knows
+-- ARGV[1]   the client's generation     ARGV[2]  k (hashes)
+-- ARGV[3]   m (bits)                    ARGV[4]  seed
+-- ARGV[5]   the client's lineage
+-- ARGV[6]   the time to live, ms (PEXPIRE)
+--
+-- Reply: the integer 1.
+--
+-- Errors:
+--   BGNOTFOUND   the meta hash or the bit array is missing
+--   BGSTALE      the filter was re-created or reshaped (another lineage,
+--                m, k or seed than the client's)
+--   ERR bloomgate: the bit array has ... bytes   the bits are damaged
+--   WRONGTYPE    a key holds another type
+
+-- The generation check: h[6] is the pending rebuild, if any.
+local h = redis.call('HMGET', KEYS[1], 'generation', 'bits', 'hashes', 'seed', 'lineage', 'next')
+local g = h[1]
+if not g then return redis.error_reply('BGNOTFOUND filter does not exist') end
+local pre = string.sub(KEYS[1], 1, -5)
+local bits = KEYS[2]
+local moved = false
+if g ~= ARGV[1] then
+  if h[5] ~= ARGV[5] or h[2] ~= ARGV[3] or h[3] ~= ARGV[2] or h[4] ~= ARGV[4] then
+    return redis.error_reply('BGSTALE filter was re-created or reshaped: generation ' .. g ..
+      ', this handle has ' .. ARGV[1])
+  end
+  -- Same shape and lineage: the positions are right for the current bits.
+  bits = pre .. 'bits:' .. g
+  moved = true
+end
+-- The bit array is intact: a string of exactly ceil(m / 8) bytes. Every
+-- bits key is made at that size and SETBIT below m never grows it, so a
+-- missing key was deleted or evicted, and one of another size was
+-- overwritten (or deleted and grown back by a SETBIT). Without this the
+-- script would read a lost array as all zeros (false negatives) or grow it
+-- back nearly empty. STRLEN fails with WRONGTYPE on another type. O(1).
+do
+  local size = redis.call('STRLEN', bits)
+  local want = math.floor((tonumber(h[2]) + 7) / 8)
+  if size == 0 then return redis.error_reply('BGNOTFOUND bit array is missing')
+  elseif size ~= want then return redis.error_reply('ERR bloomgate: the bit array has ' .. size ..
+    ' bytes, not the ' .. want .. ' of ' .. h[2] .. ' bits') end
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('PEXPIRE', bits, ARGV[6])
+if h[6] then redis.call('PEXPIRE', pre .. 'bits:' .. h[6], ARGV[6]) end
+return 1
