@@ -55,7 +55,7 @@
  * gets BGNOTFOUND.
  *
  * SHARD PLACES
- * The shards of a sharded filter (filter.c, SHARDING in remote.h) are
+ * The shards of a sharded filter (sharded.c, SHARDING in remote.h) are
  * bitmap filters whose meta hash also holds `shard` = "j/S": shard j of S.
  * A key's shard comes from S and the seed, so a shard routed for another
  * S, or hashed with another seed, lacks keys its readers look for there.
@@ -98,7 +98,7 @@
 #include <bloomgate/sizing.h>
 
 #include "core/alloc_internal.h"
-#include "remote_internal.h"
+#include "bitmap.h"
 
 /* Bytes per SETRANGE or GETRANGE of publish and fetch: a few ms of Redis. */
 #define BG__TRANSFER_CHUNK ((uint64_t)4 << 20)
@@ -134,9 +134,9 @@ static void no_next(bg__gen *g)
     g->str[0] = '0';
 }
 
-static int set_bits_key(bg_remote_filter *f)
+static int set_bits_key(bg__bitmap_filter *f)
 {
-    snprintf(f->gen_str, sizeof f->gen_str, "%" PRIu64, f->generation);
+    snprintf(f->gen_str, sizeof f->gen_str, "%" PRIu64, f->base.generation);
     size_t n = strlen(f->name) + strlen(f->gen_str) + 10;
     bg__free(f->bits_key);
     f->bits_key = bg__malloc(n);
@@ -178,9 +178,52 @@ static int stage_bits(bg_remote *r, const char *key, const void *first, size_t n
     return command_ok(r, 4, sa, sl);
 }
 
-int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o, const char *place)
+static const bg__remote_filter_ops bitmap_ops;
+
+/* A new handle on `name`, its shape not known yet. */
+static int bitmap_new(bg__bitmap_filter **out, bg_remote *r, const char *name)
 {
-    bg_remote *r = f->r;
+    bg__bitmap_filter *f = bg__calloc(1, sizeof *f);
+    if (!f)
+        return BG_ENOMEM;
+    f->base.ops = &bitmap_ops;
+    f->base.r = r;
+    f->base.backend = BG_REMOTE_BITMAP;
+    f->base.shards = 1;
+    f->base.rb_lease_ms = BG_REMOTE_REBUILD_LEASE_MS;
+    size_t n = strlen(name) + 8;
+    f->name = bg__strdup(name);
+    f->meta_key = bg__malloc(n);
+    if (!f->name || !f->meta_key) {
+        bg_remote_filter_close(&f->base);
+        return BG_ENOMEM;
+    }
+    snprintf(f->meta_key, n, "{%s}:meta", name);
+    no_next(&f->next);
+    no_next(&f->rb);
+    *out = f;
+    return BG_OK;
+}
+
+static int create(bg__bitmap_filter *f, const bg_remote_filter_options *o, const char *place);
+
+int bg__bitmap_create(bg_remote_filter **out, bg_remote *r, const char *name,
+                      const bg_remote_filter_options *o, const char *place)
+{
+    bg__bitmap_filter *f;
+    int rc = bitmap_new(&f, r, name);
+    if (rc == BG_OK && (rc = create(f, o, place)) != BG_OK) {
+        bg_remote_filter_close(&f->base);
+        return rc;
+    }
+    if (rc == BG_OK)
+        *out = &f->base;
+    return rc;
+}
+
+static int create(bg__bitmap_filter *f, const bg_remote_filter_options *o, const char *place)
+{
+    bg_remote *r = f->base.r;
     if (o->expansion || o->nonscaling)
         return BG_EINVAL;
     if (o->bits > BG_REMOTE_MAX_BITS)
@@ -192,12 +235,12 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o, co
         return rc;
     if (s.m > BG_REMOTE_MAX_BITS)
         return BG_ETOOBIG;
-    f->m = s.m;
-    f->k = s.k;
-    f->seed = o->seed;
-    f->capacity = o->capacity ? s.n : 0;
-    f->error_rate = o->capacity ? s.p : 0;
-    f->generation = bg__random_u63();
+    f->base.m = s.m;
+    f->base.k = s.k;
+    f->base.seed = o->seed;
+    f->base.capacity = o->capacity ? s.n : 0;
+    f->base.error_rate = o->capacity ? s.p : 0;
+    f->base.generation = bg__random_u63();
     if ((rc = set_bits_key(f)) != BG_OK)
         return rc;
     memcpy(f->lineage, f->gen_str, sizeof f->lineage);
@@ -213,18 +256,18 @@ int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o, co
     if (exists)
         return bg__remote_fail(r, BG_EEXIST, "%s exists", f->meta_key);
 
-    uint64_t bytes = (f->m + 7) / 8;
+    uint64_t bytes = (f->base.m + 7) / 8;
     if ((rc = stage_bits(r, f->bits_key, "", 0, bytes)) != BG_OK)
         goto orphan;
 
     char a[5][32];
-    snprintf(a[0], sizeof a[0], "%" PRIu64, f->m);
-    snprintf(a[1], sizeof a[1], "%" PRIu32, f->k);
-    snprintf(a[2], sizeof a[2], "%" PRIu64, f->seed);
+    snprintf(a[0], sizeof a[0], "%" PRIu64, f->base.m);
+    snprintf(a[1], sizeof a[1], "%" PRIu32, f->base.k);
+    snprintf(a[2], sizeof a[2], "%" PRIu64, f->base.seed);
     snprintf(a[3], sizeof a[3], "%" PRIu64, bytes);
-    snprintf(a[4], sizeof a[4], "%" PRIu64, f->capacity);
+    snprintf(a[4], sizeof a[4], "%" PRIu64, f->base.capacity);
     char p[40];
-    snprintf(p, sizeof p, "%.17g", f->error_rate);
+    snprintf(p, sizeof p, "%.17g", f->base.error_rate);
     const char *ca[13] = {NULL, NULL, "2", f->meta_key, f->bits_key, f->gen_str,
                           a[0], a[1], a[2], a[3], a[4], p, place ? place : ""};
     size_t cl[13];
@@ -254,7 +297,7 @@ static int field_u64(const redisReply *e, uint64_t *out)
 
 /* The pending rebuild from the meta fields next, next_bits, next_hashes,
  * next_seed (all nil: none). */
-static int parse_next(bg_remote_filter *f, redisReply **e)
+static int parse_next(bg__bitmap_filter *f, redisReply **e)
 {
     no_next(&f->next);
     if (e[0]->type == REDIS_REPLY_NIL)
@@ -263,7 +306,7 @@ static int parse_next(bg_remote_filter *f, redisReply **e)
     if (field_u64(e[0], &g) != 0 || field_u64(e[1], &m) != 0 || field_u64(e[2], &k) != 0 ||
         field_u64(e[3], &seed) != 0 || g == 0 || m < BG_MIN_BITS || m > BG_REMOTE_MAX_BITS ||
         k < 1 || k > BG_MAX_K)
-        return bg__remote_fail(f->r, BG_ECORRUPT, "%s: the pending rebuild's fields are bad",
+        return bg__remote_fail(f->base.r, BG_ECORRUPT, "%s: the pending rebuild's fields are bad",
                                f->meta_key);
     f->next.gen = g;
     f->next.m = m;
@@ -274,27 +317,42 @@ static int parse_next(bg_remote_filter *f, redisReply **e)
 }
 
 /* Reads the pending rebuild again (after a script said it changed). */
-static int reload_next(bg_remote_filter *f)
+static int reload_next(bg__bitmap_filter *f)
 {
     const char *argv[6] = {"HMGET", f->meta_key, "next", "next_bits", "next_hashes", "next_seed"};
     size_t lens[6];
     for (int i = 0; i < 6; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = bg__remote_command(f->r, 6, argv, lens, &rep, 0);
+    int rc = bg__remote_command(f->base.r, 6, argv, lens, &rep, 0);
     if (rc != BG_OK)
         return rc;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 4)
-        rc = bg__remote_fail(f->r, BG_EREMOTE, "HMGET: unexpected reply");
+        rc = bg__remote_fail(f->base.r, BG_EREMOTE, "HMGET: unexpected reply");
     else
         rc = parse_next(f, rep->element);
     freeReplyObject(rep);
     return rc;
 }
 
-int bg__bitmap_open(bg_remote_filter *f)
+static int open_meta(bg__bitmap_filter *f);
+
+int bg__bitmap_open(bg_remote_filter **out, bg_remote *r, const char *name)
 {
-    bg_remote *r = f->r;
+    bg__bitmap_filter *f;
+    int rc = bitmap_new(&f, r, name);
+    if (rc == BG_OK && (rc = open_meta(f)) != BG_OK) {
+        bg_remote_filter_close(&f->base);
+        return rc;
+    }
+    if (rc == BG_OK)
+        *out = &f->base;
+    return rc;
+}
+
+static int open_meta(bg__bitmap_filter *f)
+{
+    bg_remote *r = f->base.r;
     const char *argv[15] = {"HMGET", f->meta_key, "format", "variant", "bits", "hashes",
                             "seed", "generation", "capacity", "error_rate", "lineage",
                             "next", "next_bits", "next_hashes", "next_seed"};
@@ -332,7 +390,8 @@ int bg__bitmap_open(bg_remote_filter *f)
                              f->meta_key);
         goto out;
     }
-    if (field_u64(e[2], &m) != 0 || field_u64(e[3], &k) != 0 || field_u64(e[4], &f->seed) != 0 ||
+    if (field_u64(e[2], &m) != 0 || field_u64(e[3], &k) != 0 ||
+        field_u64(e[4], &f->base.seed) != 0 ||
         field_u64(e[5], &gen) != 0 || field_u64(e[6], &cap) != 0 ||
         e[7]->type != REDIS_REPLY_STRING || m < BG_MIN_BITS || k < 1 || k > BG_MAX_K ||
         gen == 0 || gen > (uint64_t)INT64_MAX) {
@@ -352,11 +411,11 @@ int bg__bitmap_open(bg_remote_filter *f)
         rc = bg__remote_fail(r, BG_ECORRUPT, "%s: bad error_rate", f->meta_key);
         goto out;
     }
-    f->m = m;
-    f->k = (uint32_t)k;
-    f->generation = gen;
-    f->capacity = cap;
-    f->error_rate = p;
+    f->base.m = m;
+    f->base.k = (uint32_t)k;
+    f->base.generation = gen;
+    f->base.capacity = cap;
+    f->base.error_rate = p;
     if ((rc = set_bits_key(f)) != BG_OK)
         goto out;
     /* A filter created before lineages existed: its generation stands in. */
@@ -414,12 +473,12 @@ typedef struct shape_args {
     char k[12], m[24], seed[24];
 } shape_args;
 
-static void common_args(const bg_remote_filter *f, shape_args *s, const char **argv,
+static void common_args(const bg__bitmap_filter *f, shape_args *s, const char **argv,
                         size_t *lens)
 {
-    snprintf(s->k, sizeof s->k, "%" PRIu32, f->k);
-    snprintf(s->m, sizeof s->m, "%" PRIu64, f->m);
-    snprintf(s->seed, sizeof s->seed, "%" PRIu64, f->seed);
+    snprintf(s->k, sizeof s->k, "%" PRIu32, f->base.k);
+    snprintf(s->m, sizeof s->m, "%" PRIu64, f->base.m);
+    snprintf(s->seed, sizeof s->seed, "%" PRIu64, f->base.seed);
     argv[0] = f->gen_str;
     argv[1] = s->k;
     argv[2] = s->m;
@@ -431,14 +490,14 @@ static void common_args(const bg_remote_filter *f, shape_args *s, const char **a
 
 /* After a script followed a swap (same shape): adopt the generation it
  * reported, so that later calls name the current bits key. */
-static int follow(bg_remote_filter *f, const redisReply *e)
+static int follow(bg__bitmap_filter *f, const redisReply *e)
 {
     uint64_t g;
     if (e->type != REDIS_REPLY_STRING || bg__parse_u64(e->str, e->len, &g) != 0 || g == 0)
-        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected generation in a reply");
-    if (g == f->generation)
+        return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected generation in a reply");
+    if (g == f->base.generation)
         return BG_OK;
-    f->generation = g;
+    f->base.generation = g;
     return set_bits_key(f);
 }
 
@@ -466,11 +525,11 @@ static void batch_free(batch_cmd *b)
     bg__free(b->plen);
 }
 
-static int batch_build(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+static int batch_build(bg__bitmap_filter *f, int add, const void *const *keys, const size_t *lens,
                        size_t count, batch_cmd *b)
 {
     memset(b, 0, sizeof *b);
-    size_t k = f->k;
+    size_t k = f->base.k;
     int raw = f->mode == BG__BITMAP_RAW_BITFIELD;
     /* A pending rebuild's positions go with adds (ADD_NEXT). */
     size_t nk = add && !raw ? f->next.k : 0;
@@ -499,8 +558,8 @@ static int batch_build(bg_remote_filter *f, int add, const void *const *keys, co
     size_t *pl = raw ? b->plen : alen + head;
     for (size_t i = 0; i < count; i++) {
         bg_hash h;
-        bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->seed, &h);
-        d = write_positions(f->m, f->k, h, d, pv + i * k, pl + i * k);
+        bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->base.seed, &h);
+        d = write_positions(f->base.m, f->base.k, h, d, pv + i * k, pl + i * k);
     }
     for (size_t i = 0; nk && i < count; i++) {
         bg_hash h;
@@ -547,13 +606,13 @@ static int batch_build(bg_remote_filter *f, int add, const void *const *keys, co
 }
 
 /* A batch's reply (not an error reply) into results; the hits, or an error. */
-static int64_t batch_parse(bg_remote_filter *f, int add, const batch_cmd *b,
+static int64_t batch_parse(bg__bitmap_filter *f, int add, const batch_cmd *b,
                            const redisReply *rep, uint8_t *results)
 {
     size_t want = b->raw ? b->count * b->k : b->count;
     if (rep->type != REDIS_REPLY_ARRAY ||
         (rep->elements != want && (b->raw || rep->elements != want + 1)))
-        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
+        return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to a batch");
     int rc;
     if (rep->elements == want + 1 && (rc = follow(f, rep->element[want])) != BG_OK)
         return rc;
@@ -576,7 +635,7 @@ static int64_t batch_parse(bg_remote_filter *f, int add, const batch_cmd *b,
     return hits;
 }
 
-static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+static int64_t run_once(bg__bitmap_filter *f, int add, const void *const *keys, const size_t *lens,
                         size_t count, uint8_t *results)
 {
     batch_cmd b;
@@ -585,9 +644,9 @@ static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, c
         return rc;
     redisReply *rep = NULL;
     if (b.raw)
-        rc = bg__remote_command(f->r, (int)b.argc, b.argv, b.alen, &rep, 0);
+        rc = bg__remote_command(f->base.r, (int)b.argc, b.argv, b.alen, &rep, 0);
     else
-        rc = run_script(f->r, b.idx, (int)b.argc, b.argv, b.alen, &rep);
+        rc = run_script(f->base.r, b.idx, (int)b.argc, b.argv, b.alen, &rep);
     if (rc == BG_OK)
         rc = batch_parse(f, add, &b, rep, results);
     if (rep)
@@ -602,12 +661,13 @@ static int64_t run_once(bg_remote_filter *f, int add, const void *const *keys, c
  * need more than two. */
 #define BG__REBUILD_RETRIES 8
 
-int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
-                       size_t count, uint8_t *results)
+static int64_t bitmap_run(bg_remote_filter *handle, int add, const void *const *keys,
+                          const size_t *lens, size_t count, uint8_t *results)
 {
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
     for (int tries = 0;; tries++) {
         int64_t rc = run_once(f, add, keys, lens, count, results);
-        if (rc != BG_EREMOTE || strncmp(f->r->errstr, "BGREBUILD", 9) != 0 ||
+        if (rc != BG_EREMOTE || strncmp(f->base.r->errstr, "BGREBUILD", 9) != 0 ||
             tries == BG__REBUILD_RETRIES)
             return rc;
         int lr = reload_next(f);
@@ -618,15 +678,16 @@ int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, co
 
 /* The parts' scripts go out together (bg__remote_fanout); a part that
  * was not run (a redirection, NOSCRIPT on a master that lacks the script,
- * BGREBUILD) runs again alone through bg__bitmap_run, which handles those.
+ * BGREBUILD) runs again alone through bitmap_run, which handles those.
  * A part is only ever applied once: a reply lost to a broken connection is
  * BG_ECONN, not a resend. */
 int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n)
 {
-    if (n == 1 || parts[0].f->mode == BG__BITMAP_RAW_BITFIELD || parts[0].f->r->no_fanout) {
+    if (n == 1 || bg__bitmap_of(parts[0].f)->mode == BG__BITMAP_RAW_BITFIELD ||
+        parts[0].f->r->no_fanout) {
         int64_t hits = 0;
         for (size_t i = 0; i < n; i++) {
-            int64_t h = bg__bitmap_run(parts[i].f, add, parts[i].keys, parts[i].lens,
+            int64_t h = bitmap_run(parts[i].f, add, parts[i].keys, parts[i].lens,
                                        parts[i].count, parts[i].results);
             if (h < 0)
                 return h;
@@ -645,7 +706,8 @@ int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n)
     }
     for (; built < n; built++) {
         const bg__part *p = &parts[built];
-        if ((rc = batch_build(p->f, add, p->keys, p->lens, p->count, &b[built])) != BG_OK)
+        rc = batch_build(bg__bitmap_of(p->f), add, p->keys, p->lens, p->count, &b[built]);
+        if (rc != BG_OK)
             goto out;
         if ((rc = bg__remote_load_script(r, b[built].idx, bg__script_src[b[built].idx])) != BG_OK) {
             built++;
@@ -667,11 +729,11 @@ int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n)
         if (!rep || (rep->type == REDIS_REPLY_ERROR && rep->str &&
                      (strncmp(rep->str, "NOSCRIPT", 8) == 0 ||
                       strncmp(rep->str, "BGREBUILD", 9) == 0)))
-            h = bg__bitmap_run(p->f, add, p->keys, p->lens, p->count, p->results);
+            h = bitmap_run(p->f, add, p->keys, p->lens, p->count, p->results);
         else if (rep->type == REDIS_REPLY_ERROR)
             h = bg__remote_error_reply(r, rep);
         else
-            h = batch_parse(p->f, add, &b[i], rep, p->results);
+            h = batch_parse(bg__bitmap_of(p->f), add, &b[i], rep, p->results);
         if (h < 0)
             rc = h;
         else
@@ -692,7 +754,7 @@ out:
 
 /* EVALSHA of a maintenance script with the handle's keys and shape, plus
  * an optional extra argument (ARGV[6]). */
-static int simple_script(bg_remote_filter *f, int idx, const char *extra, redisReply **rep)
+static int simple_script(bg__bitmap_filter *f, int idx, const char *extra, redisReply **rep)
 {
     const char *argv[11] = {NULL, NULL, "2", f->meta_key, f->bits_key};
     size_t lens[11];
@@ -702,11 +764,12 @@ static int simple_script(bg_remote_filter *f, int idx, const char *extra, redisR
     common_args(f, &sa, argv + 5, lens + 5);
     argv[10] = extra;
     lens[10] = extra ? strlen(extra) : 0;
-    return run_script(f->r, idx, extra ? 11 : 10, argv, lens, rep);
+    return run_script(f->base.r, idx, extra ? 11 : 10, argv, lens, rep);
 }
 
-int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
+int bg__bitmap_stats(bg_remote_filter *handle, bg_remote_filter_stats *out)
 {
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
     redisReply *rep;
     int rc = simple_script(f, BG__SCRIPT_STATS, NULL, &rep);
     if (rc != BG_OK)
@@ -716,16 +779,16 @@ int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
         field_u64(rep->element[0], &items) != 0 || rep->element[1]->type != REDIS_REPLY_INTEGER ||
         rep->element[1]->integer < 0) {
         freeReplyObject(rep);
-        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to stats");
+        return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to stats");
     }
     rc = follow(f, rep->element[2]);
-    out->bits = f->m;
-    out->hashes = f->k;
-    out->seed = f->seed;
-    out->generation = f->generation;
-    out->capacity = f->capacity;
-    out->error_rate = f->error_rate;
-    out->bytes = (f->m + 7) / 8;
+    out->bits = f->base.m;
+    out->hashes = f->base.k;
+    out->seed = f->base.seed;
+    out->generation = f->base.generation;
+    out->capacity = f->base.capacity;
+    out->error_rate = f->base.error_rate;
+    out->bytes = (f->base.m + 7) / 8;
     out->items = items;
     out->bits_set = (uint64_t)rep->element[1]->integer;
     out->layers = 1;
@@ -733,8 +796,9 @@ int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
     return rc;
 }
 
-int bg__bitmap_drop(bg_remote_filter *f)
+int bg__bitmap_drop(bg_remote_filter *handle)
 {
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
     redisReply *rep;
     int rc = simple_script(f, BG__SCRIPT_DROP, NULL, &rep);
     if (rc == BG_OK)
@@ -742,8 +806,9 @@ int bg__bitmap_drop(bg_remote_filter *f)
     return rc;
 }
 
-int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms)
+int bg__bitmap_expire(bg_remote_filter *handle, uint64_t ttl_ms)
 {
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
     redisReply *rep;
@@ -868,16 +933,17 @@ out:
     return rc;
 }
 
-int bg__bitmap_fetch(bg_remote_filter *f, bg_filter **out)
+int bg__bitmap_fetch(bg_remote_filter *handle, bg_filter **out)
 {
-    bg_remote *r = f->r;
-    uint64_t bytes = (f->m + 7) / 8, size = 0;
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
+    bg_remote *r = f->base.r;
+    uint64_t bytes = (f->base.m + 7) / 8, size = 0;
     /* An empty filter of this shape gives the image's header (not the
      * checksum field: that would be a pass over it); calloc'd pages that
      * are never written cost no memory. */
     bg_filter *tmp;
-    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .bits = f->m, .hashes = f->k,
-                            .seed = f->seed, .max_bytes = bytes + 64,
+    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .bits = f->base.m, .hashes = f->base.k,
+                            .seed = f->base.seed, .max_bytes = bytes + 64,
                             .concurrency = BG_CONCURRENT_WRITERS};
     int rc = bg_filter_new(&tmp, &fo);
     if (rc != BG_OK)
@@ -942,7 +1008,7 @@ int bg__bitmap_fetch(bg_remote_filter *f, bg_filter **out)
             goto out;
         done += n;
     }
-    put_le64(img + BG__IMG_CAPACITY, f->capacity);
+    put_le64(img + BG__IMG_CAPACITY, f->base.capacity);
     put_le64(img + BG__IMG_ITEMS, items);
     /* No checksum to verify: the bytes came from Redis, not from a file. */
     rc = bg_filter_decode(out, img, (size_t)size, BG_FILE_NO_VERIFY);
@@ -953,26 +1019,27 @@ out:
     return rc;
 }
 
-static void rb_clear(bg_remote_filter *f)
+static void rb_clear(bg__bitmap_filter *f)
 {
     no_next(&f->rb);
     bg__free(f->rb_bits_key);
     f->rb_bits_key = NULL;
 }
 
-int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o)
+int bg__bitmap_rebuild_begin(bg_remote_filter *handle, const bg_remote_filter_options *o)
 {
-    bg_remote *r = f->r;
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
+    bg_remote *r = f->base.r;
     if (f->rb.gen)
         return bg__remote_fail(r, BG_EEXIST, "this handle's rebuild is pending");
     bg__gen nx;
     no_next(&nx);
     if (!o) {
-        nx.m = f->m;
-        nx.k = f->k;
-        nx.seed = f->seed;
-        nx.capacity = f->capacity;
-        nx.error_rate = f->error_rate;
+        nx.m = f->base.m;
+        nx.k = f->base.k;
+        nx.seed = f->base.seed;
+        nx.capacity = f->base.capacity;
+        nx.error_rate = f->base.error_rate;
     } else {
         if (o->expansion || o->nonscaling ||
             (o->backend != 0 && o->backend != BG_REMOTE_BITMAP))
@@ -1008,7 +1075,7 @@ int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
     snprintf(a[3], sizeof a[3], "%" PRIu64, bytes);
     snprintf(a[4], sizeof a[4], "%" PRIu64, nx.capacity);
     snprintf(a[5], sizeof a[5], "%.17g", nx.error_rate);
-    snprintf(a[6], sizeof a[6], "%" PRIu64, f->rb_lease_ms);
+    snprintf(a[6], sizeof a[6], "%" PRIu64, f->base.rb_lease_ms);
     const char *argv[19] = {NULL, NULL, "3", f->meta_key, f->bits_key, key};
     size_t lens[19];
     for (int i = 2; i < 6; i++)
@@ -1035,10 +1102,11 @@ fail:
     return rc;
 }
 
-int64_t bg__bitmap_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
-                               size_t count, uint8_t *results)
+int64_t bg__bitmap_rebuild_add(bg_remote_filter *handle, const void *const *keys,
+                               const size_t *lens, size_t count, uint8_t *results)
 {
-    bg_remote *r = f->r;
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
+    bg_remote *r = f->base.r;
     if (!f->rb.gen)
         return bg__remote_fail(r, BG_EINVAL, "no rebuild begun on this handle");
     size_t k = f->rb.k, head = 7;
@@ -1096,9 +1164,10 @@ out:
     return rc;
 }
 
-int bg__bitmap_rebuild_commit(bg_remote_filter *f)
+int bg__bitmap_rebuild_commit(bg_remote_filter *handle)
 {
-    bg_remote *r = f->r;
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
+    bg_remote *r = f->base.r;
     if (!f->rb.gen)
         return bg__remote_fail(r, BG_EINVAL, "no rebuild begun on this handle");
     const char *argv[6] = {NULL, NULL, "2", f->meta_key, f->rb_bits_key, f->rb.str};
@@ -1116,30 +1185,60 @@ int bg__bitmap_rebuild_commit(bg_remote_filter *f)
     }
     freeReplyObject(rep);
     /* This handle takes the new shape: it knows it. */
-    f->m = f->rb.m;
-    f->k = f->rb.k;
-    f->seed = f->rb.seed;
-    f->capacity = f->rb.capacity;
-    f->error_rate = f->rb.error_rate;
-    f->generation = f->rb.gen;
+    f->base.m = f->rb.m;
+    f->base.k = f->rb.k;
+    f->base.seed = f->rb.seed;
+    f->base.capacity = f->rb.capacity;
+    f->base.error_rate = f->rb.error_rate;
+    f->base.generation = f->rb.gen;
     rb_clear(f);
     no_next(&f->next);
     return set_bits_key(f);
 }
 
-int bg__bitmap_rebuild_abort(bg_remote_filter *f)
+int bg__bitmap_rebuild_abort(bg_remote_filter *handle)
 {
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
     const char *argv[5] = {NULL, NULL, "1", f->meta_key, f->rb.gen ? f->rb.str : ""};
     size_t lens[5];
     for (int i = 2; i < 5; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = run_script(f->r, BG__SCRIPT_REBUILD_ABORT, 5, argv, lens, &rep);
+    int rc = run_script(f->base.r, BG__SCRIPT_REBUILD_ABORT, 5, argv, lens, &rep);
     if (rc != BG_OK)
         return rc;
     int done = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
     freeReplyObject(rep);
     rb_clear(f);
     no_next(&f->next);
-    return done ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "no such rebuild is pending");
+    return done ? BG_OK : bg__remote_fail(f->base.r, BG_ENOTFOUND, "no such rebuild is pending");
+}
+
+static void bitmap_close(bg_remote_filter *handle)
+{
+    bg__bitmap_filter *f = bg__bitmap_of(handle);
+    bg__free(f->name);
+    bg__free(f->meta_key);
+    bg__free(f->bits_key);
+    bg__free(f->rb_bits_key);
+    bg__free(f);
+}
+
+static const bg__remote_filter_ops bitmap_ops = {
+    .run = bitmap_run,
+    .stats = bg__bitmap_stats,
+    .drop = bg__bitmap_drop,
+    .expire = bg__bitmap_expire,
+    .fetch = bg__bitmap_fetch,
+    .rebuild_begin = bg__bitmap_rebuild_begin,
+    .rebuild_add = bg__bitmap_rebuild_add,
+    .rebuild_commit = bg__bitmap_rebuild_commit,
+    .rebuild_abort = bg__bitmap_rebuild_abort,
+    .close = bitmap_close,
+};
+
+void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode)
+{
+    if (f && f->ops == &bitmap_ops)
+        bg__bitmap_of(f)->mode = mode;
 }

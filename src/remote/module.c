@@ -15,9 +15,68 @@
 #include "core/clock.h"
 #include "remote_internal.h"
 
-static int not_found(bg_remote_filter *f, int rc)
+/* A module filter's handle. The server keeps the shape; base holds the
+ * capacity and error rate it was created (or rebuilt) with. */
+typedef struct bg__module_filter {
+    bg_remote_filter base;
+    char *name;             /* the key (a staged filter's staging key) */
+    char *final_name;       /* staged: the name commit gives it; else NULL */
+    uint64_t stage_touched; /* staged: when its TTL was last renewed (ms) */
+    char *rb_marker;        /* {name}:rebuild, which names a pending rebuild */
+    char *rb_key;           /* the rebuild this handle began: its key; else NULL */
+    uint64_t rb_capacity;   /* ... and its shape */
+    double rb_error_rate;
+} bg__module_filter;
+
+static bg__module_filter *module_of(bg_remote_filter *f)
 {
-    const char *e = f->r->errstr;
+    return (bg__module_filter *)(void *)f;
+}
+
+/* A staged handle's operations until its commit, then an ordinary one's. */
+static const bg__remote_filter_ops module_ops, staged_ops;
+
+static char *marker_key(const char *name);
+
+static int module_new(bg__module_filter **out, bg_remote *r, const char *name)
+{
+    bg__module_filter *f = bg__calloc(1, sizeof *f);
+    if (!f)
+        return BG_ENOMEM;
+    f->base.ops = &module_ops;
+    f->base.r = r;
+    f->base.backend = BG_REMOTE_MODULE;
+    f->base.shards = 1;
+    f->base.rb_lease_ms = BG_REMOTE_REBUILD_LEASE_MS;
+    f->name = bg__strdup(name);
+    f->rb_marker = marker_key(name);
+    if (!f->name || !f->rb_marker) {
+        bg_remote_filter_close(&f->base);
+        return BG_ENOMEM;
+    }
+    *out = f;
+    return BG_OK;
+}
+
+/* Runs fill on a new handle on `name`: *out is the handle, or NULL. */
+static int construct(bg_remote_filter **out, bg_remote *r, const char *name,
+                     const bg_remote_filter_options *o,
+                     int (*fill)(bg__module_filter *, const bg_remote_filter_options *))
+{
+    bg__module_filter *f;
+    int rc = module_new(&f, r, name);
+    if (rc == BG_OK && (rc = fill(f, o)) != BG_OK) {
+        bg_remote_filter_close(&f->base);
+        return rc;
+    }
+    if (rc == BG_OK)
+        *out = &f->base;
+    return rc;
+}
+
+static int not_found(bg__module_filter *f, int rc)
+{
+    const char *e = f->base.r->errstr;
     if (rc == BG_EREMOTE && (strstr(e, "not found") || strstr(e, "not exist")))
         return BG_ENOTFOUND;
     return rc;
@@ -53,7 +112,7 @@ static int reserve_args_make(reserve_args *a, const bg_remote_filter_options *o)
     return BG_OK;
 }
 
-int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
+static int create(bg__module_filter *f, const bg_remote_filter_options *o)
 {
     reserve_args a;
     int rc = reserve_args_make(&a, o);
@@ -64,14 +123,14 @@ int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o)
     memcpy(argv + 2, a.argv, (size_t)a.argc * sizeof *argv);
     memcpy(lens + 2, a.lens, (size_t)a.argc * sizeof *lens);
     redisReply *rep;
-    rc = bg__remote_command(f->r, a.argc + 2, argv, lens, &rep, 0);
-    if (rc == BG_EREMOTE && strstr(f->r->errstr, "exists"))
+    rc = bg__remote_command(f->base.r, a.argc + 2, argv, lens, &rep, 0);
+    if (rc == BG_EREMOTE && strstr(f->base.r->errstr, "exists"))
         return BG_EEXIST;
     if (rc != BG_OK)
         return rc;
     freeReplyObject(rep);
-    f->capacity = o->capacity;
-    f->error_rate = o->error_rate;
+    f->base.capacity = o->capacity;
+    f->base.error_rate = o->error_rate;
     return BG_OK;
 }
 
@@ -104,7 +163,7 @@ static char *hidden_key(const char *name, const char *what)
     return key;
 }
 
-char *bg__module_marker_key(const char *name)
+static char *marker_key(const char *name)
 {
     size_t n = strlen(name) + 11;
     char *key = bg__malloc(n);
@@ -113,7 +172,7 @@ char *bg__module_marker_key(const char *name)
     return key;
 }
 
-int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
+static int stage(bg__module_filter *f, const bg_remote_filter_options *o)
 {
     reserve_args a;
     int rc = reserve_args_make(&a, o);
@@ -130,7 +189,7 @@ int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
     memcpy(argv + 5, a.argv, (size_t)a.argc * sizeof *argv);
     memcpy(lens + 5, a.lens, (size_t)a.argc * sizeof *lens);
     redisReply *rep;
-    rc = bg__remote_command(f->r, a.argc + 5, argv, lens, &rep, 0);
+    rc = bg__remote_command(f->base.r, a.argc + 5, argv, lens, &rep, 0);
     if (rc != BG_OK) {
         bg__free(staging);
         return rc;
@@ -139,43 +198,46 @@ int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o)
     f->final_name = f->name;
     f->name = staging;
     f->stage_touched = bg__now_ms();
-    f->capacity = o->capacity;
-    f->error_rate = o->error_rate;
+    f->base.ops = &staged_ops;
+    f->base.capacity = o->capacity;
+    f->base.error_rate = o->error_rate;
     return BG_OK;
 }
 
-int bg__module_stage_commit(bg_remote_filter *f)
+static int module_stage_commit(bg_remote_filter *handle)
 {
+    bg__module_filter *f = module_of(handle);
     const char *argv[5] = {NULL, NULL, "2", f->name, f->final_name};
     size_t lens[5] = {0, 0, 1, strlen(f->name), strlen(f->final_name)};
     redisReply *rep;
-    int rc = run_script(f->r, BG__SCRIPT_MODULE_STAGE_COMMIT, 5, argv, lens, &rep);
+    int rc = run_script(f->base.r, BG__SCRIPT_MODULE_STAGE_COMMIT, 5, argv, lens, &rep);
     if (rc != BG_OK)
         return rc;
     long long won = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
     freeReplyObject(rep);
     if (won == -1)
-        return bg__remote_fail(f->r, BG_ENOTFOUND, "the staged filter for %s expired or was dropped",
-                               f->final_name);
+        return bg__remote_fail(f->base.r, BG_ENOTFOUND,
+                               "the staged filter for %s expired or was dropped", f->final_name);
     if (won == 0)
-        return bg__remote_fail(f->r, BG_EEXIST, "%s was created meanwhile", f->final_name);
+        return bg__remote_fail(f->base.r, BG_EEXIST, "%s was created meanwhile", f->final_name);
     if (won != 1)
-        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to the staging commit");
+        return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to the staging commit");
     bg__free(f->name);
     f->name = f->final_name;
     f->final_name = NULL;
+    f->base.ops = &module_ops;
     return BG_OK;
 }
 
 /* `cmd name [arg]`, a command with an integer reply that is 0 when the key
  * does not exist (DEL, PEXPIRE): BG_OK, BG_ENOTFOUND (no message set), or
  * the command's status. */
-static int key_command(bg_remote_filter *f, const char *cmd, const char *arg)
+static int key_command(bg__module_filter *f, const char *cmd, const char *arg)
 {
     const char *argv[3] = {cmd, f->name, arg};
     size_t lens[3] = {strlen(cmd), strlen(f->name), arg ? strlen(arg) : 0};
     redisReply *rep;
-    int rc = bg__remote_command(f->r, arg ? 3 : 2, argv, lens, &rep, 0);
+    int rc = bg__remote_command(f->base.r, arg ? 3 : 2, argv, lens, &rep, 0);
     if (rc != BG_OK)
         return rc;
     long long n = rep->type == REDIS_REPLY_INTEGER ? rep->integer : 0;
@@ -183,7 +245,7 @@ static int key_command(bg_remote_filter *f, const char *cmd, const char *arg)
     return n ? BG_OK : BG_ENOTFOUND;
 }
 
-static int pexpire(bg_remote_filter *f, uint64_t ttl_ms)
+static int pexpire(bg__module_filter *f, uint64_t ttl_ms)
 {
     char ttl[24];
     snprintf(ttl, sizeof ttl, "%" PRIu64, ttl_ms);
@@ -192,32 +254,32 @@ static int pexpire(bg_remote_filter *f, uint64_t ttl_ms)
 
 /* Renews a staged filter's time to live, at most once per
  * BG__STAGE_RENEW_MS (after an add: the key exists). */
-static int stage_renew(bg_remote_filter *f)
+static int stage_renew(bg__module_filter *f)
 {
     uint64_t now = bg__now_ms();
     if (now - f->stage_touched < BG__STAGE_RENEW_MS)
         return BG_OK;
     int rc = pexpire(f, BG_REMOTE_STAGE_TTL_MS);
     if (rc == BG_ENOTFOUND)
-        return bg__remote_fail(f->r, BG_ENOTFOUND, "the staged filter for %s expired or was dropped",
-                               f->final_name);
+        return bg__remote_fail(f->base.r, BG_ENOTFOUND,
+                               "the staged filter for %s expired or was dropped", f->final_name);
     if (rc == BG_OK)
         f->stage_touched = now;
     return rc;
 }
 
 /* BF.INFO name: alternating field names and integers. */
-static int info(bg_remote_filter *f, bg_remote_filter_stats *out)
+static int info(bg__module_filter *f, bg_remote_filter_stats *out)
 {
     const char *argv[2] = {"BF.INFO", f->name};
     size_t lens[2] = {7, strlen(f->name)};
     redisReply *rep;
-    int rc = bg__remote_command(f->r, 2, argv, lens, &rep, 0);
+    int rc = bg__remote_command(f->base.r, 2, argv, lens, &rep, 0);
     if (rc != BG_OK)
         return not_found(f, rc);
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 2) {
         freeReplyObject(rep);
-        return bg__remote_fail(f->r, BG_EREMOTE, "BF.INFO: unexpected reply");
+        return bg__remote_fail(f->base.r, BG_EREMOTE, "BF.INFO: unexpected reply");
     }
     for (size_t i = 0; i + 1 < rep->elements; i += 2) {
         const redisReply *name = rep->element[i], *v = rep->element[i + 1];
@@ -237,20 +299,22 @@ static int info(bg_remote_filter *f, bg_remote_filter_stats *out)
     return BG_OK;
 }
 
-int bg__module_open(bg_remote_filter *f)
+static int open_info(bg__module_filter *f, const bg_remote_filter_options *o)
 {
+    (void)o;
     bg_remote_filter_stats st = {0};
     int rc = info(f, &st);
     if (rc == BG_OK)
-        f->capacity = st.capacity;
+        f->base.capacity = st.capacity;
     return rc;
 }
 
-int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
+static int module_stats(bg_remote_filter *handle, bg_remote_filter_stats *out)
 {
+    bg__module_filter *f = module_of(handle);
     int rc = info(f, out);
     if (rc == BG_OK)
-        out->error_rate = f->error_rate;
+        out->error_rate = f->base.error_rate;
     return rc;
 }
 
@@ -299,29 +363,29 @@ int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out)
  * keys: ~46,000 calls/s against ~135,000 on one core, redis-benchmark;
  * docs/REMOTE.md). */
 
-static int script(bg_remote_filter *f, int idx, int argc, const char **argv, size_t *lens,
+static int script(bg__module_filter *f, int idx, int argc, const char **argv, size_t *lens,
                   redisReply **rep)
 {
-    return not_found(f, run_script(f->r, idx, argc, argv, lens, rep));
+    return not_found(f, run_script(f->base.r, idx, argc, argv, lens, rep));
 }
 
 /* A batch's reply: one integer per key. Returns the hits, or a status. */
-static int64_t batch_results(bg_remote_filter *f, const redisReply *rep, size_t count,
+static int64_t batch_results(bg__module_filter *f, const redisReply *rep, size_t count,
                              uint8_t *results)
 {
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements > count)
-        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
+        return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to a batch");
     /* A non-scaling filter that fills up mid-batch answers the items it took
      * and then the error, and stops (RedisBloom's BF.MADD / BF.INSERT): a
      * shorter array must end in that error, which is the answer. */
     if (rep->elements < count &&
         (rep->elements == 0 || rep->element[rep->elements - 1]->type != REDIS_REPLY_ERROR))
-        return bg__remote_fail(f->r, BG_EREMOTE, "unexpected reply to a batch");
+        return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to a batch");
     int64_t hits = 0;
     for (size_t i = 0; i < rep->elements; i++) {
         const redisReply *e = rep->element[i];
         if (e->type == REDIS_REPLY_ERROR)
-            return bg__remote_error_reply(f->r, e);
+            return bg__remote_error_reply(f->base.r, e);
         int v = e->type == REDIS_REPLY_INTEGER && e->integer != 0;
         hits += v;
         if (results)
@@ -372,21 +436,21 @@ static void set_arg(key_args *a, int i, const char *s)
 /* The add of a filter that may be rebuilt (ADDS WHILE A REBUILD IS PENDING):
  * HGET marker and BF.INSERT pipelined; the script when a rebuild is pending
  * (or when a cluster redirection separated the two). */
-static int64_t add_checked(bg_remote_filter *f, key_args *ins, size_t count, uint8_t *results)
+static int64_t add_checked(bg__module_filter *f, key_args *ins, size_t count, uint8_t *results)
 {
     const char *hget[3] = {"HGET", f->rb_marker, "key"};
     size_t hlen[3] = {4, strlen(f->rb_marker), 3};
     bg__call calls[2] = {{3, hget, hlen, NULL}, {ins->argc, ins->argv, ins->lens, NULL}};
-    int rc = bg__remote_fanout(f->r, calls, 2);
+    int rc = bg__remote_fanout(f->base.r, calls, 2);
     if (rc != BG_OK)
         return rc;
     int64_t hits = BG_OK;
     int pending = 1;
     const redisReply *m = calls[0].reply, *b = calls[1].reply;
     if (m && m->type == REDIS_REPLY_ERROR)
-        hits = bg__remote_error_reply(f->r, m);
+        hits = bg__remote_error_reply(f->base.r, m);
     else if (b && b->type == REDIS_REPLY_ERROR)
-        hits = not_found(f, bg__remote_error_reply(f->r, b));
+        hits = not_found(f, bg__remote_error_reply(f->base.r, b));
     else if (m && b) {
         pending = m->type != REDIS_REPLY_NIL;
         hits = batch_results(f, b, count, results);
@@ -424,19 +488,19 @@ static int no_bg_mexists(const char *e)
 }
 
 /* QUERIES: `a` has the keys after 4 free slots. */
-static int64_t query(bg_remote_filter *f, key_args *a, size_t count, uint8_t *results)
+static int64_t query(bg__module_filter *f, key_args *a, size_t count, uint8_t *results)
 {
     redisReply *rep;
     int64_t hits = BG_EREMOTE;
-    if (!f->r->query_script) {
+    if (!f->base.r->query_script) {
         set_arg(a, 2, "BG.MEXISTS");
         set_arg(a, 3, f->name);
-        hits = not_found(f, bg__remote_command(f->r, a->argc - 2, a->argv + 2, a->lens + 2,
+        hits = not_found(f, bg__remote_command(f->base.r, a->argc - 2, a->argv + 2, a->lens + 2,
                                                &rep, 0));
-        if (hits == BG_EREMOTE && no_bg_mexists(f->r->errstr))
-            f->r->query_script = 1;
+        if (hits == BG_EREMOTE && no_bg_mexists(f->base.r->errstr))
+            f->base.r->query_script = 1;
     }
-    if (f->r->query_script) {
+    if (f->base.r->query_script) {
         set_arg(a, 2, "1");
         set_arg(a, 3, f->name);
         hits = script(f, BG__SCRIPT_MODULE_QUERY, a->argc, a->argv, a->lens, &rep);
@@ -448,9 +512,10 @@ static int64_t query(bg_remote_filter *f, key_args *a, size_t count, uint8_t *re
     return hits;
 }
 
-int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
-                       size_t count, uint8_t *results)
+static int64_t module_run(bg_remote_filter *handle, int add, const void *const *keys,
+                          const size_t *lens, size_t count, uint8_t *results)
 {
+    bg__module_filter *f = module_of(handle);
     /* BF.MADD creates a missing filter: a dropped one must not come back,
      * so adds use BF.INSERT NOCREATE. */
     key_args a;
@@ -471,7 +536,7 @@ int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, co
         hits = add_checked(f, &a, count, results);
     } else {
         redisReply *rep;
-        hits = not_found(f, bg__remote_command(f->r, a.argc, a.argv, a.lens, &rep, 0));
+        hits = not_found(f, bg__remote_command(f->base.r, a.argc, a.argv, a.lens, &rep, 0));
         if (hits == BG_OK) {
             hits = batch_results(f, rep, count, results);
             freeReplyObject(rep);
@@ -486,21 +551,22 @@ int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, co
     return hits;
 }
 
-static void rb_clear(bg_remote_filter *f)
+static void rb_clear(bg__module_filter *f)
 {
-    bg__free(f->rb_bits_key);
-    f->rb_bits_key = NULL;
+    bg__free(f->rb_key);
+    f->rb_key = NULL;
 }
 
-int bg__module_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o)
+static int module_rebuild_begin(bg_remote_filter *handle, const bg_remote_filter_options *o)
 {
-    if (f->rb_bits_key)
-        return bg__remote_fail(f->r, BG_EEXIST, "this handle's rebuild is pending");
+    bg__module_filter *f = module_of(handle);
+    if (f->rb_key)
+        return bg__remote_fail(f->base.r, BG_EEXIST, "this handle's rebuild is pending");
     /* BF.INFO does not report the error rate, so "the same shape" is
      * unknown: the caller gives it. */
     if (!o)
-        return bg__remote_fail(f->r, BG_EINVAL, "%s: give the rebuild's capacity and error rate",
-                               f->name);
+        return bg__remote_fail(f->base.r, BG_EINVAL,
+                               "%s: give the rebuild's capacity and error rate", f->name);
     if (o->backend != 0 && o->backend != BG_REMOTE_MODULE)
         return BG_EINVAL;
     reserve_args ra;
@@ -511,7 +577,7 @@ int bg__module_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
     if (!key)
         return BG_ENOMEM;
     char lease[24];
-    snprintf(lease, sizeof lease, "%" PRIu64, f->rb_lease_ms);
+    snprintf(lease, sizeof lease, "%" PRIu64, f->base.rb_lease_ms);
     const char *argv[12] = {NULL, NULL, "3", f->name, f->rb_marker, key, lease};
     size_t lens[12];
     for (int i = 2; i < 7; i++)
@@ -525,29 +591,31 @@ int bg__module_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options
         return rc;
     }
     freeReplyObject(rep);
-    f->rb_bits_key = key;
-    f->rb.capacity = o->capacity;
-    f->rb.error_rate = o->error_rate;
+    f->rb_key = key;
+    f->rb_capacity = o->capacity;
+    f->rb_error_rate = o->error_rate;
     return BG_OK;
 }
 
-int64_t bg__module_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
-                               size_t count, uint8_t *results)
+static int64_t module_rebuild_add(bg_remote_filter *handle, const void *const *keys,
+                                  const size_t *lens, size_t count, uint8_t *results)
 {
-    if (!f->rb_bits_key)
-        return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
+    bg__module_filter *f = module_of(handle);
+    if (!f->rb_key)
+        return bg__remote_fail(f->base.r, BG_EINVAL, "no rebuild begun on this handle");
     key_args a;
     int rc = key_args_make(&a, 6, keys, lens, count);
     if (rc != BG_OK)
         return rc;
     char lease[24];
-    snprintf(lease, sizeof lease, "%" PRIu64, f->rb_lease_ms);
+    snprintf(lease, sizeof lease, "%" PRIu64, f->base.rb_lease_ms);
     set_arg(&a, 2, "2");
     set_arg(&a, 3, f->rb_marker);
-    set_arg(&a, 4, f->rb_bits_key);
+    set_arg(&a, 4, f->rb_key);
     set_arg(&a, 5, lease);
     redisReply *rep;
-    int64_t hits = run_script(f->r, BG__SCRIPT_MODULE_REBUILD_ADD, a.argc, a.argv, a.lens, &rep);
+    int64_t hits =
+        run_script(f->base.r, BG__SCRIPT_MODULE_REBUILD_ADD, a.argc, a.argv, a.lens, &rep);
     key_args_free(&a);
     if (hits == BG_ESTALE)
         rb_clear(f);
@@ -558,48 +626,51 @@ int64_t bg__module_rebuild_add(bg_remote_filter *f, const void *const *keys, con
     return hits;
 }
 
-int bg__module_rebuild_commit(bg_remote_filter *f)
+static int module_rebuild_commit(bg_remote_filter *handle)
 {
-    if (!f->rb_bits_key)
-        return bg__remote_fail(f->r, BG_EINVAL, "no rebuild begun on this handle");
+    bg__module_filter *f = module_of(handle);
+    if (!f->rb_key)
+        return bg__remote_fail(f->base.r, BG_EINVAL, "no rebuild begun on this handle");
     char lease[24];
-    snprintf(lease, sizeof lease, "%" PRIu64, f->rb_lease_ms);
-    const char *argv[7] = {NULL, NULL, "3", f->rb_marker, f->rb_bits_key, f->name, lease};
+    snprintf(lease, sizeof lease, "%" PRIu64, f->base.rb_lease_ms);
+    const char *argv[7] = {NULL, NULL, "3", f->rb_marker, f->rb_key, f->name, lease};
     size_t lens[7];
     for (int i = 2; i < 7; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = run_script(f->r, BG__SCRIPT_MODULE_REBUILD_COMMIT, 7, argv, lens, &rep);
+    int rc = run_script(f->base.r, BG__SCRIPT_MODULE_REBUILD_COMMIT, 7, argv, lens, &rep);
     if (rc == BG_ESTALE || rc == BG_ENOTFOUND)
         rb_clear(f);
     if (rc != BG_OK)
         return rc;
     freeReplyObject(rep);
-    f->capacity = f->rb.capacity;
-    f->error_rate = f->rb.error_rate;
+    f->base.capacity = f->rb_capacity;
+    f->base.error_rate = f->rb_error_rate;
     rb_clear(f);
     return BG_OK;
 }
 
-int bg__module_rebuild_abort(bg_remote_filter *f)
+static int module_rebuild_abort(bg_remote_filter *handle)
 {
-    const char *mine = f->rb_bits_key ? f->rb_bits_key : "";
+    bg__module_filter *f = module_of(handle);
+    const char *mine = f->rb_key ? f->rb_key : "";
     const char *argv[5] = {NULL, NULL, "1", f->rb_marker, mine};
     size_t lens[5];
     for (int i = 2; i < 5; i++)
         lens[i] = strlen(argv[i]);
     redisReply *rep;
-    int rc = run_script(f->r, BG__SCRIPT_MODULE_REBUILD_ABORT, 5, argv, lens, &rep);
+    int rc = run_script(f->base.r, BG__SCRIPT_MODULE_REBUILD_ABORT, 5, argv, lens, &rep);
     if (rc != BG_OK)
         return rc;
     int done = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
     freeReplyObject(rep);
     rb_clear(f);
-    return done ? BG_OK : bg__remote_fail(f->r, BG_ENOTFOUND, "no such rebuild is pending");
+    return done ? BG_OK : bg__remote_fail(f->base.r, BG_ENOTFOUND, "no such rebuild is pending");
 }
 
-int bg__module_drop(bg_remote_filter *f)
+static int module_drop(bg_remote_filter *handle)
 {
+    bg__module_filter *f = module_of(handle);
     int rc;
     if (f->final_name) {
         rc = key_command(f, "UNLINK", NULL); /* a staged filter: its staging key */
@@ -609,22 +680,25 @@ int bg__module_drop(bg_remote_filter *f)
         for (int i = 2; i < 5; i++)
             lens[i] = strlen(argv[i]);
         redisReply *rep;
-        rc = run_script(f->r, BG__SCRIPT_MODULE_DROP, 5, argv, lens, &rep);
+        rc = run_script(f->base.r, BG__SCRIPT_MODULE_DROP, 5, argv, lens, &rep);
         if (rc == BG_OK) {
             rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 ? BG_OK : BG_ENOTFOUND;
             freeReplyObject(rep);
         }
         rb_clear(f);
     }
-    return rc == BG_ENOTFOUND ? bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name)
-                              : rc;
+    if (rc == BG_ENOTFOUND)
+        return bg__remote_fail(f->base.r, BG_ENOTFOUND, "%s does not exist", f->name);
+    return rc;
 }
 
-int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms)
+static int module_expire(bg_remote_filter *handle, uint64_t ttl_ms)
 {
+    bg__module_filter *f = module_of(handle);
     int rc = pexpire(f, ttl_ms);
-    return rc == BG_ENOTFOUND ? bg__remote_fail(f->r, BG_ENOTFOUND, "%s does not exist", f->name)
-                              : rc;
+    if (rc == BG_ENOTFOUND)
+        return bg__remote_fail(f->base.r, BG_ENOTFOUND, "%s does not exist", f->name);
+    return rc;
 }
 
 /* PUBLISH AND FETCH (remote.h UPLOAD AND DOWNLOAD)
@@ -662,7 +736,7 @@ int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
                                                             : (size_t)(size - BG_FILE_HEADER_BYTES);
     if (bufsize < BG_FILE_HEADER_BYTES)
         bufsize = BG_FILE_HEADER_BYTES;
-    char *upload = hidden_key(name, "publish"), *marker = bg__module_marker_key(name);
+    char *upload = hidden_key(name, "publish"), *marker = marker_key(name);
     uint8_t *buf = bg__malloc(bufsize);
     if (!upload || !marker || !buf) {
         rc = BG_ENOMEM;
@@ -821,9 +895,10 @@ static int dump_image(bg_remote *r, const char *key, uint8_t **img, uint64_t *si
     return BG_OK;
 }
 
-int bg__module_fetch(bg_remote_filter *f, bg_filter **out)
+static int module_fetch(bg_remote_filter *handle, bg_filter **out)
 {
-    bg_remote *r = f->r;
+    bg__module_filter *f = module_of(handle);
+    bg_remote *r = f->base.r;
     /* In the name's cluster slot (a staged handle's key is hidden itself). */
     char *copy = hidden_key(f->final_name ? f->final_name : f->name, "fetch");
     if (!copy)
@@ -861,3 +936,56 @@ int bg__module_fetch(bg_remote_filter *f, bg_filter **out)
     }
     return BG_OK;
 }
+
+int bg__module_create(bg_remote_filter **out, bg_remote *r, const char *name,
+                      const bg_remote_filter_options *o)
+{
+    return construct(out, r, name, o, create);
+}
+
+int bg__module_stage(bg_remote_filter **out, bg_remote *r, const char *name,
+                     const bg_remote_filter_options *o)
+{
+    return construct(out, r, name, o, stage);
+}
+
+int bg__module_open(bg_remote_filter **out, bg_remote *r, const char *name)
+{
+    return construct(out, r, name, NULL, open_info);
+}
+
+static void module_close(bg_remote_filter *handle)
+{
+    bg__module_filter *f = module_of(handle);
+    bg__free(f->name);
+    bg__free(f->final_name);
+    bg__free(f->rb_marker);
+    bg__free(f->rb_key);
+    bg__free(f);
+}
+
+static const bg__remote_filter_ops module_ops = {
+    .run = module_run,
+    .stats = module_stats,
+    .drop = module_drop,
+    .expire = module_expire,
+    .fetch = module_fetch,
+    .rebuild_begin = module_rebuild_begin,
+    .rebuild_add = module_rebuild_add,
+    .rebuild_commit = module_rebuild_commit,
+    .rebuild_abort = module_rebuild_abort,
+    .close = module_close,
+};
+
+/* A staged filter is being filled: it has no time to live of its own (the
+ * staging's, until commit removes it) and is not rebuilt (commit it first). */
+static const bg__remote_filter_ops staged_ops = {
+    .run = module_run,
+    .stats = module_stats,
+    .drop = module_drop,
+    .fetch = module_fetch,
+    .rebuild_add = module_rebuild_add,
+    .rebuild_commit = module_rebuild_commit,
+    .stage_commit = module_stage_commit,
+    .close = module_close,
+};

@@ -9,6 +9,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include <bloomgate/hash.h>
 #include <bloomgate/remote.h>
 
 #define BG__REMOTE_ERRSTR 256
@@ -115,37 +116,45 @@ typedef enum bg__bitmap_mode {
     BG__BITMAP_RAW_BITFIELD = 2, /* bench only: BITFIELD without the check (unsafe) */
 } bg__bitmap_mode;
 
-/* One generation's shape (bitmap): a pending rebuild's, as last seen. */
-typedef struct bg__gen {
-    uint64_t gen; /* 0: none */
-    uint64_t m, seed, capacity;
-    uint32_t k;
-    double error_rate;
-    char str[24]; /* gen in decimal; "0" when none */
-} bg__gen;
+/* FILTER HANDLES
+ * A handle is one of three kinds, each a private struct whose first member
+ * is struct bg_remote_filter: a bitmap filter (bitmap.h), a module filter
+ * (module.c) or a sharded filter of S bitmap handles (sharded.c). The
+ * constructor (create, open, stage) picks the kind and sets `ops`; every
+ * other call goes through it, so no call outside a constructor asks which
+ * kind a handle is. A NULL entry is an operation the kind does not have
+ * (the public call returns BG_EINVAL). */
+typedef struct bg__remote_filter_ops {
+    /* A batch of count >= 1 keys, checked (add: 1 adds, 0 queries). */
+    int64_t (*run)(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
+                   size_t count, uint8_t *results);
+    int (*stats)(bg_remote_filter *f, bg_remote_filter_stats *out);
+    int (*drop)(bg_remote_filter *f);
+    int (*expire)(bg_remote_filter *f, uint64_t ttl_ms);
+    int (*fetch)(bg_remote_filter *f, bg_filter **out);
+    /* out[0..count-1] are NULL on entry; count is the handle's shards. */
+    int (*fetch_shards)(bg_remote_filter *f, bg_filter **out, uint32_t count);
+    int (*rebuild_begin)(bg_remote_filter *f, const bg_remote_filter_options *o);
+    int64_t (*rebuild_add)(bg_remote_filter *f, const void *const *keys, const size_t *lens,
+                           size_t count, uint8_t *results);
+    int (*rebuild_commit)(bg_remote_filter *f);
+    int (*rebuild_abort)(bg_remote_filter *f);
+    int (*stage_commit)(bg_remote_filter *f);
+    /* Frees the handle and all it owns (never touches the server). */
+    void (*close)(bg_remote_filter *f);
+} bg__remote_filter_ops;
 
+/* What every kind of handle has: the first member of each. The shape is
+ * what the accessors report (module: capacity and error rate only). */
 struct bg_remote_filter {
+    const bg__remote_filter_ops *ops;
     bg_remote *r;
-    uint32_t shards;             /* > 1: a sharded filter, the work is in sub[] */
-    bg_remote_filter **sub;      /* shards sub-filters `name:s<j>` */
-    char *shards_key;            /* {name}:shards */
     bg_remote_backend backend;
-    char *name;     /* module: the key (a staged filter's staging key) */
-    char *final_name;        /* module, staged: the name commit gives it; else NULL */
-    uint64_t stage_touched;  /* module, staged: when its TTL was last renewed (ms) */
-    char *meta_key; /* bitmap: {name}:meta */
-    char *bits_key; /* bitmap: {name}:bits:<generation> */
+    uint32_t shards; /* 1, or a sharded filter's S */
     uint64_t m, seed, generation, capacity;
     uint32_t k;
     double error_rate;
-    char gen_str[24];
-    char lineage[24];   /* bitmap: the generation the filter was created with */
-    bg__gen next;       /* bitmap: the pending rebuild as last seen (adds write it too) */
-    bg__gen rb;         /* the rebuild this handle began (module: capacity, error_rate) */
-    char *rb_bits_key;  /* bitmap: {name}:bits:<rb.gen>; module: the rebuild's key */
-    char *rb_marker;    /* module: {name}:rebuild, which names a pending rebuild */
-    uint64_t rb_lease_ms; /* bitmap: the lease of the rebuilds it begins */
-    bg__bitmap_mode mode;
+    uint64_t rb_lease_ms; /* the lease of the rebuilds it begins */
 };
 
 /* Sets r->errstr (printf-style, truncated) and returns status. */
@@ -212,10 +221,6 @@ extern _Atomic(bg__script_fault_fn) bg__remote_script_fault;
  * connection is gone, and the key's lease (or the orphan's note) covers it. */
 void bg__remote_discard(bg_remote *r, const char *key, int status);
 
-/* The module backend's rebuild marker, {name}:rebuild (module.c, REBUILD).
- * NULL if out of memory. */
-char *bg__module_marker_key(const char *name);
-
 /* Maps an error reply to a status: our scripts' BGSTALE / BGNOTFOUND /
  * BGEXISTS prefixes, else BG_EREMOTE. Keeps the message in r->errstr. */
 int bg__remote_error_reply(bg_remote *r, const redisReply *reply);
@@ -225,55 +230,35 @@ int bg__parse_u64(const char *s, size_t len, uint64_t *out);
 
 char *bg__strdup(const char *s);
 
-/* Backends. */
+/* Constructors of the backends. Each allocates a handle of its kind into
+ * *out (NULL on failure; close with bg_remote_filter_close). */
 /* `place`: NULL for a filter of its own, or a shard's place "j/S" (shard
  * j of S), kept in its meta hash as `shard` (bitmap.c, SHARD PLACES). */
-int bg__bitmap_create(bg_remote_filter *f, const bg_remote_filter_options *o, const char *place);
-int bg__bitmap_open(bg_remote_filter *f);
-int64_t bg__bitmap_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
-                       size_t count, uint8_t *results);
-/* One shard's part of a batch (bg__bitmap_run_parts). */
-typedef struct bg__part {
-    bg_remote_filter *f;
-    const void *const *keys;
-    const size_t *lens;
-    size_t count;
-    uint8_t *results; /* may be NULL */
-} bg__part;
-
-/* Runs each part's script on its shard, all sent before any reply is read
- * (bg__remote_fanout). Returns the hits summed, or the first error. */
-int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n);
-int bg__bitmap_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
-int bg__bitmap_drop(bg_remote_filter *f);
-int bg__bitmap_expire(bg_remote_filter *f, uint64_t ttl_ms);
+int bg__bitmap_create(bg_remote_filter **out, bg_remote *r, const char *name,
+                      const bg_remote_filter_options *o, const char *place);
+int bg__bitmap_open(bg_remote_filter **out, bg_remote *r, const char *name);
 int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local, const char *place);
-int bg__bitmap_fetch(bg_remote_filter *f, bg_filter **out);
-int bg__bitmap_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o);
-int64_t bg__bitmap_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
-                               size_t count, uint8_t *results);
-int bg__bitmap_rebuild_commit(bg_remote_filter *f);
-int bg__bitmap_rebuild_abort(bg_remote_filter *f);
 
-int bg__module_create(bg_remote_filter *f, const bg_remote_filter_options *o);
-int bg__module_open(bg_remote_filter *f);
-int64_t bg__module_run(bg_remote_filter *f, int add, const void *const *keys, const size_t *lens,
-                       size_t count, uint8_t *results);
-int bg__module_stats(bg_remote_filter *f, bg_remote_filter_stats *out);
-int bg__module_drop(bg_remote_filter *f);
-int bg__module_expire(bg_remote_filter *f, uint64_t ttl_ms);
-int bg__module_stage(bg_remote_filter *f, const bg_remote_filter_options *o);
-int bg__module_rebuild_begin(bg_remote_filter *f, const bg_remote_filter_options *o);
-int64_t bg__module_rebuild_add(bg_remote_filter *f, const void *const *keys, const size_t *lens,
-                               size_t count, uint8_t *results);
-int bg__module_rebuild_commit(bg_remote_filter *f);
-int bg__module_rebuild_abort(bg_remote_filter *f);
+int bg__module_create(bg_remote_filter **out, bg_remote *r, const char *name,
+                      const bg_remote_filter_options *o);
+int bg__module_stage(bg_remote_filter **out, bg_remote *r, const char *name,
+                     const bg_remote_filter_options *o);
+int bg__module_open(bg_remote_filter **out, bg_remote *r, const char *name);
 int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local);
-int bg__module_fetch(bg_remote_filter *f, bg_filter **out);
+
+/* Sharded filters (sharded.c): o->shards > 1. */
+int bg__sharded_create(bg_remote_filter **out, bg_remote *r, const char *name,
+                       const bg_remote_filter_options *o);
+int bg__sharded_open(bg_remote_filter **out, bg_remote *r, const char *name);
+int bg__sharded_publish(bg_remote *r, const char *name, const bg_filter *const *shards,
+                        uint32_t count);
+/* Deletes whatever shards of `name` there are, by name (for destroy);
+ * *found is set if any was. */
+int bg__sharded_delete_leftovers(bg_remote *r, const char *name, int *found);
+uint32_t bg__shard_of(const bg_hash *h, uint32_t shards);
 
 /* A random number in [1, 2^63): getrandom, or the clock and pid (bitmap.c). */
 uint64_t bg__random_u63(void);
-int bg__module_stage_commit(bg_remote_filter *f);
 
 /* For the bench: which script variant a bitmap handle uses. */
 void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode);
