@@ -1,4 +1,4 @@
-/* bloomgate_guard under allocation failure (tests/test_alloc.h): the Nth
+/* bloomgate_guard under allocation failure (tests/support/test_alloc.h): the Nth
  * allocation through the library's allocator fails, for N = 1, 2, ...
  * until a run sees no failure. bg_guard_new must return BG_ENOMEM and
  * leave nothing allocated; the read path, puts, removes, rebuilds and

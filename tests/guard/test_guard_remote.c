@@ -1,5 +1,5 @@
 /* bloomgate_guard with a remote filter, against a real redis-server the test
- * starts itself (tests/integration/remote/redis_server.h).
+ * starts itself (tests/support/redis_server.h).
  *
  * Bitmap backend: bg_guard_new creates the filter and fills it from the
  * source; a second guard (another instance) opens it, sees the keys and

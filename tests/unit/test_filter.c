@@ -4,7 +4,7 @@
  * concurrency mode, and the blocked variant's portable and AVX2
  * implementations as well as the fastest the CPU has (in the spirit of GEN_THUNKS in xor_singleheader's
  * tests): a new variant or mode is one more line there. Keys come from
- * tests/test_util.h, so every run sees the same keys.
+ * tests/support/test_util.h, so every run sees the same keys.
  *
  * Sizes: the no-false-negative and FP-rate tests use 1e6 keys per
  * configuration. BG_TEST_FP_KEYS (a number of keys, default 1000000) lowers

@@ -1,5 +1,5 @@
-/* bg-products-dbctl: a throwaway PostgreSQL or MariaDB (tests/integration/
- * store/db_server.h) that a shell test can stop and start again, for the
+/* bg-products-dbctl: a throwaway PostgreSQL or MariaDB (tests/support/
+ * db_server.h) that a shell test can stop and start again, for the
  * service's outage tests.
  *
  *   coproc DB { exec bg-products-dbctl postgres; }

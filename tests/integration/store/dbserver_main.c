@@ -17,7 +17,10 @@
  * (the reason on stderr). */
 #include "db_server.h"
 
+#include <errno.h>
 #include <poll.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 static volatile sig_atomic_t stop_requested;
 

@@ -86,7 +86,7 @@ static int teardown(void **state)
     store_close(st);
     st = NULL;
     if (kind == STORE_SQLITE) {
-        dbs__rmtree(sqlite_dir);
+        dbs_rmtree(sqlite_dir);
     } else {
         dbs_destroy(&server);
     }

@@ -1,16 +1,7 @@
-/* A real Redis Cluster of n masters for the remote tests and the remote
- * benchmark: redis-server processes on consecutive free loopback ports in
- * 23000-23999 (cluster bus: port + 10000), each in its own temporary
- * directory, joined with `redis-cli --cluster create`, stopped by tc_stop
- * (or, like every ts_server, when the test process dies). tc_add_replica
- * gives one master a replica, for failover. */
-#ifndef BG_TEST_REDIS_CLUSTER_H
-#define BG_TEST_REDIS_CLUSTER_H
+/* The cluster behind redis_cluster.h. */
+#include "redis_cluster.h"
 
-#include "redis_server.h"
-
-/* Restarts s (a cluster member) on its port and directory. */
-static inline void tc_spawn(ts_server *s)
+void tc_spawn(ts_server *s)
 {
     char conf[600];
     snprintf(conf, sizeof conf, "%s", tu_tmp_file(&s->dir, "nodes.conf"));
@@ -19,8 +10,7 @@ static inline void tc_spawn(ts_server *s)
     ts_spawn_with(s, extra);
 }
 
-/* n consecutive ports in 23000-23999 free, with their bus ports. */
-static inline int tc_base_port(int n)
+int tc_base_port(int n)
 {
     uint64_t st = (uint64_t)getpid() * 7919u + (uint64_t)time(NULL);
     for (int tries = 0; tries < 200; tries++) {
@@ -43,7 +33,7 @@ static inline int tc_base_port(int n)
     return -1;
 }
 
-static inline int tc_state_ok(int port)
+static int tc_state_ok(int port)
 {
     ts_server s = {.port = port};
     redisContext *c = ts_raw(&s);
@@ -55,10 +45,7 @@ static inline int tc_state_ok(int port)
     return ok;
 }
 
-/* Starts cl[0..n-1] as one cluster and waits until every master says ok.
- * Each loads bloomgate.so when $BLOOMGATE_MODULE names it (the CMake tests
- * set it when the module is built), for the module backend's tests. */
-static inline void tc_start(ts_server *cl, int n)
+void tc_start(ts_server *cl, int n)
 {
     int base = tc_base_port(n);
     const char *mod = getenv("BLOOMGATE_MODULE");
@@ -89,8 +76,7 @@ static inline void tc_start(ts_server *cl, int n)
     fail_msg("the cluster did not reach cluster_state:ok");
 }
 
-/* The field `name` of `INFO replication` on c, as a number; -1 if absent. */
-static inline long long tc_repl_field(redisContext *c, const char *name)
+static long long tc_repl_field(redisContext *c, const char *name)
 {
     redisReply *r = redisCommand(c, "INFO replication");
     long long v = -1;
@@ -106,8 +92,7 @@ static inline long long tc_repl_field(redisContext *c, const char *name)
     return v;
 }
 
-/* Whether c's `cmd` reply (a string) contains `what`. */
-static inline int tc_reply_has(redisContext *c, const char *cmd, const char *what)
+static int tc_reply_has(redisContext *c, const char *cmd, const char *what)
 {
     redisReply *r = redisCommand(c, cmd);
     int has = r && r->type == REDIS_REPLY_STRING && strstr(r->str, what);
@@ -116,22 +101,7 @@ static inline int tc_reply_has(redisContext *c, const char *cmd, const char *wha
     return has;
 }
 
-/* Polls `ok` every 20 ms for up to 20 s; fails the test with `what`. */
-#define TC_WAIT(ok, what)                                                                       \
-    do {                                                                                        \
-        int tc_ok_ = 0;                                                                         \
-        for (int tc_t_ = 0; tc_t_ < 1000 && !(tc_ok_ = (ok)); tc_t_++) {                         \
-            struct timespec tc_ts_ = {0, 20000000};                                             \
-            nanosleep(&tc_ts_, NULL);                                                           \
-        }                                                                                       \
-        if (!tc_ok_)                                                                            \
-            fail_msg("timed out waiting until %s", what);                                       \
-    } while (0)
-
-/* Starts rep as a new node of the cluster cl[0..n-1], a replica of
- * cl[master], and waits until every node knows it as such and it has
- * caught up with everything the master has written. */
-static inline void tc_add_replica(ts_server *rep, ts_server *cl, int n, int master)
+void tc_add_replica(ts_server *rep, ts_server *cl, int n, int master)
 {
     memset(rep, 0, sizeof *rep);
     snprintf(rep->module, sizeof rep->module, "%s", cl[master].module);
@@ -177,10 +147,8 @@ static inline void tc_add_replica(ts_server *rep, ts_server *cl, int n, int mast
     redisFree(c);
 }
 
-static inline void tc_stop(ts_server *cl, int n)
+void tc_stop(ts_server *cl, int n)
 {
     for (int i = 0; i < n; i++)
         ts_stop(&cl[i]);
 }
-
-#endif

@@ -1,6 +1,8 @@
-/* Shared helpers for bloomgate's tests: cmocka's includes, a deterministic
- * key generator, and assertions that print both sides plus the current
- * context (which variant, which mode) when they fail.
+/* Shared helpers for bloomgate's tests (test_util.c, in the bg_test_support
+ * library): cmocka's includes, a deterministic key generator, and
+ * assertions that print both sides plus the current context (which
+ * variant, which mode) when they fail. The assertions are macros, so that
+ * cmocka reports the test's file and line.
  *
  * KEYS
  * Every key is a pure function of (set, i): the same test run twice, or on
@@ -41,49 +43,21 @@
 #define TU_MAX_KEY 256u
 #define TU_DISTINCT_LEN 16u
 
-static inline uint64_t tu_mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
+/* SplitMix64's finalizer: a bijection on 64-bit values. */
+uint64_t tu_mix64(uint64_t z);
 
 /* One SplitMix64 step: advances *state and returns the next output. */
-static inline uint64_t tu_next(uint64_t *state)
-{
-    *state += UINT64_C(0x9e3779b97f4a7c15);
-    return tu_mix64(*state);
-}
+uint64_t tu_next(uint64_t *state);
 
-static inline void tu_store64(uint8_t *p, uint64_t v)
-{
-    for (int b = 0; b < 8; b++)
-        p[b] = (uint8_t)(v >> (8 * b));
-}
+/* v little-endian into p[0..7]. */
+void tu_store64(uint8_t *p, uint64_t v);
 
 /* Writes key i of random-length set `set` into buf (TU_MAX_KEY bytes);
  * returns its length, 0..TU_MAX_KEY. */
-static inline size_t tu_key_random(uint64_t set, uint64_t i, uint8_t *buf)
-{
-    uint64_t st = tu_mix64(set * UINT64_C(0x9e3779b97f4a7c15) + 0x5eed) ^ i;
-    st = tu_mix64(st);
-    size_t len = (size_t)(tu_next(&st) % (TU_MAX_KEY + 1));
-    for (size_t at = 0; at < len; at += 8) {
-        uint64_t r = tu_next(&st);
-        size_t n = len - at < 8 ? len - at : 8;
-        for (size_t b = 0; b < n; b++)
-            buf[at + b] = (uint8_t)(r >> (8 * b));
-    }
-    return len;
-}
+size_t tu_key_random(uint64_t set, uint64_t i, uint8_t *buf);
 
 /* Writes key i of distinct set `set` into buf (TU_DISTINCT_LEN bytes). */
-static inline size_t tu_key_distinct(uint64_t set, uint64_t i, uint8_t *buf)
-{
-    tu_store64(buf, tu_mix64(set + 0xd157));
-    tu_store64(buf + 8, i);
-    return TU_DISTINCT_LEN;
-}
+size_t tu_key_distinct(uint64_t set, uint64_t i, uint8_t *buf);
 
 /* A batch of keys laid out for the *_many calls. */
 typedef struct tu_batch {
@@ -94,73 +68,26 @@ typedef struct tu_batch {
     size_t *lens;
 } tu_batch;
 
-static inline void tu_batch_init(tu_batch *b, size_t cap)
-{
-    b->cap = cap;
-    b->count = 0;
-    b->store = malloc(cap * TU_MAX_KEY);
-    b->keys = malloc(cap * sizeof *b->keys);
-    b->lens = malloc(cap * sizeof *b->lens);
-    assert_non_null(b->store);
-    assert_non_null(b->keys);
-    assert_non_null(b->lens);
-}
-
-static inline void tu_batch_free(tu_batch *b)
-{
-    free(b->store);
-    free((void *)b->keys);
-    free(b->lens);
-    memset(b, 0, sizeof *b);
-}
+/* Allocates room for cap keys (the test fails if it cannot); tu_batch_free
+ * frees it. */
+void tu_batch_init(tu_batch *b, size_t cap);
+void tu_batch_free(tu_batch *b);
 
 /* Fills b with keys first .. first + count - 1 of a set. `random` picks
  * tu_key_random over tu_key_distinct. Empty random keys are passed as NULL
  * every other time, since (NULL, 0) is a valid key too. */
-static inline void tu_batch_fill(tu_batch *b, int random, uint64_t set, uint64_t first,
-                                 size_t count)
-{
-    assert_true(count <= b->cap);
-    for (size_t j = 0; j < count; j++) {
-        uint8_t *buf = b->store + j * TU_MAX_KEY;
-        uint64_t i = first + j;
-        size_t len = random ? tu_key_random(set, i, buf) : tu_key_distinct(set, i, buf);
-        b->lens[j] = len;
-        b->keys[j] = len == 0 && (i & 1) ? NULL : buf;
-    }
-    b->count = count;
-}
+void tu_batch_fill(tu_batch *b, int random, uint64_t set, uint64_t first, size_t count);
 
 /* Seconds since an arbitrary point, for reporting runtimes (never asserted). */
-static inline double tu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+double tu_now(void);
 
 /* An integer from the environment, or `def` when unset or empty. */
-static inline long tu_env_long(const char *name, long def)
-{
-    const char *v = getenv(name);
-    return v && *v ? strtol(v, NULL, 10) : def;
-}
+long tu_env_long(const char *name, long def);
 
-/* The context printed with every failing TU_ assertion. */
-static inline char *tu_ctx_buf(void)
-{
-    static char buf[256];
-    return buf;
-}
-
-static inline void tu_ctx(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
-static inline void tu_ctx(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(tu_ctx_buf(), 256, fmt, ap);
-    va_end(ap);
-}
+/* The context printed with every failing TU_ assertion: tu_ctx sets it
+ * (printf-style), tu_ctx_buf is it (256 bytes, one for the process). */
+char *tu_ctx_buf(void);
+void tu_ctx(const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(1, 2);
 
 #define TU_FAIL_(...)                                                      \
     do {                                                                   \

@@ -1,21 +1,7 @@
-/* A counting, failure-injecting allocator for <bloomgate/alloc.h>'s hooks
- * (sqlite's faultsim idea): install it with bg_set_allocator(&fa_allocator),
- * fail the Nth allocating call, and check that nothing leaks. */
-#ifndef BG_TEST_ALLOC_H
-#define BG_TEST_ALLOC_H
+/* The allocator behind test_alloc.h. */
+#include "test_alloc.h"
 
-#include "test_util.h"
-
-/* A libc-backed allocator that counts live blocks and fails call number
- * fail_at (1-based; 0: never). Single-threaded use only. */
-static struct {
-    long calls;     /* allocating calls so far */
-    long fail_at;
-    long failed;    /* injected failures */
-    long live;      /* blocks handed out and not yet freed */
-    long frees;
-    size_t largest; /* the largest single request */
-} fa;
+fa_state fa;
 
 static int fa_should_fail(void)
 {
@@ -72,12 +58,10 @@ static void fa_free(void *ptr)
     free(ptr);
 }
 
-static const bg_allocator fa_allocator = {fa_malloc, fa_calloc, fa_realloc, fa_free};
+const bg_allocator fa_allocator = {fa_malloc, fa_calloc, fa_realloc, fa_free};
 
-static void fa_reset(long fail_at)
+void fa_reset(long fail_at)
 {
     memset(&fa, 0, sizeof fa);
     fa.fail_at = fail_at;
 }
-
-#endif

@@ -1,14 +1,7 @@
-/* Lost requests and replies on demand, through the remote client's fault
- * hook (src/remote/remote_internal.h, FAULT INJECTION): the next `times`
- * runs of one script, in this process, lose their request (the script does
- * not run) or their reply (it does); sf_arm_after lets some runs pass
- * first. A test disarms it when done. */
-#ifndef BG_TEST_SCRIPT_FAULT_H
-#define BG_TEST_SCRIPT_FAULT_H
+/* The fault hook behind script_fault.h. */
+#include "script_fault.h"
 
 #include <stdatomic.h>
-
-#include "remote/remote_internal.h"
 
 static atomic_int sf_script, sf_kind, sf_skip, sf_left, sf_fired;
 
@@ -25,9 +18,7 @@ static int sf_inject(int idx)
     return atomic_load(&sf_kind);
 }
 
-/* From now on, after `skip` runs of script `idx` that pass, the next
- * `times` get fault `kind`. */
-static inline void sf_arm_after(int idx, int kind, int skip, int times)
+void sf_arm_after(int idx, int kind, int skip, int times)
 {
     atomic_store(&sf_script, idx);
     atomic_store(&sf_skip, skip);
@@ -37,18 +28,14 @@ static inline void sf_arm_after(int idx, int kind, int skip, int times)
     atomic_store(&bg__remote_script_fault, sf_inject);
 }
 
-/* The next `times` runs of script `idx` get fault `kind`. */
-static inline void sf_arm(int idx, int kind, int times)
+void sf_arm(int idx, int kind, int times)
 {
     sf_arm_after(idx, kind, 0, times);
 }
 
-/* Disarms it; returns how many faults were injected since sf_arm. */
-static inline int sf_disarm(void)
+int sf_disarm(void)
 {
     atomic_store(&bg__remote_script_fault, NULL);
     atomic_store(&sf_left, 0);
     return atomic_load(&sf_fired);
 }
-
-#endif

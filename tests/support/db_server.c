@@ -1,58 +1,6 @@
-/* Throwaway PostgreSQL and MariaDB servers for tests and the demo: each in
- * its own temporary directory, on a free loopback port, run as an
- * unprivileged user, stopped and removed afterwards. Header-only; needs
- * libpq and libmariadb (link products_store, or PkgConfig libpq and
- * libmariadb). No cmocka: functions return 0 or -1 with a message.
- *
- *   dbs_server s;
- *   char err[512];
- *   if (dbs_start(&s, DBS_POSTGRES, err, sizeof err) != 0) ... err says why
- *   store_open(&st, STORE_POSTGRES, s.conninfo, ...);
- *   dbs_stop(&s);                    server down, data kept (outage tests)
- *   dbs_restart(&s, err, sizeof err); up again: same port, data, conninfo
- *   dbs_destroy(&s);                 down, directory removed
- *
- * WHAT IT RUNS
- * PostgreSQL: <bin>/initdb (-U bg, trust auth, UTF8, C locale, --no-sync)
- * into DIR/data, then `postgres -D DIR/data -k DIR -p PORT -h 127.0.0.1`,
- * then CREATE DATABASE bgtest. conninfo:
- *   host=127.0.0.1 port=PORT user=bg dbname=bgtest
- * <bin> is $BG_PG_BIN, else the newest /usr/lib/postgresql/<v>/bin.
- * MariaDB: `mariadb-install-db --no-defaults --auth-root-authentication-
- * method=normal --skip-test-db --skip-name-resolve` into DIR/data, then
- * `mariadbd --no-defaults --datadir --socket=DIR/mysqld.sock --port
- * --bind-address=127.0.0.1 --skip-name-resolve`, then a database bgtest and
- * a user bg (password bgpass) allowed from 127.0.0.1 and localhost.
- * conninfo:
- *   mysql://bg:bgpass@127.0.0.1:PORT/bgtest
- * Binaries: $BG_MARIADBD and $BG_MARIADB_INSTALL_DB, else found on PATH,
- * /usr/sbin or /usr/bin. Server logs: DIR/log (dbs_log_tail prints it).
- *
- * USERS
- * Run as root (CI, make test), the servers run as `postgres` / `mysql`
- * (the Debian packages' users), or as $BG_DB_USER, or, when none of these
- * exists, as a system user `bgtest` made with useradd. The servers refuse
- * root, hence this. Run as another user, they run as that user.
- *
- * PORTS
- * A port in [$BG_DB_PORT_MIN, $BG_DB_PORT_MAX] (default 24500-24999) that
- * nobody listens on; if the server still fails to bind it (another test
- * took it meanwhile), another port is tried.
- *
- * CLEANUP
- * The server is a child of the calling thread: it asks the kernel for a
- * signal when that thread dies (PR_SET_PDEATHSIG: SIGQUIT for PostgreSQL,
- * an immediate shutdown that frees its shared memory; SIGKILL for MariaDB),
- * and an atexit handler stops every server still running and removes its
- * directory. So a failing test (cmocka longjmps) or a crash leaves nothing
- * running. Call dbs_start from a thread that outlives the server (the main
- * thread). Not thread-safe: one thread manages the servers. */
-#ifndef BG_TEST_DB_SERVER_H
-#define BG_TEST_DB_SERVER_H
-
-#ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L
-#endif
+/* The servers behind db_server.h (its first comment says what runs, as
+ * whom, on which ports, and how everything is cleaned up). */
+#include "db_server.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -61,46 +9,27 @@
 #include <grp.h>
 #include <netinet/in.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <libpq-fe.h>
 #include <mysql.h>
 
-/* From <grp.h>, which declares it only under _DEFAULT_SOURCE; the tests
- * that include this header ask for POSIX alone. */
+/* From <grp.h>, which declares it only under _DEFAULT_SOURCE; this file
+ * asks for POSIX alone. */
 extern int setgroups(size_t n, const gid_t *groups);
-
-typedef enum dbs_kind { DBS_POSTGRES = 0, DBS_MARIADB = 1 } dbs_kind;
-
-typedef struct dbs_server {
-    dbs_kind kind;
-    pid_t pid;          /* the server; 0 while stopped */
-    int port;
-    char dir[256];      /* the temporary directory: data/, the socket, log */
-    char conninfo[512]; /* for store_open (STORE_POSTGRES / STORE_MARIADB) */
-    char user[64];      /* the OS user it runs as */
-    uid_t uid;
-    gid_t gid;
-} dbs_server;
 
 #define DBS_MAX 8
 static dbs_server *dbs__live[DBS_MAX];
 
-static inline int dbs__fail(char *err, size_t errlen, const char *fmt, ...)
+static int dbs__fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static inline int dbs__fail(char *err, size_t errlen, const char *fmt, ...)
+static int dbs__fail(char *err, size_t errlen, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -111,22 +40,21 @@ static inline int dbs__fail(char *err, size_t errlen, const char *fmt, ...)
     return -1;
 }
 
-static inline void dbs__sleep_ms(long ms)
+static void dbs__sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
 
-static inline double dbs__now(void)
+static double dbs__now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* rm -rf path (no symlink is followed). */
-static inline void dbs__rmtree(const char *path)
+void dbs_rmtree(const char *path)
 {
     struct stat st;
     if (!path[0] || lstat(path, &st) != 0)
@@ -140,7 +68,7 @@ static inline void dbs__rmtree(const char *path)
                     continue;
                 char sub[1024];
                 if ((size_t)snprintf(sub, sizeof sub, "%s/%s", path, e->d_name) < sizeof sub)
-                    dbs__rmtree(sub);
+                    dbs_rmtree(sub);
             }
             closedir(d);
         }
@@ -151,13 +79,13 @@ static inline void dbs__rmtree(const char *path)
 }
 
 /* The signal that stops the server cleanly and fast. */
-static inline int dbs__stop_signal(const dbs_server *s)
+static int dbs__stop_signal(const dbs_server *s)
 {
     return s->kind == DBS_POSTGRES ? SIGINT /* fast shutdown */ : SIGTERM;
 }
 
 /* Stops pid: the clean signal, then SIGKILL after timeout_s. */
-static inline void dbs__stop_pid(pid_t pid, int sig, double timeout_s)
+static void dbs__stop_pid(pid_t pid, int sig, double timeout_s)
 {
     if (pid <= 0)
         return;
@@ -173,7 +101,7 @@ static inline void dbs__stop_pid(pid_t pid, int sig, double timeout_s)
     waitpid(pid, NULL, 0);
 }
 
-static inline void dbs__cleanup_all(void)
+static void dbs__cleanup_all(void)
 {
     for (int i = 0; i < DBS_MAX; i++)
         if (dbs__live[i]) {
@@ -181,12 +109,12 @@ static inline void dbs__cleanup_all(void)
             dbs__live[i] = NULL;
             dbs__stop_pid(s->pid, s->kind == DBS_POSTGRES ? SIGQUIT : SIGTERM, 10);
             s->pid = 0;
-            dbs__rmtree(s->dir);
+            dbs_rmtree(s->dir);
             s->dir[0] = '\0';
         }
 }
 
-static inline void dbs__track(dbs_server *s, int on)
+static void dbs__track(dbs_server *s, int on)
 {
     static int registered;
     if (!registered) {
@@ -205,7 +133,7 @@ static inline void dbs__track(dbs_server *s, int on)
 }
 
 /* "DIR/name" in one of four static buffers. */
-static inline const char *dbs__path(const dbs_server *s, const char *name)
+static const char *dbs__path(const dbs_server *s, const char *name)
 {
     static char buf[4][400];
     static int next;
@@ -214,8 +142,7 @@ static inline const char *dbs__path(const dbs_server *s, const char *name)
     return p;
 }
 
-/* Prints the last ~4 KB of the server's log to stderr. */
-static inline void dbs_log_tail(const dbs_server *s)
+void dbs_log_tail(const dbs_server *s)
 {
     FILE *f = fopen(dbs__path(s, "log"), "r");
     if (!f)
@@ -229,14 +156,14 @@ static inline void dbs_log_tail(const dbs_server *s)
     fprintf(stderr, "---- %s ----\n%s\n----\n", dbs__path(s, "log"), buf);
 }
 
-static inline int dbs__env_int(const char *name, int dflt)
+static int dbs__env_int(const char *name, int dflt)
 {
     const char *v = getenv(name);
     return v && *v ? atoi(v) : dflt;
 }
 
 /* A loopback port in the range that nobody listens on now, or -1. */
-static inline int dbs__free_port(void)
+static int dbs__free_port(void)
 {
     int lo = dbs__env_int("BG_DB_PORT_MIN", 24500), hi = dbs__env_int("BG_DB_PORT_MAX", 24999);
     if (lo < 1 || hi > 65535 || hi < lo)
@@ -262,8 +189,8 @@ static inline int dbs__free_port(void)
     return -1;
 }
 
-/* Which OS user runs the server (USERS above). */
-static inline int dbs__pick_user(dbs_server *s, char *err, size_t errlen)
+/* Which OS user runs the server (USERS in db_server.h). */
+static int dbs__pick_user(dbs_server *s, char *err, size_t errlen)
 {
     if (geteuid() != 0) {
         struct passwd *pw = getpwuid(geteuid());
@@ -296,7 +223,7 @@ static inline int dbs__pick_user(dbs_server *s, char *err, size_t errlen)
 
 /* Forks and execs argv as s's user in s->dir, output to DIR/log, with the
  * parent-death signal pdeath (0: none). The child's pid, or -1. */
-static inline pid_t dbs__spawn(const dbs_server *s, char *const *argv, int pdeath)
+static pid_t dbs__spawn(const dbs_server *s, char *const *argv, int pdeath)
 {
     const char *log = dbs__path(s, "log");
     char logpath[400];
@@ -341,8 +268,8 @@ static inline pid_t dbs__spawn(const dbs_server *s, char *const *argv, int pdeat
 }
 
 /* Runs argv to completion (at most timeout_s). 0 if it exited 0. */
-static inline int dbs__run(const dbs_server *s, char *const *argv, double timeout_s, char *err,
-                           size_t errlen)
+static int dbs__run(const dbs_server *s, char *const *argv, double timeout_s, char *err,
+                    size_t errlen)
 {
     pid_t pid = dbs__spawn(s, argv, SIGKILL);
     if (pid < 0)
@@ -370,13 +297,13 @@ static inline int dbs__run(const dbs_server *s, char *const *argv, double timeou
     return 0;
 }
 
-static inline int dbs__exists(const char *path)
+static int dbs__exists(const char *path)
 {
     return access(path, X_OK) == 0;
 }
 
 /* The directory of initdb and postgres. */
-static inline int dbs__pg_bin(char *out, size_t cap)
+static int dbs__pg_bin(char *out, size_t cap)
 {
     const char *env = getenv("BG_PG_BIN");
     if (env && *env) {
@@ -403,7 +330,7 @@ static inline int dbs__pg_bin(char *out, size_t cap)
 }
 
 /* The path of a binary: $env, else PATH, /usr/sbin, /usr/bin. */
-static inline int dbs__find(const char *env, const char *name, char *out, size_t cap)
+static int dbs__find(const char *env, const char *name, char *out, size_t cap)
 {
     const char *v = getenv(env);
     if (v && *v) {
@@ -425,7 +352,7 @@ static inline int dbs__find(const char *env, const char *name, char *out, size_t
 
 /* ---- PostgreSQL ---- */
 
-static inline int dbs__pg_exec(const char *conninfo, const char *sql, char *err, size_t errlen)
+static int dbs__pg_exec(const char *conninfo, const char *sql, char *err, size_t errlen)
 {
     PGconn *c = PQconnectdb(conninfo);
     if (PQstatus(c) != CONNECTION_OK) {
@@ -442,7 +369,7 @@ static inline int dbs__pg_exec(const char *conninfo, const char *sql, char *err,
     return ok ? 0 : -1;
 }
 
-static inline int dbs__pg_launch(dbs_server *s, char *err, size_t errlen)
+static int dbs__pg_launch(dbs_server *s, char *err, size_t errlen)
 {
     char bin[300], exe[400], port[16], sock[300], data[300];
     if (dbs__pg_bin(bin, sizeof bin) != 0)
@@ -478,7 +405,7 @@ static inline int dbs__pg_launch(dbs_server *s, char *err, size_t errlen)
     return dbs__fail(err, errlen, "postgres on port %d did not answer within 60 s", s->port);
 }
 
-static inline int dbs__pg_init(dbs_server *s, char *err, size_t errlen)
+static int dbs__pg_init(dbs_server *s, char *err, size_t errlen)
 {
     char bin[300], exe[400], data[300];
     if (dbs__pg_bin(bin, sizeof bin) != 0)
@@ -494,7 +421,7 @@ static inline int dbs__pg_init(dbs_server *s, char *err, size_t errlen)
 
 /* ---- MariaDB ---- */
 
-static inline int dbs__my_root(const dbs_server *s, MYSQL **out)
+static int dbs__my_root(const dbs_server *s, MYSQL **out)
 {
     MYSQL *m = mysql_init(NULL);
     if (!m)
@@ -509,7 +436,7 @@ static inline int dbs__my_root(const dbs_server *s, MYSQL **out)
     return 0;
 }
 
-static inline int dbs__my_launch(dbs_server *s, char *err, size_t errlen)
+static int dbs__my_launch(dbs_server *s, char *err, size_t errlen)
 {
     char exe[400];
     if (dbs__find("BG_MARIADBD", "mariadbd", exe, sizeof exe) != 0)
@@ -548,7 +475,7 @@ static inline int dbs__my_launch(dbs_server *s, char *err, size_t errlen)
     return dbs__fail(err, errlen, "mariadbd on port %d did not answer within 90 s", s->port);
 }
 
-static inline int dbs__my_init(dbs_server *s, char *err, size_t errlen)
+static int dbs__my_init(dbs_server *s, char *err, size_t errlen)
 {
     char exe[400];
     if (dbs__find("BG_MARIADB_INSTALL_DB", "mariadb-install-db", exe, sizeof exe) != 0)
@@ -561,7 +488,7 @@ static inline int dbs__my_init(dbs_server *s, char *err, size_t errlen)
     return dbs__run(s, argv, 180, err, errlen);
 }
 
-static inline int dbs__my_setup(dbs_server *s, char *err, size_t errlen)
+static int dbs__my_setup(dbs_server *s, char *err, size_t errlen)
 {
     MYSQL *m;
     if (dbs__my_root(s, &m) != 0)
@@ -587,14 +514,14 @@ static inline int dbs__my_setup(dbs_server *s, char *err, size_t errlen)
 
 /* Starts the server process on s->port with the existing data: 0, 1 (it
  * exited at once: port taken?) or -1. */
-static inline int dbs__launch(dbs_server *s, char *err, size_t errlen)
+static int dbs__launch(dbs_server *s, char *err, size_t errlen)
 {
     return s->kind == DBS_POSTGRES ? dbs__pg_launch(s, err, errlen)
                                    : dbs__my_launch(s, err, errlen);
 }
 
 /* Launches, trying other ports while the server exits at once. */
-static inline int dbs__launch_retry(dbs_server *s, int may_move, char *err, size_t errlen)
+static int dbs__launch_retry(dbs_server *s, int may_move, char *err, size_t errlen)
 {
     for (int tries = 0; tries < 5; tries++) {
         int rc = dbs__launch(s, err, errlen);
@@ -612,7 +539,7 @@ static inline int dbs__launch_retry(dbs_server *s, int may_move, char *err, size
                      s->kind == DBS_POSTGRES ? "postgres" : "mariadbd");
 }
 
-static inline void dbs__set_conninfo(dbs_server *s)
+static void dbs__set_conninfo(dbs_server *s)
 {
     if (s->kind == DBS_POSTGRES)
         snprintf(s->conninfo, sizeof s->conninfo,
@@ -622,9 +549,7 @@ static inline void dbs__set_conninfo(dbs_server *s)
                  s->port);
 }
 
-/* Makes a fresh server of `kind` and starts it (WHAT IT RUNS above): 0, or
- * -1 with a message in err (nothing left behind). Takes seconds. */
-static inline int dbs_start(dbs_server *s, dbs_kind kind, char *err, size_t errlen)
+int dbs_start(dbs_server *s, dbs_kind kind, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->kind = kind;
@@ -666,23 +591,19 @@ static inline int dbs_start(dbs_server *s, dbs_kind kind, char *err, size_t errl
 fail:
     dbs__stop_pid(s->pid, SIGKILL, 0);
     s->pid = 0;
-    dbs__rmtree(s->dir);
+    dbs_rmtree(s->dir);
     s->dir[0] = '\0';
     dbs__track(s, 0);
     return -1;
 }
 
-/* Stops the server (a clean shutdown; SIGKILL after 20 s). The data stay
- * for dbs_restart. Clients see their connections closed. */
-static inline void dbs_stop(dbs_server *s)
+void dbs_stop(dbs_server *s)
 {
     dbs__stop_pid(s->pid, dbs__stop_signal(s), 20);
     s->pid = 0;
 }
 
-/* Starts a stopped server again, on the same port with the same data and
- * conninfo: 0, or -1 with a message. */
-static inline int dbs_restart(dbs_server *s, char *err, size_t errlen)
+int dbs_restart(dbs_server *s, char *err, size_t errlen)
 {
     if (s->pid > 0)
         return 0;
@@ -691,13 +612,10 @@ static inline int dbs_restart(dbs_server *s, char *err, size_t errlen)
     return dbs__launch_retry(s, 0, err, errlen);
 }
 
-/* Stops the server and removes its directory. s is then unused. */
-static inline void dbs_destroy(dbs_server *s)
+void dbs_destroy(dbs_server *s)
 {
     dbs_stop(s);
-    dbs__rmtree(s->dir);
+    dbs_rmtree(s->dir);
     s->dir[0] = '\0';
     dbs__track(s, 0);
 }
-
-#endif

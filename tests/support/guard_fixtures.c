@@ -1,42 +1,7 @@
-/* The guard tests' in-memory source and cache.
- *
- * ms_source: a thread-safe map key -> value behind one mutex, with call
- * counters, an optional sleep in get and in scan, and injectable failures.
- * Its scan emits a snapshot taken under the lock when it starts, so a key
- * inserted before the scan starts is always seen (what the guard's rebuild
- * relies on, as a database scan in one transaction gives).
- * mc_cache: the same map holding values or negative entries, with counters
- * and injectable failures (of every call, or of deletes only). TTLs are
- * ignored (entries never expire).
- * Both use libc malloc, not the library's allocator, so the allocation
- * tests count only the guard's own allocations. */
-#ifndef BG_GUARD_FIXTURES_H
-#define BG_GUARD_FIXTURES_H
+/* The in-memory source and cache behind guard_fixtures.h. */
+#include "guard_fixtures.h"
 
-#include "test_util.h"
-
-#include <pthread.h>
-#include <stdatomic.h>
-
-#include <bloomgate/guard.h>
-
-#define MS_BUCKETS 4096u
-
-typedef struct ms_entry {
-    struct ms_entry *next;
-    size_t len, vlen;
-    int absent;  /* mc_cache: a negative entry */
-    uint8_t *key;
-    uint8_t *val;
-} ms_entry;
-
-typedef struct ms_map {
-    pthread_mutex_t mu;
-    ms_entry *b[MS_BUCKETS];
-    size_t count;
-} ms_map;
-
-static inline uint32_t ms_hash(const void *key, size_t len)
+static uint32_t ms_hash(const void *key, size_t len)
 {
     uint32_t h = 2166136261u;
     for (size_t i = 0; i < len; i++)
@@ -44,13 +9,13 @@ static inline uint32_t ms_hash(const void *key, size_t len)
     return h % MS_BUCKETS;
 }
 
-static inline void ms_map_init(ms_map *m)
+void ms_map_init(ms_map *m)
 {
     memset(m, 0, sizeof *m);
     pthread_mutex_init(&m->mu, NULL);
 }
 
-static inline void ms_map_clear(ms_map *m)
+void ms_map_clear(ms_map *m)
 {
     for (uint32_t i = 0; i < MS_BUCKETS; i++) {
         ms_entry *e = m->b[i];
@@ -66,14 +31,14 @@ static inline void ms_map_clear(ms_map *m)
     m->count = 0;
 }
 
-static inline void ms_map_free(ms_map *m)
+void ms_map_free(ms_map *m)
 {
     ms_map_clear(m);
     pthread_mutex_destroy(&m->mu);
 }
 
 /* Caller holds m->mu. */
-static inline ms_entry **ms_find(ms_map *m, const void *key, size_t len)
+static ms_entry **ms_find(ms_map *m, const void *key, size_t len)
 {
     ms_entry **l = &m->b[ms_hash(key, len)];
     while (*l && !((*l)->len == len && memcmp((*l)->key, key, len) == 0))
@@ -81,8 +46,8 @@ static inline ms_entry **ms_find(ms_map *m, const void *key, size_t len)
     return l;
 }
 
-static inline void ms_map_set(ms_map *m, const void *key, size_t len, const void *val, size_t vlen,
-                              int absent)
+void ms_map_set(ms_map *m, const void *key, size_t len, const void *val, size_t vlen,
+                int absent)
 {
     pthread_mutex_lock(&m->mu);
     ms_entry **l = ms_find(m, key, len);
@@ -103,7 +68,7 @@ static inline void ms_map_set(ms_map *m, const void *key, size_t len, const void
     pthread_mutex_unlock(&m->mu);
 }
 
-static inline int ms_map_del(ms_map *m, const void *key, size_t len)
+int ms_map_del(ms_map *m, const void *key, size_t len)
 {
     pthread_mutex_lock(&m->mu);
     ms_entry **l = ms_find(m, key, len);
@@ -119,28 +84,13 @@ static inline int ms_map_del(ms_map *m, const void *key, size_t len)
     return e != NULL;
 }
 
-/* ---- the source ------------------------------------------------------------ */
-
-typedef struct ms_source {
-    ms_map map;
-    atomic_long gets, scans, counts;
-    atomic_int get_sleep_ms;  /* each get sleeps this long */
-    atomic_int scan_sleep_ms; /* each scan sleeps this long after its snapshot */
-    atomic_int fail_get;      /* non-zero: get returns it */
-    atomic_int fail_scan;     /* non-zero: scan returns it halfway */
-    /* Called halfway through each scan, when set (set it while no scan
-     * runs): a test's hook into the middle of a rebuild. */
-    void (*mid_scan)(void *arg);
-    void *mid_scan_arg;
-} ms_source;
-
-static inline void ms_sleep_ms(long ms)
+void ms_sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
 }
 
-static inline int ms_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
+int ms_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
 {
     ms_source *s = ctx;
     atomic_fetch_add(&s->gets, 1);
@@ -159,7 +109,7 @@ static inline int ms_get(void *ctx, const void *key, size_t len, bg_guard_buf *v
     return rc;
 }
 
-static inline int ms_scan(void *ctx, int (*emit)(void *, const void *, size_t), void *arg)
+int ms_scan(void *ctx, int (*emit)(void *, const void *, size_t), void *arg)
 {
     ms_source *s = ctx;
     atomic_fetch_add(&s->scans, 1);
@@ -193,7 +143,7 @@ static inline int ms_scan(void *ctx, int (*emit)(void *, const void *, size_t), 
     return rc < 0 ? rc : BG_OK;
 }
 
-static inline int ms_count(void *ctx, uint64_t *out)
+int ms_count(void *ctx, uint64_t *out)
 {
     ms_source *s = ctx;
     atomic_fetch_add(&s->counts, 1);
@@ -203,25 +153,23 @@ static inline int ms_count(void *ctx, uint64_t *out)
     return BG_OK;
 }
 
-static inline void ms_init(ms_source *s)
+void ms_init(ms_source *s)
 {
     memset(s, 0, sizeof *s);
     ms_map_init(&s->map);
 }
 
-static inline void ms_free(ms_source *s)
+void ms_free(ms_source *s)
 {
     ms_map_free(&s->map);
 }
 
-/* Key "<prefix><i>" into buf (64 bytes); its length. */
-static inline size_t ms_key(char *buf, const char *prefix, long i)
+size_t ms_key(char *buf, const char *prefix, long i)
 {
     return (size_t)snprintf(buf, 64, "%s%ld", prefix, i);
 }
 
-/* Adds key "<prefix><i>" with value "value of <prefix><i>". */
-static inline void ms_add(ms_source *s, const char *prefix, long i)
+void ms_add(ms_source *s, const char *prefix, long i)
 {
     char k[64], v[96];
     size_t kl = ms_key(k, prefix, i);
@@ -229,27 +177,18 @@ static inline void ms_add(ms_source *s, const char *prefix, long i)
     ms_map_set(&s->map, k, kl, v, (size_t)vl, 0);
 }
 
-static inline void ms_add_range(ms_source *s, const char *prefix, long n)
+void ms_add_range(ms_source *s, const char *prefix, long n)
 {
     for (long i = 0; i < n; i++)
         ms_add(s, prefix, i);
 }
 
-static inline bg_guard_source ms_callbacks(ms_source *s)
+bg_guard_source ms_callbacks(ms_source *s)
 {
     return (bg_guard_source){.ctx = s, .get = ms_get, .scan = ms_scan, .count = ms_count};
 }
 
-/* ---- the cache ------------------------------------------------------------- */
-
-typedef struct mc_cache {
-    ms_map map;
-    atomic_long gets, sets, set_absents, dels;
-    atomic_int fail;     /* non-zero: every call returns it */
-    atomic_int fail_del; /* non-zero: del returns it, deleting nothing */
-} mc_cache;
-
-static inline int mc_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
+int mc_get(void *ctx, const void *key, size_t len, bg_guard_buf *value)
 {
     mc_cache *c = ctx;
     atomic_fetch_add(&c->gets, 1);
@@ -267,8 +206,8 @@ static inline int mc_get(void *ctx, const void *key, size_t len, bg_guard_buf *v
     return rc;
 }
 
-static inline int mc_set(void *ctx, const void *key, size_t len, const void *value, size_t vlen,
-                         uint64_t ttl_ms)
+int mc_set(void *ctx, const void *key, size_t len, const void *value, size_t vlen,
+           uint64_t ttl_ms)
 {
     (void)ttl_ms;
     mc_cache *c = ctx;
@@ -280,7 +219,7 @@ static inline int mc_set(void *ctx, const void *key, size_t len, const void *val
     return BG_OK;
 }
 
-static inline int mc_set_absent(void *ctx, const void *key, size_t len, uint64_t ttl_ms)
+int mc_set_absent(void *ctx, const void *key, size_t len, uint64_t ttl_ms)
 {
     (void)ttl_ms;
     mc_cache *c = ctx;
@@ -292,7 +231,7 @@ static inline int mc_set_absent(void *ctx, const void *key, size_t len, uint64_t
     return BG_OK;
 }
 
-static inline int mc_del(void *ctx, const void *key, size_t len)
+int mc_del(void *ctx, const void *key, size_t len)
 {
     mc_cache *c = ctx;
     atomic_fetch_add(&c->dels, 1);
@@ -305,9 +244,7 @@ static inline int mc_del(void *ctx, const void *key, size_t len)
     return BG_OK;
 }
 
-/* What the cache holds for key, behind the guard's back: -1 nothing, 0 a
- * negative entry, 1 a value (copied into out, NUL-terminated, cut to cap). */
-static inline int mc_peek(mc_cache *c, const void *key, size_t len, char *out, size_t cap)
+int mc_peek(mc_cache *c, const void *key, size_t len, char *out, size_t cap)
 {
     pthread_mutex_lock(&c->map.mu);
     ms_entry *e = *ms_find(&c->map, key, len);
@@ -318,34 +255,31 @@ static inline int mc_peek(mc_cache *c, const void *key, size_t len, char *out, s
     return rc;
 }
 
-static inline void mc_init(mc_cache *c)
+void mc_init(mc_cache *c)
 {
     memset(c, 0, sizeof *c);
     ms_map_init(&c->map);
 }
 
-static inline void mc_free(mc_cache *c)
+void mc_free(mc_cache *c)
 {
     ms_map_free(&c->map);
 }
 
-static inline bg_guard_cache mc_callbacks(mc_cache *c)
+bg_guard_cache mc_callbacks(mc_cache *c)
 {
     return (bg_guard_cache){.ctx = c, .get = mc_get, .set = mc_set, .set_absent = mc_set_absent,
                             .del = mc_del};
 }
 
-/* ---- helpers ----------------------------------------------------------------- */
-
-static inline bg_guard_counters gc(bg_guard *g)
+bg_guard_counters gc(bg_guard *g)
 {
     bg_guard_counters c;
     TU_EQ_I(bg_guard_counters_get(g, &c), BG_OK);
     return c;
 }
 
-/* A key "<prefix><i>" the guard's filter says "maybe" about, i from 0. */
-static inline long maybe_key(bg_guard *g, const char *prefix, char *buf, size_t *len)
+long maybe_key(bg_guard *g, const char *prefix, char *buf, size_t *len)
 {
     for (long i = 0; i < 1000000; i++) {
         *len = ms_key(buf, prefix, i);
@@ -356,8 +290,7 @@ static inline long maybe_key(bg_guard *g, const char *prefix, char *buf, size_t 
     return -1;
 }
 
-/* The same, "definitely absent". */
-static inline long absent_key(bg_guard *g, const char *prefix, char *buf, size_t *len)
+long absent_key(bg_guard *g, const char *prefix, char *buf, size_t *len)
 {
     for (long i = 0; i < 1000000; i++) {
         *len = ms_key(buf, prefix, i);
@@ -367,5 +300,3 @@ static inline long absent_key(bg_guard *g, const char *prefix, char *buf, size_t
     fail_msg("no filtered key found");
     return -1;
 }
-
-#endif

@@ -1,36 +1,10 @@
-/* A real redis-server for the remote tests: started on a free loopback port
- * in 21000-21999 with its own temporary directory, killed afterwards.
- *
- * The child asks the kernel to SIGKILL it when the test process dies
- * (PR_SET_PDEATHSIG), and every server started is also killed by an atexit
- * handler, so a failing (longjmp-ing) or crashing test leaves no server
- * behind. $REDIS_SERVER names the binary (default: redis-server on PATH). */
-#ifndef BG_TEST_REDIS_SERVER_H
-#define BG_TEST_REDIS_SERVER_H
-
-#include "test_tmpdir.h"
-
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-
-#include <hiredis/hiredis.h>
-
-typedef struct ts_server {
-    pid_t pid;
-    int port;
-    tu_tmpdir dir;
-    char module[512]; /* "" or the module to load */
-} ts_server;
+/* The servers behind redis_server.h. */
+#include "redis_server.h"
 
 #define TS_MAX_SERVERS 8
 static pid_t ts_pids[TS_MAX_SERVERS];
 
-static inline void ts_kill_all(void)
+void ts_kill_all(void)
 {
     for (int i = 0; i < TS_MAX_SERVERS; i++)
         if (ts_pids[i] > 0) {
@@ -41,7 +15,7 @@ static inline void ts_kill_all(void)
         }
 }
 
-static inline void ts_track(pid_t pid, pid_t old)
+void ts_track(pid_t pid, pid_t old)
 {
     static int registered;
     if (!registered) {
@@ -55,8 +29,7 @@ static inline void ts_track(pid_t pid, pid_t old)
         }
 }
 
-/* A port in [lo, lo + n) nobody listens on now. */
-static inline int ts_free_port_in(int lo, int n)
+int ts_free_port_in(int lo, int n)
 {
     /* Calls in the same second get different candidates: a port handed
      * out but not yet bound still binds here. */
@@ -77,14 +50,12 @@ static inline int ts_free_port_in(int lo, int n)
     return -1;
 }
 
-/* A port in 21000-21999 nobody listens on now. */
-static inline int ts_free_port(void)
+int ts_free_port(void)
 {
     return ts_free_port_in(21000, 1000);
 }
 
-/* 1 once the server answers PING, 0 after ~5 s. */
-static inline int ts_wait_ping(pid_t pid, int port)
+int ts_wait_ping(pid_t pid, int port)
 {
     char want[32];
     snprintf(want, sizeof want, "process_id:%ld\r\n", (long)pid);
@@ -112,10 +83,7 @@ static inline int ts_wait_ping(pid_t pid, int port)
     return 0;
 }
 
-/* (Re)starts s's server on s->port in s->dir (it loads dump.rdb if any),
- * with `extra` (NULL-terminated, or NULL) appended to its arguments; 0 if
- * it exited or did not answer (s->pid is then 0). */
-static inline int ts_spawn_try(ts_server *s, const char *const *extra)
+int ts_spawn_try(ts_server *s, const char *const *extra)
 {
     const char *bin = getenv("REDIS_SERVER");
     if (!bin || !*bin)
@@ -160,8 +128,7 @@ static inline int ts_spawn_try(ts_server *s, const char *const *extra)
     return 0;
 }
 
-/* As ts_spawn_try, and a test failure (with the server's log) if it fails. */
-static inline void ts_spawn_with(ts_server *s, const char *const *extra)
+void ts_spawn_with(ts_server *s, const char *const *extra)
 {
     if (!ts_spawn_try(s, extra)) {
         char cmd[600];
@@ -171,14 +138,12 @@ static inline void ts_spawn_with(ts_server *s, const char *const *extra)
     }
 }
 
-static inline void ts_spawn(ts_server *s)
+void ts_spawn(ts_server *s)
 {
     ts_spawn_with(s, NULL);
 }
 
-/* A new server on a free port: another port if someone takes this one
- * between the check and the bind (the tests run in parallel). */
-static inline void ts_start(ts_server *s, const char *module)
+void ts_start(ts_server *s, const char *module)
 {
     memset(s, 0, sizeof *s);
     if (module)
@@ -193,8 +158,7 @@ static inline void ts_start(ts_server *s, const char *module)
     ts_spawn(s);
 }
 
-/* SIGKILL, without cleaning the directory (ts_spawn can start it again). */
-static inline void ts_kill(ts_server *s)
+void ts_kill(ts_server *s)
 {
     if (s->pid > 0) {
         kill(s->pid, SIGCONT);
@@ -205,7 +169,7 @@ static inline void ts_kill(ts_server *s)
     }
 }
 
-static inline void ts_stop(ts_server *s)
+void ts_stop(ts_server *s)
 {
     ts_kill(s);
     if (s->dir.path[0]) {
@@ -214,9 +178,7 @@ static inline void ts_stop(ts_server *s)
     }
 }
 
-/* Starts a server with bloomgate.so loaded ($BLOOMGATE_MODULE, set by the
- * CMake tests), or skips the calling test when it is not set. */
-static inline void ts_start_module(ts_server *s)
+void ts_start_module(ts_server *s)
 {
     const char *mod = getenv("BLOOMGATE_MODULE");
     if (!mod || !*mod) {
@@ -226,8 +188,7 @@ static inline void ts_start_module(ts_server *s)
     ts_start(s, mod);
 }
 
-/* A plain hiredis connection, for checks behind the library's back. */
-static inline redisContext *ts_raw(const ts_server *s)
+redisContext *ts_raw(const ts_server *s)
 {
     struct timeval tv = {2, 0};
     redisContext *c = redisConnectWithTimeout("127.0.0.1", s->port, tv);
@@ -237,8 +198,7 @@ static inline redisContext *ts_raw(const ts_server *s)
     return c;
 }
 
-/* One integer reply of a printf-style command. */
-static inline long long ts_int(redisContext *c, const char *fmt, ...)
+long long ts_int(redisContext *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -253,8 +213,7 @@ static inline long long ts_int(redisContext *c, const char *fmt, ...)
     return v;
 }
 
-/* How many keys match a KEYS pattern. */
-static inline long long ts_count_keys(redisContext *c, const char *pattern)
+long long ts_count_keys(redisContext *c, const char *pattern)
 {
     redisReply *r = redisCommand(c, "KEYS %s", pattern);
     assert_non_null(r);
@@ -263,5 +222,3 @@ static inline long long ts_count_keys(redisContext *c, const char *pattern)
     freeReplyObject(r);
     return n;
 }
-
-#endif

@@ -1,27 +1,14 @@
-/* A scratch directory for tests that write files: made under $TMPDIR (or
- * /tmp), removed with everything in it. */
-#ifndef BG_TEST_TMPDIR_H
-#define BG_TEST_TMPDIR_H
+/* The definitions behind test_tmpdir.h. */
+#include "test_tmpdir.h"
 
-#include "test_util.h"
-
-#include <dirent.h>
-#include <unistd.h>
-
-typedef struct tu_tmpdir {
-    char path[256];
-} tu_tmpdir;
-
-/* Makes "$TMPDIR/bg-TAG-XXXXXX". */
-static inline void tu_tmpdir_make(tu_tmpdir *d, const char *tag)
+void tu_tmpdir_make(tu_tmpdir *d, const char *tag)
 {
     const char *base = getenv("TMPDIR");
     snprintf(d->path, sizeof d->path, "%s/bg-%s-XXXXXX", base && *base ? base : "/tmp", tag);
     assert_non_null(mkdtemp(d->path));
 }
 
-/* "DIR/NAME", in one of four static buffers (so a call may use a few). */
-static inline const char *tu_tmp_file(const tu_tmpdir *d, const char *name)
+const char *tu_tmp_file(const tu_tmpdir *d, const char *name)
 {
     static char buf[4][512];
     static int next;
@@ -30,8 +17,7 @@ static inline const char *tu_tmp_file(const tu_tmpdir *d, const char *name)
     return p;
 }
 
-/* Entries in the directory, other than . and .. */
-static inline int tu_dir_entries(const tu_tmpdir *d)
+int tu_dir_entries(const tu_tmpdir *d)
 {
     DIR *dir = opendir(d->path);
     assert_non_null(dir);
@@ -43,8 +29,7 @@ static inline int tu_dir_entries(const tu_tmpdir *d)
     return n;
 }
 
-/* Removes the directory's files and empty subdirectories, then it. */
-static inline void tu_tmpdir_remove(tu_tmpdir *d)
+void tu_tmpdir_remove(tu_tmpdir *d)
 {
     DIR *dir = opendir(d->path);
     assert_non_null(dir);
@@ -57,5 +42,3 @@ static inline void tu_tmpdir_remove(tu_tmpdir *d)
     closedir(dir);
     assert_int_equal(rmdir(d->path), 0);
 }
-
-#endif
