@@ -7,6 +7,7 @@
 #include <bloomgate/file.h>
 #include <bloomgate/filter.h>
 #include <bloomgate/hash.h>
+#include <bloomgate/layout.h>
 #include <bloomgate/sizing.h>
 #include <bloomgate/version.h>
 

@@ -17,7 +17,8 @@
  * Bit i of the filter is bit (0x80 >> (i % 8)) of byte i / 8 of its bit
  * array (the payload of a filter file): Redis's SETBIT order, so the array
  * can live in a file or a Redis string unchanged. Probe positions:
- *   standard: a = (h1 * m) >> 64, b = ((h2 * (m - 1)) >> 64) + 1, and probe j
+ *   standard (and counting): <bloomgate/layout.h> defines them and computes
+ *     them: a = (h1 * m) >> 64, b = ((h2 * (m - 1)) >> 64) + 1, and probe j
  *     is x_j, where x_0 = a, x_{j+1} = (x_j + y_j) mod m, y_0 = b,
  *     y_{j+1} = (y_j + j) mod m (enhanced double hashing, Dillinger &
  *     Manolios 2004), all in uint64_t; b is never 0.

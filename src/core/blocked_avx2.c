@@ -485,7 +485,7 @@ typedef struct ring {
 } ring;
 
 /* The byte offsets of the blocks of the four keys whose h1 are the lanes:
- * 64 * bg__reduce(h1, nblocks), the high 64 bits of h1 * nblocks. With
+ * 64 * bg_layout_reduce(h1, nblocks), the high 64 bits of h1 * nblocks. With
  * nblocks < 2^32 (filters below 256 GiB), h1 = H 2^32 + L gives
  *   floor(h1 nblocks / 2^64) = floor((H nblocks + floor(L nblocks / 2^32)) / 2^32)
  * exactly (the dropped low 32 bits cannot carry into bit 64), and the sum
@@ -496,7 +496,7 @@ BG__TARGET static BG__INLINE __m256i block_offsets(__m256i h1, uint64_t nblocks)
         uint64_t h[4];
         _mm256_storeu_si256((__m256i *)(void *)h, h1);
         for (int i = 0; i < 4; i++)
-            h[i] = bg__reduce(h[i], nblocks) << 6;
+            h[i] = bg_layout_reduce(h[i], nblocks) << 6;
         return _mm256_loadu_si256((const __m256i *)(const void *)h);
     }
     const __m256i nb = _mm256_set1_epi64x((long long)nblocks);

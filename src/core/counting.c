@@ -97,26 +97,6 @@ static inline unsigned counter_shift(uint64_t i)
 #endif
 }
 
-/* The standard variant's probe sequence (standard.c), one step at a time. */
-typedef struct probe {
-    uint64_t x, y, m;
-    uint32_t j;
-} probe;
-
-static inline probe probe_first(const bg_filter *f, bg_hash h)
-{
-    probe p = {bg__reduce(h.h1, f->m), bg__reduce(h.h2, f->m - 1) + 1, f->m, 0};
-    return p;
-}
-
-/* Moves to probe j + 1: x += y, then y += j (both mod m). */
-static inline void probe_next(probe *p)
-{
-    p->x = bg__step_mod(p->x, p->y, p->m);
-    p->y = bg__step_mod(p->y, p->j, p->m);
-    p->j++;
-}
-
 /* Increments (up) or decrements counter i, unless it is saturated or, for a
  * decrement, 0. Returns the counter's value before. */
 static inline unsigned counter_update(const bg_filter *f, uint64_t i, bool up)
@@ -148,25 +128,25 @@ static inline unsigned counter_get(const bg_filter *f, uint64_t i)
 
 static int counting_add(bg_filter *f, bg_hash h)
 {
-    probe p = probe_first(f, h);
+    bg_layout_probe p = bg_layout_probe_first(h, f->m); /* <bloomgate/layout.h> */
     int added = 0;
     for (;;) {
         added |= counter_update(f, p.x, true) == 0;
         if (p.j + 1 == f->k)
             return added;
-        probe_next(&p);
+        bg_layout_probe_next(&p);
     }
 }
 
 static int counting_contains(const bg_filter *f, bg_hash h)
 {
-    probe p = probe_first(f, h);
+    bg_layout_probe p = bg_layout_probe_first(h, f->m);
     for (;;) {
         if (counter_get(f, p.x) == 0)
             return 0;
         if (p.j + 1 == f->k)
             return 1;
-        probe_next(&p);
+        bg_layout_probe_next(&p);
     }
 }
 
@@ -177,21 +157,21 @@ static int counting_remove(bg_filter *f, bg_hash h)
 {
     if (!counting_contains(f, h))
         return 0;
-    probe p = probe_first(f, h);
+    bg_layout_probe p = bg_layout_probe_first(h, f->m);
     for (;;) {
         (void)counter_update(f, p.x, false);
         if (p.j + 1 == f->k)
             return 1;
-        probe_next(&p);
+        bg_layout_probe_next(&p);
     }
 }
 
 /* The first two probes' lines, as the standard variant. */
 static void counting_prefetch(const bg_filter *f, bg_hash h)
 {
-    probe p = probe_first(f, h);
+    bg_layout_probe p = bg_layout_probe_first(h, f->m);
     bg__prefetch(&f->words[p.x >> 4]);
-    bg__prefetch(&f->words[bg__step_mod(p.x, p.y, p.m) >> 4]);
+    bg__prefetch(&f->words[bg_layout_step(p.x, p.y, p.m) >> 4]);
 }
 
 BG__DEFINE_GROUP_OPS(counting, )

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <bloomgate/filter.h>
+#include <bloomgate/layout.h>
 
 /* Keys per group in the batch calls. Group g + 1's lines are prefetched
  * before group g is probed, so up to 2 * BG__BATCH misses are in flight:
@@ -166,30 +167,6 @@ extern const uint64_t bg__blocked_salt_rot[8][BG_BLOCKED_MAX_K];
 #define BG__SALT_6 UINT64_C(0x393056da196ce181)
 #define BG__SALT_7 UINT64_C(0xad9afafc3a99e0e7)
 
-/* (x * range) >> 64: maps a uniform 64-bit x to a uniform value in
- * [0, range) with one multiply (Lemire, "Fast random integer generation in
- * an interval", 2019); unlike x % range it has no division and no bias
- * beyond range / 2^64, and it uses all 64 bits of x. */
-static inline uint64_t bg__reduce(uint64_t x, uint64_t range)
-{
-#ifdef __SIZEOF_INT128__
-    return (uint64_t)(((unsigned __int128)x * range) >> 64);
-#else
-    uint64_t xl = x & 0xffffffffu, xh = x >> 32, rl = range & 0xffffffffu, rh = range >> 32;
-    uint64_t ll = xl * rl, lh = xl * rh, hl = xh * rl, hh = xh * rh;
-    uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
-    return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
-#endif
-}
-
-/* (x + y) mod m for x, y < m, without a division: one step of the standard
- * (and counting) variant's enhanced double hashing (filter.h BIT LAYOUT). */
-static inline uint64_t bg__step_mod(uint64_t x, uint64_t y, uint64_t m)
-{
-    x += y;
-    return x >= m ? x - m : x;
-}
-
 /* The mask of bit b (0..63, in payload numbering: byte b / 8, mask
  * 0x80 >> (b % 8)) inside a 64-bit word loaded natively from the payload.
  * On a little-endian CPU byte j of the word holds bits 8j..8j+7, so payload
@@ -241,7 +218,7 @@ static inline void bg__prefetch(const void *p)
 
 static inline _Atomic uint64_t *bg__block_of(const bg_filter *f, uint64_t h1)
 {
-    return f->words + (bg__reduce(h1, f->nblocks) << 3);
+    return f->words + (bg_layout_reduce(h1, f->nblocks) << 3);
 }
 
 /* The word of the block where the key's probes start. */

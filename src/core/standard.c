@@ -1,15 +1,11 @@
 /* The standard variant: k probes spread over the whole array of m bits.
  *
  * HOW PROBES ARE MADE
- * From the key's two 64-bit hashes, a = reduce(h1, m) and
- * b = reduce(h2, m - 1) + 1 (so 1 <= b < m: never a zero step, which would
- * put all k probes on one bit), then enhanced double hashing (Dillinger &
- * Manolios, "Bloom Filters in Probabilistic Verification", 2004):
- *   x_0 = a, y_0 = b;  x_{j+1} = (x_j + y_j) mod m;  y_{j+1} = (y_j + j) mod m.
- * The extra j term breaks the patterns of plain double hashing (two keys
- * sharing (a, b) mod small factors of m), and every step is one add and a
- * conditional subtract on uint64_t: no division, no 32-bit value, valid for
- * any m up to BG_MAX_BITS (x + y < 2m <= 2^64).
+ * <bloomgate/layout.h> defines them, for every home of the layout: from the
+ * key's two 64-bit hashes a start a and a step b (1 <= b < m), then
+ * enhanced double hashing, one add and a conditional subtract per probe on
+ * uint64_t, no division, no 32-bit value, valid for any m up to BG_MAX_BITS.
+ * Its inline iterator keeps the loops below as tight as if written out.
  *
  * COST
  * Up to k cache misses per operation (an absent key stops at its first clear
@@ -22,32 +18,25 @@
 
 static int standard_add(bg_filter *f, bg_hash h)
 {
-    uint64_t m = f->m;
-    uint64_t x = bg__reduce(h.h1, m);
-    uint64_t y = bg__reduce(h.h2, m - 1) + 1;
+    bg_layout_probe p = bg_layout_probe_first(h, f->m);
     int added = 0;
-    for (uint32_t j = 0;;) {
-        added |= bg__set_bits(f, &f->words[x >> 6], bg__bit(x & 63));
-        if (++j == f->k)
-            break;
-        x = bg__step_mod(x, y, m);
-        y = bg__step_mod(y, j - 1, m);
+    for (;;) {
+        added |= bg__set_bits(f, &f->words[p.x >> 6], bg__bit(p.x & 63));
+        if (p.j + 1 == f->k)
+            return added;
+        bg_layout_probe_next(&p);
     }
-    return added;
 }
 
 static int standard_contains(const bg_filter *f, bg_hash h)
 {
-    uint64_t m = f->m;
-    uint64_t x = bg__reduce(h.h1, m);
-    uint64_t y = bg__reduce(h.h2, m - 1) + 1;
-    for (uint32_t j = 0;;) {
-        if (!(bg__load(&f->words[x >> 6]) & bg__bit(x & 63)))
+    bg_layout_probe p = bg_layout_probe_first(h, f->m);
+    for (;;) {
+        if (!(bg__load(&f->words[p.x >> 6]) & bg__bit(p.x & 63)))
             return 0;
-        if (++j == f->k)
+        if (p.j + 1 == f->k)
             return 1;
-        x = bg__step_mod(x, y, m);
-        y = bg__step_mod(y, j - 1, m);
+        bg_layout_probe_next(&p);
     }
 }
 
@@ -55,11 +44,22 @@ static int standard_contains(const bg_filter *f, bg_hash h)
  * 4 at half fill, so they are the lines worth fetching early. */
 static void standard_prefetch(const bg_filter *f, bg_hash h)
 {
-    uint64_t m = f->m;
-    uint64_t x = bg__reduce(h.h1, m);
-    uint64_t y = bg__reduce(h.h2, m - 1) + 1;
-    bg__prefetch(&f->words[x >> 6]);
-    bg__prefetch(&f->words[bg__step_mod(x, y, m) >> 6]);
+    bg_layout_probe p = bg_layout_probe_first(h, f->m);
+    bg__prefetch(&f->words[p.x >> 6]);
+    bg__prefetch(&f->words[bg_layout_step(p.x, p.y, p.m) >> 6]);
+}
+
+int bg_layout_positions(bg_hash h, uint64_t m, uint32_t k, uint64_t *out)
+{
+    if (!out || m < BG_MIN_BITS || m > BG_MAX_BITS || k < 1 || k > BG_MAX_K)
+        return BG_EINVAL;
+    bg_layout_probe p = bg_layout_probe_first(h, m);
+    for (;;) {
+        out[p.j] = p.x;
+        if (p.j + 1 == k)
+            return BG_OK;
+        bg_layout_probe_next(&p);
+    }
 }
 
 /* E[X] / m = 1 - (1 - 1/m)^(k n) inverts to the cardinality estimate
@@ -129,13 +129,12 @@ static double standard_exact_rate(const bg_filter *f)
     uint64_t hits = 0, last = m & 63 ? (UINT64_C(1) << (m & 63)) - 1 : ~UINT64_C(0);
     for (uint64_t b = 1; b < m; b++) {
         /* standard_add's sequence from a = 0. */
-        uint64_t x = 0, y = b;
-        for (uint32_t j = 0;;) {
-            offset[j] = x;
-            if (++j == k)
+        bg_layout_probe p = {0, b, m, 0};
+        for (;;) {
+            offset[p.j] = p.x;
+            if (p.j + 1 == k)
                 break;
-            x = bg__step_mod(x, y, m);
-            y = bg__step_mod(y, j - 1, m);
+            bg_layout_probe_next(&p);
         }
         for (uint64_t a = 0; a < m; a += 64) {
             uint64_t all = a + 64 <= m ? ~UINT64_C(0) : last;

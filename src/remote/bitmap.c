@@ -95,6 +95,7 @@
 
 #include <bloomgate/file.h>
 #include <bloomgate/hash.h>
+#include <bloomgate/layout.h>
 #include <bloomgate/sizing.h>
 
 #include "core/alloc_internal.h"
@@ -429,41 +430,27 @@ out:
     return rc;
 }
 
-/* The standard variant's probe positions (src/core/standard.c, filter.h). */
-static inline uint64_t reduce(uint64_t x, uint64_t range)
-{
-    return (uint64_t)(((unsigned __int128)x * range) >> 64);
-}
-
-static inline uint64_t step_mod(uint64_t x, uint64_t y, uint64_t m)
-{
-    x += y;
-    return x >= m ? x - m : x;
-}
-
 /* Writes a key's k positions in an array of m bits as decimal strings into
  * buf, pointers into argv. */
 static char *write_positions(uint64_t m, uint32_t k, bg_hash h, char *buf, const char **argv,
                              size_t *lens)
 {
-    uint64_t x = reduce(h.h1, m);
-    uint64_t y = reduce(h.h2, m - 1) + 1;
-    for (uint32_t j = 0;;) {
+    bg_layout_probe p = bg_layout_probe_first(h, m); /* the standard layout */
+    for (;;) {
         char tmp[24];
         int n = 0;
-        uint64_t v = x;
+        uint64_t v = p.x;
         do {
             tmp[n++] = (char)('0' + v % 10);
             v /= 10;
         } while (v);
-        argv[j] = buf;
-        lens[j] = (size_t)n;
+        argv[p.j] = buf;
+        lens[p.j] = (size_t)n;
         while (n)
             *buf++ = tmp[--n];
-        if (++j == k)
+        if (p.j + 1 == k)
             break;
-        x = step_mod(x, y, m);
-        y = step_mod(y, j - 1, m);
+        bg_layout_probe_next(&p);
     }
     return buf;
 }

@@ -118,22 +118,10 @@ static void expect_same_payload(const bg_filter *a, const bg_filter *b)
     image_free(&ib);
 }
 
-/* (x * range) >> 64, written out here rather than taken from the library. */
-static uint64_t reduce(uint64_t x, uint64_t range)
-{
-    return (uint64_t)(((unsigned __int128)x * range) >> 64);
-}
-
-/* The standard variant's probe positions, from <bloomgate/filter.h>. */
+/* The standard variant's probe positions (<bloomgate/layout.h>). */
 static void standard_probes(bg_hash h, uint64_t m, uint32_t k, uint64_t *out)
 {
-    uint64_t x = reduce(h.h1, m);
-    uint64_t y = reduce(h.h2, m - 1) + 1;
-    for (uint32_t j = 0; j < k; j++) {
-        out[j] = x;
-        x = (x + y) % m;
-        y = (y + j) % m;
-    }
+    TU_EQ_I(bg_layout_positions(h, m, k, out), BG_OK);
 }
 
 /* The probes of a key, deduplicated: how many distinct counters it has. */

@@ -1215,28 +1215,16 @@ static void seeds_and_hashes(void **state)
 
 /* ---- (i) bit layout -------------------------------------------------- */
 
-/* (x * range) >> 64, written out here rather than taken from the library. */
-static uint64_t reduce(uint64_t x, uint64_t range)
-{
-    return (uint64_t)(((unsigned __int128)x * range) >> 64);
-}
-
-/* The least x with reduce(x, range) == r (for r < range). */
+/* The least x with bg_layout_reduce(x, range) == r (for r < range). */
 static uint64_t preimage(uint64_t r, uint64_t range)
 {
     return (uint64_t)((((unsigned __int128)r << 64) + range - 1) / range);
 }
 
-/* The standard variant's probe positions, from <bloomgate/filter.h>. */
+/* The standard variant's probe positions (<bloomgate/layout.h>). */
 static void standard_probes(bg_hash h, uint64_t m, uint32_t k, uint64_t *out)
 {
-    uint64_t x = reduce(h.h1, m);
-    uint64_t y = reduce(h.h2, m - 1) + 1;
-    for (uint32_t j = 0; j < k; j++) {
-        out[j] = x;
-        x = (x + y) % m;
-        y = (y + j) % m;
-    }
+    TU_EQ_I(bg_layout_positions(h, m, k, out), BG_OK);
 }
 
 static int standard_predict(const uint8_t *set, bg_hash h, uint64_t m, uint32_t k)
@@ -1317,7 +1305,8 @@ static void standard_bit_layout(void **state)
                 /* The added keys' own patterns, reached through the least
                  * preimage of their (a, b): positives whatever the fill. */
                 for (uint64_t i = 0; i < nkeys; i++) {
-                    uint64_t a = reduce(added[i].h1, m), bm1 = reduce(added[i].h2, m - 1);
+                    uint64_t a = bg_layout_reduce(added[i].h1, m);
+                    uint64_t bm1 = bg_layout_reduce(added[i].h2, m - 1);
                     bg_hash h = {preimage(a, m), preimage(bm1, m - 1)};
                     int want = standard_predict(set, h, m, k);
                     TU_EQ_I(want, 1);
@@ -1356,7 +1345,7 @@ static void blocked_salts(uint64_t salt[BG_BLOCKED_MAX_K])
  * s = h1 & 7, bit (h2 SALT[j]) >> 58 of word (s + j) % 8 of the block. */
 static uint64_t blocked_probe(const uint64_t *salt, bg_hash h, uint64_t nblocks, uint32_t j)
 {
-    uint64_t block = reduce(h.h1, nblocks), s = h.h1 & 7;
+    uint64_t block = bg_layout_reduce(h.h1, nblocks), s = h.h1 & 7;
     return 512 * block + 64 * ((s + j) % 8) + ((h.h2 * salt[j]) >> 58);
 }
 

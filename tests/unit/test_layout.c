@@ -1,7 +1,8 @@
 /* The bit layout, pinned. Where a key's bits land is part of the format: a
  * filter built here is read back from files and pushed into Redis bitmaps,
- * and other clients compute the same positions. So these tests recompute the
- * positions from the formulas documented in <bloomgate/filter.h>, read the
+ * and other clients compute the same positions. So these tests pin the
+ * standard positions of <bloomgate/layout.h> to literal values, recompute the
+ * blocked ones from the formulas documented in <bloomgate/filter.h>, read the
  * bit array byte by byte in the documented numbering (bit i at byte i / 8,
  * mask 0x80 >> (i % 8)), and require exactly those bits, no others. They
  * run every blocked implementation this CPU has (portable, AVX2, AVX-512),
@@ -31,11 +32,6 @@ static uint64_t count_bits(const bg_filter *f)
     return n;
 }
 
-static uint64_t mulhi(uint64_t a, uint64_t b)
-{
-    return (uint64_t)(((unsigned __int128)a * b) >> 64);
-}
-
 /* The salts, restated here on purpose: changing them changes the format. */
 static const uint64_t salt[8] = {
     0xb843f28d1cbe7cc1u, 0xbf5208508c24ba89u, 0x44191ad094bbb81fu, 0x5380e15d575cde27u,
@@ -54,24 +50,67 @@ static void hash_is_xxh3_128(void **state)
     TU_EQ_U(h.h2, UINT64_C(0x0b401c44f42aac8a));
 }
 
+/* bg_layout_positions, the one definition of the standard positions, against
+ * values written down once: any change to them is a format change. The
+ * second case has positions past 2^32, the third k = BG_MAX_K in the
+ * smallest array (every y_j term wraps). */
+static void standard_positions_golden(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *key;
+        uint64_t seed, m;
+        uint32_t k;
+        uint64_t pos[BG_MAX_K];
+    } cases[] = {
+        {"bloomgate", 0, 100003, 11,
+         {82757, 87152, 91547, 95943, 338, 4739, 9144, 13554, 17970, 22393, 26824}},
+        {"bloomgate", 0, (UINT64_C(1) << 40) + 12345, 7,
+         {UINT64_C(909902436777), UINT64_C(958222672060), UINT64_C(1006542907343),
+          UINT64_C(1054863142627), UINT64_C(3671737792), UINT64_C(51991973081),
+          UINT64_C(100312208374)}},
+        {"", UINT64_C(0x0123456789abcdef), 64, 32,
+         {42, 19, 60, 38, 18, 1, 52, 44, 42, 47, 60, 18, 50, 29, 20, 24,
+          42, 11, 60, 62, 18, 57, 52, 4, 42, 39, 60, 42, 50, 21, 20, 48}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        bg_hash h;
+        uint64_t got[BG_MAX_K];
+        TU_EQ_I(bg_hash_key(cases[c].key, strlen(cases[c].key), cases[c].seed, &h), BG_OK);
+        TU_EQ_I(bg_layout_positions(h, cases[c].m, cases[c].k, got), BG_OK);
+        for (uint32_t j = 0; j < cases[c].k; j++)
+            TU_EQ_U(got[j], cases[c].pos[j]);
+        /* The iterator is the same sequence. */
+        bg_layout_probe p = bg_layout_probe_first(h, cases[c].m);
+        for (uint32_t j = 0; j < cases[c].k; j++, bg_layout_probe_next(&p)) {
+            TU_EQ_U(p.j, j);
+            TU_EQ_U(p.x, cases[c].pos[j]);
+        }
+    }
+    bg_hash h = {1, 2};
+    uint64_t out[BG_MAX_K];
+    TU_EQ_I(bg_layout_positions(h, BG_MIN_BITS - 1, 3, out), BG_EINVAL);
+    TU_EQ_I(bg_layout_positions(h, 100, 0, out), BG_EINVAL);
+    TU_EQ_I(bg_layout_positions(h, 100, BG_MAX_K + 1, out), BG_EINVAL);
+    TU_EQ_I(bg_layout_positions(h, 100, 3, NULL), BG_EINVAL);
+}
+
 static void standard_positions(void **state)
 {
     (void)state;
     bg_filter *f;
     bg_filter_options o = {.variant = BG_VARIANT_STANDARD, .bits = 100003, .hashes = 7, .seed = 42};
     TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    uint64_t pos[7];
     for (uint64_t key = 0; key < 50; key++) {
         uint8_t buf[TU_DISTINCT_LEN];
         size_t len = tu_key_distinct(7, key, buf);
         bg_hash h;
         TU_EQ_I(bg_hash_key(buf, len, 42, &h), BG_OK);
         TU_EQ_I(bg_filter_add(f, buf, len), BG_OK);
-        uint64_t m = f->m, x = mulhi(h.h1, m), y = mulhi(h.h2, m - 1) + 1;
-        for (uint32_t j = 0; j < 7; j++) {
-            TU_TRUE(payload_bit(f, x));
-            x = (x + y) % m;
-            y = (y + j) % m;
-        }
+        TU_EQ_I(bg_layout_positions(h, f->m, 7, pos), BG_OK);
+        for (uint32_t j = 0; j < 7; j++)
+            TU_TRUE(payload_bit(f, pos[j]));
     }
     /* Exactly those bits, no others. */
     unsigned char *expect = calloc((size_t)(f->m + 7) / 8, 1);
@@ -80,12 +119,9 @@ static void standard_positions(void **state)
         size_t len = tu_key_distinct(7, key, buf);
         bg_hash h;
         bg_hash_key(buf, len, 42, &h);
-        uint64_t m = f->m, x = mulhi(h.h1, m), y = mulhi(h.h2, m - 1) + 1;
-        for (uint32_t j = 0; j < 7; j++) {
-            expect[x / 8] |= (unsigned char)(0x80u >> (x % 8));
-            x = (x + y) % m;
-            y = (y + j) % m;
-        }
+        TU_EQ_I(bg_layout_positions(h, f->m, 7, pos), BG_OK);
+        for (uint32_t j = 0; j < 7; j++)
+            expect[pos[j] / 8] |= (unsigned char)(0x80u >> (pos[j] % 8));
     }
     for (uint64_t i = 0; i < f->m; i++)
         TU_EQ_I(payload_bit(f, i), (expect[i / 8] & (0x80u >> (i % 8))) != 0);
@@ -102,7 +138,7 @@ static unsigned char *blocked_expected(const bg_filter *f, uint64_t set, uint64_
         size_t len = tu_key_distinct(set, key, buf);
         bg_hash h;
         bg_hash_key(buf, len, f->seed, &h);
-        uint64_t block = mulhi(h.h1, f->m / 512);
+        uint64_t block = bg_layout_reduce(h.h1, f->m / 512);
         uint64_t start = h.h1 & 7;
         for (uint32_t j = 0; j < f->k; j++) {
             uint64_t word = (start + j) % 8, bit = (h.h2 * salt[j]) >> 58;
@@ -524,22 +560,18 @@ static uint64_t page_nonzero(const bg_filter *f, uint64_t page)
     return n;
 }
 
-/* Key h's k positions, from the formulas in <bloomgate/filter.h>. */
+/* Key h's k positions: <bloomgate/layout.h>, or the blocked formulas of
+ * <bloomgate/filter.h>. */
 static void positions_of(const bg_filter *f, bg_hash h, uint64_t *out)
 {
     uint64_t m = f->m; /* bits or counters */
     if (f->ops->variant == BG_VARIANT_BLOCKED) {
-        uint64_t block = mulhi(h.h1, m / 512), start = h.h1 & 7;
+        uint64_t block = bg_layout_reduce(h.h1, m / 512), start = h.h1 & 7;
         for (uint32_t j = 0; j < f->k; j++)
             out[j] = block * 512 + ((start + j) % 8) * 64 + ((h.h2 * salt[j]) >> 58);
         return;
     }
-    uint64_t x = mulhi(h.h1, m), y = mulhi(h.h2, m - 1) + 1;
-    for (uint32_t j = 0; j < f->k; j++) {
-        out[j] = x;
-        x = (x + y) % m;
-        y = (y + j) % m;
-    }
+    TU_EQ_I(bg_layout_positions(h, m, f->k, out), BG_OK);
 }
 
 /* Where a 32-bit index would have put position p: the block number cut to
@@ -726,6 +758,7 @@ int main(int argc, char **argv)
 {
     static const struct CMUnitTest portable[] = {
         cmocka_unit_test(hash_is_xxh3_128),
+        cmocka_unit_test(standard_positions_golden),
         cmocka_unit_test(standard_positions),
         cmocka_unit_test(blocked_positions_portable),
         cmocka_unit_test(batch_edges),
