@@ -96,7 +96,7 @@
  * come from h1 and h2 mod the shard's bits; the shards fill evenly and the
  * FP rate is one shard's, the filter's. So one filter can exceed 2^32 bits
  * and one node's memory, and spread its load over a cluster's masters
- * (bg_remote_options.cluster: slot routing, MOVED and ASK, connection.c).
+ * (bg_remote_options.cluster: slot routing, MOVED and ASK, cluster.c).
  * A batch is split by shard, one script per shard, all sent before any
  * reply is read (the masters work in parallel: about one round trip per
  * batch): each shard's part is atomic, the batch as a whole is not (S

@@ -57,12 +57,12 @@ enum {
 /* The scripts' sources, by index (generated from src/remote/lua/). */
 extern const char *const bg__script_src[BG__SCRIPTS];
 
-/* One master of a cluster (connection.c, CLUSTER ROUTING). */
+/* One master of a cluster (cluster.c, CLUSTER ROUTING). */
 typedef struct bg__node {
     char *host;
     int port;
     redisContext *c;   /* NULL until first used, or after it broke */
-    unsigned failures; /* connects failed in a row (HELD-DOWN MASTERS, connection.c) */
+    unsigned failures; /* connects failed in a row (HELD-DOWN MASTERS, cluster.c) */
     uint64_t retry_at; /* no connect before this (monotonic ms); 0: any time */
     char why[BG__REMOTE_ERRSTR]; /* the last failed connect's message */
 } bg__node;
@@ -105,8 +105,41 @@ struct bg_remote {
 void bg__remote_allow_array(bg_remote *r, size_t count);
 
 
+/* One command on c (after ASKING when `asking`), one reply into *reply.
+ * BG_OK or BG_ECONN; the caller decides what a broken context means. */
+int bg__remote_exchange(bg_remote *r, redisContext *c, int asking, int argc, const char **argv,
+                        const size_t *lens, redisReply **reply);
+
+/* Connects to host:port (or the socket) and authenticates, into *out. */
+int bg__remote_open_context(bg_remote *r, const char *host, int port, const char *unix_socket,
+                            redisContext **out);
+
+/* CLUSTER ROUTING (cluster.c) */
+
 /* The cluster slot of a key: CRC16 (XMODEM) of its hash tag, mod 16384. */
 unsigned bg__key_slot(const char *key, size_t len);
+
+/* Sets up the slot map and the nodes: the seed host:port, then `seeds`
+ * (a "HOST:PORT,..." list, may be NULL). BG_OK, BG_EINVAL (a bad list) or
+ * BG_ENOMEM; bg__cluster_free frees what it made either way. */
+int bg__cluster_init(bg_remote *r, const char *seeds);
+
+/* Closes every master's connection, forgets the holds and reads the slot
+ * map again from the seeds. */
+int bg__cluster_connect(bg_remote *r);
+
+void bg__cluster_free(bg_remote *r);
+
+/* One command to its key's master, following redirections. */
+int bg__cluster_command(bg_remote *r, int argc, const char **argv, const size_t *lens,
+                        redisReply **reply);
+
+/* Into *node, the master of the command's key, connected (for a fanout:
+ * BG_EINVAL for a keyless command). */
+int bg__cluster_route(bg_remote *r, int argc, const char **argv, const size_t *lens, size_t *node);
+
+/* Closes master i's connection (r->c too if it is that one). */
+void bg__cluster_node_close(bg_remote *r, size_t i);
 
 /* How bitmap operations reach the bits (docs/REMOTE.md, the measurement).
  * Only the bench switches away from the default. */
