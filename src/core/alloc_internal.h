@@ -1,13 +1,12 @@
-/* The library's own allocation entry points, routed through the hooks of
- * <bloomgate/alloc.h>. Internal: not exported. */
+/* The core's own allocation entry points beyond bg__malloc, bg__calloc and
+ * bg__free (src/common/alloc.h, shared with the libraries above the core),
+ * routed through the hooks of <bloomgate/alloc.h>. Internal: not exported. */
 #ifndef BG_ALLOC_INTERNAL_H
 #define BG_ALLOC_INTERNAL_H
 
 #include <stddef.h>
 
-void *bg__malloc(size_t size);
-void *bg__calloc(size_t count, size_t size);
-void bg__free(void *ptr);
+#include "common/alloc.h"
 
 /* Zeroed memory of `size` bytes whose address is a multiple of `align` (a
  * power of two), from the hooks, which promise no alignment (Redis's

@@ -10,7 +10,7 @@
 #include <bloomgate/guard.h>
 #include <bloomgate/hash.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "guard_internal.h"
 
 #define FLIGHT_STRIPES 16u

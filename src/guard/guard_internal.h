@@ -21,7 +21,7 @@
 #define BG__GUARD_BATCH_LOCAL 1024u
 #define BG__GUARD_BATCH_REMOTE 1000u
 
-#include "core/clock.h" /* bg__now_ms */
+#include "common/clock.h" /* bg__now_ms */
 
 /* Whether a call that began at t0 (bg__now_ms) and failed with
  * BG_ECONN failed at once, in under half its command timeout: its

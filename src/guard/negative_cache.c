@@ -45,7 +45,7 @@
 
 #include <bloomgate/hash.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "guard_internal.h"
 
 static uint64_t mix64(uint64_t z)

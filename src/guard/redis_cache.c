@@ -88,7 +88,7 @@
 
 #include <bloomgate/guard.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "guard_internal.h"
 
 #define RC_DEFAULT_TTL_MS UINT64_C(300000)

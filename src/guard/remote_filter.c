@@ -83,7 +83,7 @@
 
 #include <bloomgate/remote.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "guard_internal.h"
 
 /* Closes t's filter handle. A rebuild it began and could not abort

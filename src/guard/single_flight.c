@@ -35,7 +35,7 @@
 
 #include <string.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "guard_internal.h"
 
 struct bg__flight {

@@ -68,7 +68,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "guard_internal.h"
 
 /* ---- per-thread records ------------------------------------------------ */

@@ -3,7 +3,7 @@
 
 #include <bloomgate/error.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 
 static void rec_release(void *p)
 {

@@ -98,7 +98,7 @@
 #include <bloomgate/layout.h>
 #include <bloomgate/sizing.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "bitmap.h"
 
 /* Bytes per SETRANGE or GETRANGE of publish and fetch: a few ms of Redis. */

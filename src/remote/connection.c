@@ -26,8 +26,8 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "core/alloc_internal.h"
-#include "core/clock.h"
+#include "common/alloc.h"
+#include "common/clock.h"
 #include "remote_internal.h"
 
 int bg__remote_fail(bg_remote *r, int status, const char *fmt, ...)

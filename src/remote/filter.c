@@ -3,7 +3,7 @@
  * sharded.c. */
 #include <string.h>
 
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 #include "remote_internal.h"
 
 /* A name goes inside a hash tag, so braces would change the slot. */

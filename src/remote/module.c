@@ -11,8 +11,8 @@
 
 #include <bloomgate/file.h>
 
-#include "core/alloc_internal.h"
-#include "core/clock.h"
+#include "common/alloc.h"
+#include "common/clock.h"
 #include "remote_internal.h"
 
 /* A module filter's handle. The server keeps the shape; base holds the

@@ -19,7 +19,7 @@
 #include <fcntl.h>
 #include <time.h>
 
-#include "core/clock.h"
+#include "common/clock.h"
 #include "remote/remote_internal.h"
 #include "script_fault.h" /* a publish that fails part-way, in shard_places */
 

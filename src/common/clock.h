@@ -1,8 +1,9 @@
 /* The monotonic clock in milliseconds, for deadlines, leases and TTLs
- * (remote client, guard). Internal. CLOCK_MONOTONIC: wall-clock steps
- * (NTP, an operator's `date`) neither expire nor extend anything. */
-#ifndef BG_CORE_CLOCK_H
-#define BG_CORE_CLOCK_H
+ * (remote client, guard). Internal; inline, so nothing to export.
+ * CLOCK_MONOTONIC: wall-clock steps (NTP, an operator's `date`) neither
+ * expire nor extend anything. */
+#ifndef BG_COMMON_CLOCK_H
+#define BG_COMMON_CLOCK_H
 
 #include <stdint.h>
 #include <time.h>
