@@ -7,7 +7,7 @@
 #include <bloomgate/hash.h>
 
 #include "bitmap.h"
-#include "core/alloc_internal.h"
+#include "common/alloc.h"
 
 /* A sharded filter's handle: base.shards bitmap handles, shard j on
  * `name:s<j>`. base's shape is the shards' (sharded_shape). */
