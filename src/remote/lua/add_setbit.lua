@@ -28,7 +28,11 @@
 --   WRONGTYPE    a key holds another type
 -- A pending rebuild whose lease ran out, or whose bits were lost, is
 -- cancelled first (its bits unlinked, its next_* fields deleted).
+--
+-- A block between "-- >>> <name>" and "-- <<< <name>" is the same in every
+-- script that has it (remote.lua_scripts compares the copies).
 
+-- >>> check_generation
 -- The generation check: h[6] is the pending rebuild, if any.
 local h = redis.call('HMGET', KEYS[1], 'generation', 'bits', 'hashes', 'seed', 'lineage', 'next')
 local g = h[1]
@@ -45,6 +49,8 @@ if g ~= ARGV[1] then
   bits = pre .. 'bits:' .. g
   moved = true
 end
+-- <<< check_generation
+-- >>> bits_intact
 -- The bit array is intact: a string of exactly ceil(m / 8) bytes. Every
 -- bits key is made at that size and SETBIT below m never grows it, so a
 -- missing key was deleted or evicted, and one of another size was
@@ -58,6 +64,8 @@ do
   elseif size ~= want then return redis.error_reply('ERR bloomgate: the bit array has ' .. size ..
     ' bytes, not the ' .. want .. ' of ' .. h[2] .. ' bits') end
 end
+-- <<< bits_intact
+-- >>> lease
 -- A pending rebuild whose lease (next_lease, ms of the server's clock) ran
 -- out is cancelled: its rebuilder is taken for dead. One begun without a
 -- lease (no next_lease) never runs out.
@@ -72,6 +80,8 @@ if h[6] then
     h[6] = nil
   end
 end
+-- <<< lease
+-- >>> next_intact
 -- So is one whose bit array was lost (deleted, evicted, overwritten),
 -- before anything is written, rather than grown back nearly empty by
 -- SETBIT and later committed without the keys added before the loss. A
@@ -93,6 +103,7 @@ if h[6] then
     end
   end
 end
+-- <<< next_intact
 -- The client computed positions for exactly the pending rebuild, or it
 -- reads it again and retries.
 if (h[6] or '0') ~= ARGV[6] then return redis.error_reply('BGREBUILD the pending rebuild changed') end
@@ -111,6 +122,7 @@ for key = 1, count do
   out[key] = fresh
   hits = hits + fresh
 end
+-- >>> add_next
 if hits > 0 then redis.call('HINCRBY', KEYS[1], 'items', hits) end
 -- During a rebuild the same keys go into its bits too.
 if h[6] then
@@ -127,5 +139,6 @@ if h[6] then
   end
   if nh > 0 then redis.call('HINCRBY', KEYS[1], 'next_items', nh) end
 end
+-- <<< add_next
 if moved then out[#out + 1] = g end
 return out

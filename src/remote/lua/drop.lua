@@ -14,7 +14,11 @@
 --   BGNOTFOUND   the meta hash is missing
 --   BGSTALE      the filter was re-created or reshaped (another lineage,
 --                m, k or seed than the client's)
+--
+-- A block between "-- >>> <name>" and "-- <<< <name>" is the same in every
+-- script that has it (remote.lua_scripts compares the copies).
 
+-- >>> check_generation
 -- The generation check: h[6] is the pending rebuild, if any.
 local h = redis.call('HMGET', KEYS[1], 'generation', 'bits', 'hashes', 'seed', 'lineage', 'next')
 local g = h[1]
@@ -31,5 +35,6 @@ if g ~= ARGV[1] then
   bits = pre .. 'bits:' .. g
   moved = true
 end
+-- <<< check_generation
 if h[6] then redis.call('DEL', pre .. 'bits:' .. h[6]) end
 return redis.call('DEL', KEYS[1], bits)

@@ -21,7 +21,11 @@
 --                m, k or seed than the client's)
 --   ERR bloomgate: the bit array has ... bytes   the bits are damaged
 --   WRONGTYPE    a key holds another type
+--
+-- A block between "-- >>> <name>" and "-- <<< <name>" is the same in every
+-- script that has it (remote.lua_scripts compares the copies).
 
+-- >>> check_generation
 -- The generation check: h[6] is the pending rebuild, if any.
 local h = redis.call('HMGET', KEYS[1], 'generation', 'bits', 'hashes', 'seed', 'lineage', 'next')
 local g = h[1]
@@ -38,6 +42,8 @@ if g ~= ARGV[1] then
   bits = pre .. 'bits:' .. g
   moved = true
 end
+-- <<< check_generation
+-- >>> bits_intact
 -- The bit array is intact: a string of exactly ceil(m / 8) bytes. Every
 -- bits key is made at that size and SETBIT below m never grows it, so a
 -- missing key was deleted or evicted, and one of another size was
@@ -51,5 +57,6 @@ do
   elseif size ~= want then return redis.error_reply('ERR bloomgate: the bit array has ' .. size ..
     ' bytes, not the ' .. want .. ' of ' .. h[2] .. ' bits') end
 end
+-- <<< bits_intact
 local n = redis.call('HGET', KEYS[1], 'items') or '0'
 return {g, n, redis.call('GETRANGE', bits, ARGV[6], ARGV[7])}

@@ -11,7 +11,11 @@
 -- Reply: BF.INSERT's results for name, one integer per key. A marker whose
 -- rebuild is gone is deleted.
 -- Errors: BF.INSERT's (ERR not found for a missing name, ...).
+--
+-- A block between "-- >>> <name>" and "-- <<< <name>" is the same in every
+-- script that has it (remote.lua_scripts compares the copies).
 
+-- >>> insert
 -- BF.INSERT of ARGV[from..] in calls of at most 1000 items (Lua's unpack
 -- has a bound); NOCREATE, so a missing filter is an error, not a new one.
 local function insert(key, from)
@@ -23,6 +27,7 @@ local function insert(key, from)
   end
   return out
 end
+-- <<< insert
 local out = insert(KEYS[1], 1)
 local s = redis.call('HGET', KEYS[2], 'key')
 if s then

@@ -13,7 +13,11 @@
 -- Errors:
 --   BGSTALE      the marker does not name KEYS[2], or KEYS[2] is gone
 --                (aborted, committed, replaced, or its lease ran out)
+--
+-- A block between "-- >>> <name>" and "-- <<< <name>" is the same in every
+-- script that has it (remote.lua_scripts compares the copies).
 
+-- >>> insert
 -- BF.INSERT of ARGV[from..] in calls of at most 1000 items (Lua's unpack
 -- has a bound); NOCREATE, so a missing filter is an error, not a new one.
 local function insert(key, from)
@@ -25,9 +29,12 @@ local function insert(key, from)
   end
   return out
 end
+-- <<< insert
+-- >>> rebuild_mine
 if redis.call('HGET', KEYS[1], 'key') ~= KEYS[2] or redis.call('EXISTS', KEYS[2]) == 0 then
   return redis.error_reply('BGSTALE the rebuild was aborted, committed, replaced or its lease ran out')
 end
+-- <<< rebuild_mine
 local out = insert(KEYS[2], 2)
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('PEXPIRE', KEYS[2], ARGV[1])

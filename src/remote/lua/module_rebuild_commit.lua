@@ -14,15 +14,20 @@
 -- Errors:
 --   BGNOTFOUND   name was dropped during the rebuild
 --   BGSTALE      the marker does not name KEYS[2], or KEYS[2] is gone
+--
+-- A block between "-- >>> <name>" and "-- <<< <name>" is the same in every
+-- script that has it (remote.lua_scripts compares the copies).
 
 local ttl = redis.call('PTTL', KEYS[3])
 if ttl == -2 then
   return redis.error_reply('BGNOTFOUND filter was dropped during the rebuild')
 end
 if redis.call('HGET', KEYS[1], 'done') == KEYS[2] then return 1 end
+-- >>> rebuild_mine
 if redis.call('HGET', KEYS[1], 'key') ~= KEYS[2] or redis.call('EXISTS', KEYS[2]) == 0 then
   return redis.error_reply('BGSTALE the rebuild was aborted, committed, replaced or its lease ran out')
 end
+-- <<< rebuild_mine
 redis.call('DEL', KEYS[1])
 redis.call('UNLINK', KEYS[3])
 redis.call('RENAME', KEYS[2], KEYS[3])

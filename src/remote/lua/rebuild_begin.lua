@@ -30,7 +30,11 @@
 --   BGEXISTS     a rebuild is pending (and its lease has not run out)
 --   ERR bloomgate: the bit array has the wrong size   (KEYS[3])
 -- A pending rebuild whose lease ran out is cancelled first.
+--
+-- A block between "-- >>> <name>" and "-- <<< <name>" is the same in every
+-- script that has it (remote.lua_scripts compares the copies).
 
+-- >>> check_generation
 -- The generation check: h[6] is the pending rebuild, if any.
 local h = redis.call('HMGET', KEYS[1], 'generation', 'bits', 'hashes', 'seed', 'lineage', 'next')
 local g = h[1]
@@ -47,6 +51,8 @@ if g ~= ARGV[1] then
   bits = pre .. 'bits:' .. g
   moved = true
 end
+-- <<< check_generation
+-- >>> bits_intact
 -- The bit array is intact: a string of exactly ceil(m / 8) bytes. Every
 -- bits key is made at that size and SETBIT below m never grows it, so a
 -- missing key was deleted or evicted, and one of another size was
@@ -60,6 +66,8 @@ do
   elseif size ~= want then return redis.error_reply('ERR bloomgate: the bit array has ' .. size ..
     ' bytes, not the ' .. want .. ' of ' .. h[2] .. ' bits') end
 end
+-- <<< bits_intact
+-- >>> lease
 -- A pending rebuild whose lease (next_lease, ms of the server's clock) ran
 -- out is cancelled: its rebuilder is taken for dead. One begun without a
 -- lease (no next_lease) never runs out.
@@ -74,6 +82,7 @@ if h[6] then
     h[6] = nil
   end
 end
+-- <<< lease
 if h[6] then
   redis.call('DEL', KEYS[3])
   return redis.error_reply('BGEXISTS a rebuild is pending: generation ' .. h[6])

@@ -8,6 +8,7 @@ The module_* scripts need bloomgate.so ($BLOOMGATE_MODULE); without it they
 are skipped."""
 
 import os
+import re
 import unittest
 
 import lua_cli
@@ -477,7 +478,34 @@ class ScriptCase(unittest.TestCase):
         self.assertEqual(self.c.cmd("BF.EXISTS", "{u}:fetch:1", "a"), 1)
         self.assertTrue(0 < self.c.cmd("PTTL", "{u}:fetch:1") <= 60000)
 
-    # -- every file has its case -------------------------------------------
+    # -- every file has its case; shared blocks agree -----------------------
+
+    def test_shared_blocks_agree(self):
+        """A block between "-- >>> <name>" and "-- <<< <name>" is copied into
+        each script that needs it (a script must run on its own, so none is
+        spliced in at build time): every copy must be the same text."""
+        blocks = {}
+        for script in lua_cli.scripts():
+            lines = lua_cli.source(script).splitlines(keepends=True)
+            open_at = {}
+            for i, line in enumerate(lines):
+                m = re.match(r"-- (>>>|<<<) (\w+)$", line.rstrip("\n"))
+                if not m:
+                    continue
+                if m.group(1) == ">>>":
+                    self.assertNotIn(m.group(2), open_at, script)
+                    open_at[m.group(2)] = i
+                else:
+                    start = open_at.pop(m.group(2))
+                    blocks.setdefault(m.group(2), []).append((script, "".join(lines[start:i])))
+            self.assertEqual(open_at, {}, "%s: a block is not closed" % script)
+        self.assertGreaterEqual(len(blocks), 6)
+        for name, copies in blocks.items():
+            self.assertGreater(len(copies), 1, "block %s is in one script only" % name)
+            for script, text in copies[1:]:
+                self.assertEqual(text, copies[0][1], "block %s: %s differs from %s"
+                                 % (name, script, copies[0][0]))
+
 
     def test_every_script_has_a_case(self):
         missing = [n for n in lua_cli.scripts() if not hasattr(self, "test_" + n)]
