@@ -246,13 +246,13 @@ static void breaker_report(bg_guard_redis_cache *c, int probe, int rc)
     pthread_mutex_unlock(&c->breaker_mu);
 }
 
-void bg__guard_redis_cache_breaker(bg_guard_redis_cache *c, uint64_t *attempts, uint64_t *rejected,
-                             uint64_t *backoff_ms)
+void bg__guard_redis_cache_breaker(bg_guard_redis_cache *c, bg__guard_breaker_state *out)
 {
-    *attempts = atomic_load(&c->attempts);
-    *rejected = atomic_load(&c->rejected);
+    out->attempts = atomic_load(&c->attempts);
+    out->rejected = atomic_load(&c->rejected);
     pthread_mutex_lock(&c->breaker_mu);
-    *backoff_ms = c->backoff_ms;
+    out->backoff_ms = c->backoff_ms;
+    out->open_until_ms = atomic_load(&c->open_until);
     pthread_mutex_unlock(&c->breaker_mu);
 }
 

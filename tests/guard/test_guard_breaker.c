@@ -7,9 +7,23 @@
  * adapter: the first call times out and opens the breaker; then calls fail
  * at once without network I/O (the breaker's counters prove it); after the
  * back-off exactly one of 8 concurrent calls probes (and fails: the back-off
- * doubles); after SIGCONT the cache answers again within the cap.
- * guard: 20 gets that pass the filter while Redis hangs take well under one
- * timeout once the breaker is open, and the cache is hit again after SIGCONT. */
+ * doubles); after SIGCONT the cache answers again, the back-off never past
+ * its cap.
+ * guard: 20 gets that pass the filter while Redis hangs make no cache call
+ * once the breaker is open (one timeout per request at most), and the cache
+ * is hit again after SIGCONT.
+ *
+ * WAITING ON A LOADED HOST
+ * The tests wait for states, not for times: the server stopped (its
+ * /proc stat), the back-off over (the breaker's own end time), the cache
+ * answering again; each wait has a deadline of WAIT_S, far above what an
+ * idle host needs. A clock is asserted only from below (a call that waits
+ * a timeout takes at least that long). What runs at once (no network I/O)
+ * is shown by the counters. A burst of calls meant to run while the
+ * breaker is open must fit in its back-off (200 ms at first): when a
+ * stalled host made it outlast the back-off (its last call may rightly have
+ * probed), the burst runs again in the next back-off, which the failed
+ * probe has doubled. */
 #include "test_util.h"
 #include "redis_server.h"
 #include "guard_fixtures.h"
@@ -19,6 +33,8 @@
 #define TIMEOUT_MS 1000u
 #define BACKOFF_MIN_MS 200u  /* RC_BACKOFF_MIN_MS */
 #define BACKOFF_MAX_MS 5000u /* RC_BACKOFF_MAX_MS */
+#define WAIT_S 60.0          /* the deadline of every wait */
+#define BURST_TRIES 6        /* bursts outlasting their back-off before failing */
 
 static ts_server srv;
 
@@ -39,15 +55,64 @@ static int teardown(void **state)
     return 0;
 }
 
-typedef struct breaker_stats {
-    uint64_t attempts, rejected, backoff_ms;
-} breaker_stats;
-
-static breaker_stats bstats(bg_guard_redis_cache *rc)
+/* The state field of /proc/<pid>/stat ('T': stopped), or 0. */
+static char proc_state(pid_t pid)
 {
-    breaker_stats s;
-    bg__guard_redis_cache_breaker(rc, &s.attempts, &s.rejected, &s.backoff_ms);
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* SIGSTOP, then waits until the server has stopped: a signal is delivered
+ * when the process next runs, which a loaded host may delay past the call
+ * meant to find it hung. */
+static void hang_server(void)
+{
+    TU_EQ_I(kill(srv.pid, SIGSTOP), 0);
+    double t0 = tu_now();
+    while (proc_state(srv.pid) != 'T') {
+        if (tu_now() - t0 > WAIT_S)
+            fail_msg("redis-server (pid %ld) did not stop within %.0f s", (long)srv.pid, WAIT_S);
+        ms_sleep_ms(1);
+    }
+}
+
+static bg__guard_breaker_state bstate(bg_guard_redis_cache *rc)
+{
+    bg__guard_breaker_state s;
+    bg__guard_redis_cache_breaker(rc, &s);
     return s;
+}
+
+/* Whether the breaker is open now and has been since `before` was read:
+ * the same back-off, not yet over (a probe in between would have set
+ * another end, or closed it). */
+static int open_since(bg_guard_redis_cache *rc, const bg__guard_breaker_state *before)
+{
+    bg__guard_breaker_state now = bstate(rc);
+    return before->open_until_ms != 0 && now.open_until_ms == before->open_until_ms &&
+           bg__now_ms() < now.open_until_ms;
+}
+
+/* Waits until the back-off in force is over (the next call probes). */
+static void wait_backoff_over(bg_guard_redis_cache *rc)
+{
+    double t0 = tu_now();
+    for (;;) {
+        uint64_t until = bstate(rc).open_until_ms, now = bg__now_ms();
+        if (until == 0 || now >= until)
+            return;
+        if (tu_now() - t0 > WAIT_S)
+            fail_msg("the back-off did not end within %.0f s", WAIT_S);
+        ms_sleep_ms((long)(until - now));
+    }
 }
 
 static bg_guard_redis_cache *open_cache(bg_guard_cache *c)
@@ -90,37 +155,51 @@ static void adapter_breaker(void **state)
     bg_guard_buf b = {0};
     TU_EQ_I(c.set(c.ctx, "up", 2, "1", 1, 0), BG_OK);
     TU_EQ_I(c.get(c.ctx, "up", 2, &b), BG_GUARD_CACHE_HIT);
-    TU_EQ_U(bstats(rc).backoff_ms, 0);
+    TU_EQ_U(bstate(rc).backoff_ms, 0);
 
-    TU_EQ_I(kill(srv.pid, SIGSTOP), 0);
+    hang_server();
     /* The first call waits its timeout, and opens the breaker. */
     double t0 = tu_now();
     TU_EQ_I(c.get(c.ctx, "up", 2, &b), BG_ECONN);
     double first = tu_now() - t0;
     TU_TRUE(first >= 0.9 * TIMEOUT_MS / 1000.0);
-    breaker_stats s0 = bstats(rc);
+    bg__guard_breaker_state s0 = bstate(rc);
     TU_EQ_U(s0.backoff_ms, BACKOFF_MIN_MS);
 
-    /* Open: every call fails at once, with no network I/O. */
-    t0 = tu_now();
-    for (int i = 0; i < 20; i++) {
-        TU_EQ_I(c.get(c.ctx, "up", 2, &b), BG_ECONN);
-        TU_EQ_I(c.set(c.ctx, "x", 1, "y", 1, 0), BG_ECONN);
-        TU_EQ_I(c.set_absent(c.ctx, "x", 1, 0), BG_ECONN);
-        TU_EQ_I(c.del(c.ctx, "x", 1), BG_ECONN);
+    /* Open: every call fails at once, with no network I/O (no call counted
+     * as sent, every one as refused). */
+    bg__guard_breaker_state s1;
+    double open;
+    for (int burst = 0;; burst++) {
+        s0 = bstate(rc);
+        int other = 0;
+        t0 = tu_now();
+        for (int i = 0; i < 20; i++) {
+            other += c.get(c.ctx, "up", 2, &b) != BG_ECONN;
+            other += c.set(c.ctx, "x", 1, "y", 1, 0) != BG_ECONN;
+            other += c.set_absent(c.ctx, "x", 1, 0) != BG_ECONN;
+            other += c.del(c.ctx, "x", 1) != BG_ECONN;
+        }
+        open = tu_now() - t0;
+        TU_EQ_I(other, 0);
+        if (open_since(rc, &s0)) {
+            s1 = bstate(rc);
+            break;
+        }
+        print_message("80 calls took %.3f s, past the back-off of %" PRIu64 " ms: again\n",
+                      open, s0.backoff_ms);
+        if (burst + 1 >= BURST_TRIES)
+            fail_msg("%d bursts of 80 calls outlasted their back-off", BURST_TRIES);
+        wait_backoff_over(rc);
+        TU_EQ_I(c.get(c.ctx, "up", 2, &b), BG_ECONN); /* a probe: the back-off doubles */
     }
-    double open = tu_now() - t0;
-    breaker_stats s1 = bstats(rc);
     print_message("hung Redis: first call %.3f s, then 80 calls in %.6f s\n", first, open);
     TU_EQ_U(s1.attempts, s0.attempts);
     TU_EQ_U(s1.rejected, s0.rejected + 80);
-    /* The counters show no call reached the network; the clock only that
-     * none waited a timeout (loose: a loaded host stalls for 100s of ms). */
-    TU_TRUE(open < 0.5 * TIMEOUT_MS / 1000.0);
 
-    /* Half-open: after the back-off, one call of 8 concurrent ones probes
-     * (and waits its timeout); the others still fail at once. */
-    ms_sleep_ms(BACKOFF_MIN_MS + 50);
+    /* Half-open: once the back-off is over, one call of 8 concurrent ones
+     * probes (and waits its timeout); the others fail at once. */
+    wait_backoff_over(rc);
     probe_cache = c;
     enum { N = 8 };
     pthread_t t[N];
@@ -134,28 +213,29 @@ static void adapter_breaker(void **state)
     int slow = 0;
     for (int i = 0; i < N; i++) {
         TU_EQ_I(p[i].rc, BG_ECONN);
-        slow += p[i].seconds >= 0.5 * TIMEOUT_MS / 1000.0;
+        slow += p[i].seconds >= 0.9 * TIMEOUT_MS / 1000.0;
     }
-    breaker_stats s2 = bstats(rc);
-    TU_EQ_U(s2.attempts, s1.attempts + 1);
-    TU_EQ_I(slow, 1);
-    TU_EQ_U(s2.backoff_ms, 2 * BACKOFF_MIN_MS); /* the probe failed: doubled */
+    bg__guard_breaker_state s2 = bstate(rc);
+    TU_EQ_U(s2.attempts, s1.attempts + 1);  /* one probe went to Redis ... */
+    TU_EQ_U(s2.rejected, s1.rejected + N - 1); /* ... the others did not */
+    TU_TRUE(slow >= 1);                        /* the probe waited its timeout */
+    TU_EQ_U(s2.backoff_ms, 2 * s1.backoff_ms); /* the probe failed: doubled */
 
-    /* Back: the cache answers again within the cap (here, within the
-     * back-off in force plus a call). */
+    /* Back: the cache answers again once the back-off in force is over,
+     * which never grows past its cap meanwhile. */
     TU_EQ_I(kill(srv.pid, SIGCONT), 0);
     t0 = tu_now();
     int got;
     while ((got = c.get(c.ctx, "up", 2, &b)) == BG_ECONN) {
-        if (tu_now() - t0 > (BACKOFF_MAX_MS + TIMEOUT_MS) / 1000.0)
-            fail_msg("the cache did not answer within %u ms of SIGCONT",
-                     BACKOFF_MAX_MS + TIMEOUT_MS);
+        TU_TRUE(bstate(rc).backoff_ms <= BACKOFF_MAX_MS);
+        if (tu_now() - t0 > WAIT_S)
+            fail_msg("the cache did not answer within %.0f s of SIGCONT", WAIT_S);
         ms_sleep_ms(5);
     }
     double back = tu_now() - t0;
     print_message("back after SIGCONT in %.3f s\n", back);
     TU_EQ_I(got, BG_GUARD_CACHE_HIT);
-    TU_EQ_U(bstats(rc).backoff_ms, 0);
+    TU_EQ_U(bstate(rc).backoff_ms, 0);
     TU_EQ_I(c.del(c.ctx, "up", 2), BG_OK);
     TU_EQ_I(c.get(c.ctx, "up", 2, &b), BG_GUARD_CACHE_MISS);
     bg_guard_buf_free(&b);
@@ -180,36 +260,59 @@ static void guard_with_hung_cache(void **state)
     TU_EQ_I(bg_guard_get(g, "p1", 2, &v), BG_GUARD_FOUND);
     TU_EQ_U(gc(g).cache_hits, 1);
 
-    TU_EQ_I(kill(srv.pid, SIGSTOP), 0);
-    /* The first get waits one timeout (its cache GET); its SET then fails
-     * at once: one timeout per request at most, not two. */
+    hang_server();
+    /* The first get waits one timeout (its cache GET, which opens the
+     * breaker); its SET then fails at once: one call sent, one refused, so
+     * one timeout per request at most, not two. */
+    bg__guard_breaker_state s0 = bstate(rc);
     double t0 = tu_now();
     TU_EQ_I(bg_guard_get(g, "p2", 2, &v), BG_GUARD_FOUND);
     double first = tu_now() - t0;
-    TU_TRUE(first < 1.5 * TIMEOUT_MS / 1000.0);
-    /* Then 20 gets of keys that pass the filter: the source answers, fast:
-     * the breaker refuses their cache calls without any network I/O. */
-    breaker_stats s0 = bstats(rc);
+    bg__guard_breaker_state s1 = bstate(rc);
+    TU_TRUE(first >= 0.9 * TIMEOUT_MS / 1000.0);
+    TU_EQ_U(s1.attempts, s0.attempts + 1);
+    TU_EQ_U(s1.rejected, s0.rejected + 1);
+    bg_guard_counters c0 = gc(g);
+    /* Then 20 gets of keys that pass the filter: the source answers; the
+     * breaker refuses their cache calls without any network I/O. */
     char k[64];
-    t0 = tu_now();
-    for (long i = 0; i < 20; i++) {
-        size_t kl = ms_key(k, "p", 100 + i);
+    long next = 100, burst_gets = 0;
+    double twenty;
+    for (int burst = 0;; burst++) {
+        s0 = bstate(rc);
+        t0 = tu_now();
+        for (long i = 0; i < 20; i++) {
+            size_t kl = ms_key(k, "p", next++);
+            TU_EQ_I(bg_guard_get(g, k, kl, &v), BG_GUARD_FOUND);
+        }
+        burst_gets += 20;
+        twenty = tu_now() - t0;
+        if (open_since(rc, &s0))
+            break;
+        print_message("20 gets took %.3f s, past the back-off of %" PRIu64 " ms: again\n",
+                      twenty, s0.backoff_ms);
+        if (burst + 1 >= BURST_TRIES)
+            fail_msg("%d bursts of 20 gets outlasted their back-off", BURST_TRIES);
+        wait_backoff_over(rc);
+        size_t kl = ms_key(k, "p", next++); /* a probe: the back-off doubles */
         TU_EQ_I(bg_guard_get(g, k, kl, &v), BG_GUARD_FOUND);
+        burst_gets++;
     }
-    double twenty = tu_now() - t0;
     print_message("hung cache: first get %.3f s, 20 more in %.6f s\n", first, twenty);
-    TU_EQ_U(bstats(rc).attempts, s0.attempts);
-    TU_TRUE(twenty < 0.5 * TIMEOUT_MS / 1000.0); /* none waited a timeout */
+    TU_EQ_U(bstate(rc).attempts, s0.attempts);
     bg_guard_counters c = gc(g);
-    TU_EQ_U(c.cache_errors, 42); /* a GET and a SET each */
-    TU_EQ_U(c.source_found, 22);
+    TU_EQ_U(c.cache_errors - c0.cache_errors, 2 * (uint64_t)burst_gets); /* a GET and a SET each */
+    TU_EQ_U(c.source_found - c0.source_found, (uint64_t)burst_gets);
+    TU_EQ_U(c0.cache_errors, 2);
+    TU_EQ_U(c0.source_found, 2);
 
     TU_EQ_I(kill(srv.pid, SIGCONT), 0);
     t0 = tu_now();
     uint64_t hits = c.cache_hits;
     while (gc(g).cache_hits == hits) {
-        if (tu_now() - t0 > (BACKOFF_MAX_MS + 2 * TIMEOUT_MS) / 1000.0)
-            fail_msg("no cache hit within %u ms of SIGCONT", BACKOFF_MAX_MS + 2 * TIMEOUT_MS);
+        TU_TRUE(bstate(rc).backoff_ms <= BACKOFF_MAX_MS);
+        if (tu_now() - t0 > WAIT_S)
+            fail_msg("no cache hit within %.0f s of SIGCONT", WAIT_S);
         TU_EQ_I(bg_guard_get(g, "p3", 2, &v), BG_GUARD_FOUND);
         ms_sleep_ms(5);
     }

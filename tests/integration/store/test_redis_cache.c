@@ -322,16 +322,15 @@ static void test_down_and_back(void **state)
     fprintf(stderr, "# hung Redis: get -> %s in %.3f s\n", bg_err_name(rc), dt);
     assert_int_equal(rc, BG_ECONN);
     assert_true(dt < 1.5);
-    uint64_t attempts, rejected, backoff_ms;
-    bg__guard_redis_cache_breaker(f.rc, &attempts, &rejected, &backoff_ms);
+    bg__guard_breaker_state b1, b2;
+    bg__guard_redis_cache_breaker(f.rc, &b1);
     t0 = now_s();
     rc = f.c.set(f.c.ctx, "x", 1, "y", 1, 0);
     dt = now_s() - t0;
     assert_int_equal(rc, BG_ECONN);
-    uint64_t attempts2, rejected2;
-    bg__guard_redis_cache_breaker(f.rc, &attempts2, &rejected2, &backoff_ms);
-    assert_int_equal(attempts2, attempts); /* no network I/O */
-    assert_int_equal(rejected2, rejected + 1);
+    bg__guard_redis_cache_breaker(f.rc, &b2);
+    assert_int_equal(b2.attempts, b1.attempts); /* no network I/O */
+    assert_int_equal(b2.rejected, b1.rejected + 1);
     assert_true(dt < 0.2); /* under one command timeout */
     kill(srv.pid, SIGCONT);
     assert_int_equal(cget_when_back(&f, "up", &b), BG_GUARD_CACHE_HIT);
@@ -360,9 +359,60 @@ static void test_down_and_back(void **state)
     bg_guard_redis_cache_free(f.rc);
 }
 
+/* The state field of /proc/<pid>/stat ('T': stopped), or 0. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* SIGSTOP, then waits (up to 60 s) until the server has stopped: the
+ * signal takes effect when the process next runs, which a loaded host may
+ * delay past the call meant to find it stopped. */
+static void hang_server(ts_server *s)
+{
+    assert_int_equal(kill(s->pid, SIGSTOP), 0);
+    double t0 = now_s();
+    while (proc_state(s->pid) != 'T') {
+        if (now_s() - t0 > 60)
+            fail_msg("redis-server (pid %ld) did not stop within 60 s", (long)s->pid);
+        sleep_ms(1);
+    }
+}
+
+/* The server's count of SET commands run (INFO commandstats). */
+static long long set_calls(redisContext *raw)
+{
+    redisReply *r = redisCommand(raw, "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    const char *p = strstr(r->str, "cmdstat_set:calls=");
+    long long n = p ? atoll(p + strlen("cmdstat_set:calls=")) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+static uint64_t realtime_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
 /* A SET that timed out against a stalled Redis runs when it resumes; its
  * entry must still expire a TTL after it was sent, not after it ran (the
- * guard's FAILED STORES assume so). */
+ * guard's FAILED STORES assume so). The test proves it hit that window:
+ * the server was stopped before the SET was sent and resumed more than the
+ * TTL after, and the SET did run then (the server's count of SETs went up
+ * by one after the resume), before EXISTS looks; or it fails. */
 static void test_late_set_expires_on_time(void **state)
 {
     (void)state;
@@ -372,13 +422,31 @@ static void test_late_set_expires_on_time(void **state)
     open_cache(&f, &ro, "late:", 0);
     bg_guard_buf b = {0};
     assert_int_equal(cget(&f, "warm", &b), BG_GUARD_CACHE_MISS); /* connected */
-    kill(srv.pid, SIGSTOP);
+    redisContext *raw = ts_raw(&srv);
+    long long sets_before = set_calls(raw);
+    hang_server(&srv);
+    uint64_t sent_ms = realtime_ms();
     assert_int_equal(f.c.set(f.c.ctx, "k", 1, "old", 3, 1500), BG_ECONN);
     sleep_ms(2500); /* past the TTL counted from the send */
-    kill(srv.pid, SIGCONT);
-    redisContext *raw = ts_raw(&srv); /* queued behind the late SET */
+    uint64_t resumed_ms = realtime_ms();
+    assert_int_equal(kill(srv.pid, SIGCONT), 0);
+    /* The late SET runs when the server reads its old connection again;
+     * wait for it (up to 60 s). */
+    double t0 = now_s();
+    long long sets;
+    while ((sets = set_calls(raw)) == sets_before) {
+        if (now_s() - t0 > 60)
+            fail_msg("the SET sent to the stopped server did not run within 60 s of its "
+                     "resume: the late-SET window was not hit");
+        sleep_ms(5);
+    }
+    assert_int_equal(sets, sets_before + 1);
+    assert_true(resumed_ms - sent_ms > 1500);
     long long exists = ts_int(raw, "EXISTS late:k");
-    fprintf(stderr, "# a SET sent 2.5 s before it ran, TTL 1.5 s: EXISTS %lld\n", exists);
+    fprintf(stderr,
+            "# a SET sent %.3f s before the server resumed and ran it, TTL 1.5 s: "
+            "EXISTS %lld\n",
+            (double)(resumed_ms - sent_ms) / 1000.0, exists);
     assert_int_equal(exists, 0);
     redisFree(raw);
     bg_guard_buf_free(&b);
@@ -403,13 +471,12 @@ static void test_restart_between_calls(void **state)
     assert_int_equal(f.c.set(f.c.ctx, "up", 2, "1", 1, 0), BG_OK);
     ts_kill(&srv);
     ts_spawn(&srv); /* the same port, empty */
-    uint64_t attempts, rejected, backoff_ms;
-    bg__guard_redis_cache_breaker(f.rc, &attempts, &rejected, &backoff_ms);
+    bg__guard_breaker_state b1, b2;
+    bg__guard_redis_cache_breaker(f.rc, &b1);
     assert_int_equal(cget(&f, "up", &b), BG_GUARD_CACHE_MISS);
-    uint64_t attempts2, rejected2;
-    bg__guard_redis_cache_breaker(f.rc, &attempts2, &rejected2, &backoff_ms);
-    assert_int_equal(attempts2, attempts + 1);
-    assert_int_equal(backoff_ms, 0); /* closed */
+    bg__guard_redis_cache_breaker(f.rc, &b2);
+    assert_int_equal(b2.attempts, b1.attempts + 1);
+    assert_int_equal(b2.backoff_ms, 0); /* closed */
     assert_int_equal(f.c.set(f.c.ctx, "up", 2, "2", 1, 0), BG_OK);
     assert_hit(&f, "up", "2", 1);
     bg_guard_buf_free(&b);
