@@ -12,8 +12,8 @@
 #include <strings.h>
 #include <time.h>
 
-#include "core/alloc_internal.h"
-#include "core/clock.h"
+#include "common/alloc.h"
+#include "common/clock.h"
 #include "remote_internal.h"
 
 /* CLUSTER ROUTING
