@@ -290,6 +290,35 @@ static void test_threads(void **state)
 
 /* ---- outages ---- */
 
+/* The state field of /proc/<pid>/stat ('T': stopped), or 0. */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* SIGSTOP, then waits (up to 60 s) until the server has stopped: the
+ * signal takes effect when the process next runs, which a loaded host may
+ * delay past the call meant to find it stopped. */
+static void hang_server(ts_server *s)
+{
+    assert_int_equal(kill(s->pid, SIGSTOP), 0);
+    double t0 = now_s();
+    while (proc_state(s->pid) != 'T') {
+        if (now_s() - t0 > 60)
+            fail_msg("redis-server (pid %ld) did not stop within 60 s", (long)s->pid);
+        sleep_ms(1);
+    }
+}
+
 /* Calls get until it is not refused by the circuit breaker (redis_cache.c:
  * after a failure calls fail at once for a back-off of at most 5 s), for up
  * to 8 s; its answer. */
@@ -315,7 +344,7 @@ static void test_down_and_back(void **state)
     /* Stopped (SIGSTOP: connections hang, nothing answers): a call fails
      * within the command timeout, not later, and the next ones at once (the
      * breaker is open). */
-    kill(srv.pid, SIGSTOP);
+    hang_server(&srv);
     double t0 = now_s();
     int rc = cget(&f, "up", &b);
     double dt = now_s() - t0;
@@ -357,35 +386,6 @@ static void test_down_and_back(void **state)
     assert_hit(&f, "up", "2", 1);
     bg_guard_buf_free(&b);
     bg_guard_redis_cache_free(f.rc);
-}
-
-/* The state field of /proc/<pid>/stat ('T': stopped), or 0. */
-static char proc_state(pid_t pid)
-{
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the name may hold spaces */
-    return p && p[1] == ' ' ? p[2] : 0;
-}
-
-/* SIGSTOP, then waits (up to 60 s) until the server has stopped: the
- * signal takes effect when the process next runs, which a loaded host may
- * delay past the call meant to find it stopped. */
-static void hang_server(ts_server *s)
-{
-    assert_int_equal(kill(s->pid, SIGSTOP), 0);
-    double t0 = now_s();
-    while (proc_state(s->pid) != 'T') {
-        if (now_s() - t0 > 60)
-            fail_msg("redis-server (pid %ld) did not stop within 60 s", (long)s->pid);
-        sleep_ms(1);
-    }
 }
 
 /* The server's count of SET commands run (INFO commandstats). */
