@@ -34,7 +34,7 @@
  * SWAPS
  * Publish and rebuild make a new generation: its bits key is filled first
  * (nobody names it yet), then one script flips the meta hash's generation
- * and deletes the old bits. The check (CHECK) accepts a handle whose
+ * and deletes the old bits. The check (check_generation) accepts a handle whose
  * generation is old if the lineage, bits, hashes and seed still match (its
  * positions are right): the script then uses the current generation's bits
  * key, which it builds from the meta hash, so it is not in KEYS (same slot
@@ -455,7 +455,7 @@ static char *write_positions(uint64_t m, uint32_t k, bg_hash h, char *buf, const
     return buf;
 }
 
-/* The handle's shape as script arguments (CHECK's ARGV[1..5]). */
+/* The handle's shape as script arguments (check_generation's ARGV[1..5]). */
 typedef struct shape_args {
     char k[12], m[24], seed[24];
 } shape_args;
@@ -518,7 +518,7 @@ static int batch_build(bg__bitmap_filter *f, int add, const void *const *keys, c
     memset(b, 0, sizeof *b);
     size_t k = f->base.k;
     int raw = f->mode == BG__BITMAP_RAW_BITFIELD;
-    /* A pending rebuild's positions go with adds (ADD_NEXT). */
+    /* A pending rebuild's positions go with adds (add_next). */
     size_t nk = add && !raw ? f->next.k : 0;
     size_t per = raw ? (add ? 4 : 3) : 1;
     size_t head = raw ? 2 : 12;
