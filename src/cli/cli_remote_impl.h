@@ -2,11 +2,11 @@
  * cmd_*_remote.c files). Included only by the files built with remote
  * support (BG_BUILD_REMOTE): it needs <bloomgate/remote.h>. The entry points
  * the commands call, and the stand-ins without remote support, are in
- * cli.h. */
+ * cli_remote.h. */
 #ifndef BG_CLI_REMOTE_IMPL_H
 #define BG_CLI_REMOTE_IMPL_H
 
-#include "cli.h"
+#include "cli_remote.h"
 
 #include <bloomgate/remote.h>
 

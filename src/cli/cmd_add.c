@@ -7,6 +7,11 @@
  * leaves the file exactly as it was, and the save itself replaces the file
  * atomically. A remote filter (a URL) is cmd_add_remote.c's. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
+#include "cli_keys.h"
+#include "cli_signals.h"
+#include "cli_remote.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -3,6 +3,9 @@
  * run is not: after a failure the message says how many keys went in
  * before it, and whether the failed round trip may have gone in in part. */
 #include "cli_remote_impl.h"
+#include "cli.h"
+#include "cli_output.h"
+#include "cli_keys.h"
 
 #include <stdio.h>
 

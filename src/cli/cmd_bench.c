@@ -17,6 +17,8 @@
  * (bench/, docs/PERFORMANCE.md) repeats runs, keeps the fastest, and
  * measures a baseline (libbloom) and the machine's memory beside them. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
 
 #include <getopt.h>
 #include <stdlib.h>

@@ -1,5 +1,7 @@
 /* bloomgate calc: the sizing solver (<bloomgate/sizing.h>) as a table. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -65,21 +67,6 @@ void cli_sizing_explain(bg_variant v, const bg_sizing *given, int rc, char *buf,
                  (unsigned long long)given->n);
     else
         snprintf(buf, size, "%s", bg_strerror(rc));
-}
-
-void cli_fmt_bytes(char *buf, size_t size, uint64_t bytes)
-{
-    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-    double v = (double)bytes;
-    int i = 0;
-    while (v >= 1024.0 && i < 6) {
-        v /= 1024.0;
-        i++;
-    }
-    if (i == 0)
-        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
-    else
-        snprintf(buf, size, "%.*f %s", v < 10 ? 2 : v < 100 ? 1 : 0, v, unit[i]);
 }
 
 /* ---- calc -------------------------------------------------------------- */

@@ -7,6 +7,10 @@
  * written in large blocks (cli_out), never a stdio call per key. A remote
  * filter (a URL) answers through cmd_check_remote.c. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
+#include "cli_keys.h"
+#include "cli_remote.h"
 
 #include <errno.h>
 #include <getopt.h>

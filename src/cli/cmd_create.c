@@ -11,6 +11,10 @@
  *
  * A remote filter (a URL) is cmd_create_remote.c's. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
+#include "cli_signals.h"
+#include "cli_remote.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -2,6 +2,9 @@
  * checked against what the URL's backend takes; with --force an existing
  * one, a sharded filter's shards included, is dropped first. */
 #include "cli_remote_impl.h"
+#include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
 
 #include <stdio.h>
 

@@ -6,6 +6,9 @@
  * printed, with "checksum: MISMATCH", and the exit status is 2. A remote
  * filter (a URL) is cmd_info_remote.c's. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
+#include "cli_remote.h"
 
 #include <errno.h>
 #include <getopt.h>

@@ -1,6 +1,8 @@
 /* bloomgate info URL: a remote filter's statistics as the server reports
  * them, with a bitmap filter's fill and the estimates drawn from it. */
 #include "cli_remote_impl.h"
+#include "cli.h"
+#include "cli_output.h"
 
 #include <math.h>
 #include <stdio.h>

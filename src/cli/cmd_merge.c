@@ -7,6 +7,11 @@
  * and compatible, and OUT is replaced atomically, so OUT may be one of the
  * inputs. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
+#include "cli_keys.h"
+#include "cli_signals.h"
+#include "cli_remote.h"
 
 #include <errno.h>
 #include <getopt.h>

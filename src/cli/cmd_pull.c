@@ -2,6 +2,8 @@
  * (bg_remote_filter_fetch, cmd_pull_remote.c), saved crash-safely like
  * create's. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_remote.h"
 
 #include <unistd.h> /* optind */
 

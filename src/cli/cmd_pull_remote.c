@@ -2,6 +2,9 @@
  * (bg_remote_filter_fetch), saved as create saves: never over an existing
  * file without --force. */
 #include "cli_remote_impl.h"
+#include "cli.h"
+#include "cli_output.h"
+#include "cli_signals.h"
 
 #include <stdio.h>
 #include <sys/stat.h>

@@ -3,6 +3,8 @@
  * cmd_push_remote.c): readers see the old filter, then the new one, never a
  * partial one. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_remote.h"
 
 #include <unistd.h> /* optind */
 

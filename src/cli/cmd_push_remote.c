@@ -1,6 +1,8 @@
 /* bloomgate push FILE URL: the file goes up as one new generation
  * (bg_remote_filter_publish), made current in one step. */
 #include "cli_remote_impl.h"
+#include "cli.h"
+#include "cli_output.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,6 +3,8 @@
  * parses the options; cmd_rebuild_remote.c checks what applies to which
  * backend, once the URL is parsed, and does the rebuild. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_remote.h"
 
 #include <getopt.h>
 #include <unistd.h>

@@ -21,6 +21,11 @@
  * writing twice, until its lease runs out or someone runs `rebuild
  * --abort`. */
 #include "cli_remote_impl.h"
+#include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
+#include "cli_keys.h"
+#include "cli_signals.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -10,6 +10,11 @@
  * reported. With --strict, one such key makes the whole run change nothing
  * (exit status 1), for callers that want all the removals or none. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
+#include "cli_keys.h"
+#include "cli_signals.h"
+#include "cli_remote.h"
 
 #include <errno.h>
 #include <getopt.h>

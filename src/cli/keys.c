@@ -1,6 +1,8 @@
 /* The key reader (cli.h, "keys"): keys from a stream, in batches, in
  * constant memory. */
-#include "cli.h"
+#include "cli_keys.h"
+#include "cli_output.h"
+#include "cli_signals.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,6 +2,8 @@
  * combines filter files (<bloomgate/file.h>). The reference is docs/CLI.md
  * and `bloomgate help CMD`; this file only dispatches. */
 #include "cli.h"
+#include "cli_options.h"
+#include "cli_output.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -31,7 +31,9 @@
  * SIGKILL to the CLI cannot be passed on: the command then dies of SIGPIPE
  * at its next write. (The CLI's Redis connections are close-on-exec: the
  * remote client sets it, so the command does not inherit them.) */
-#include "cli.h"
+#include "cli_keys.h"
+#include "cli_output.h"
+#include "cli_signals.h"
 
 #include <errno.h>
 #include <fcntl.h>

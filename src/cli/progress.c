@@ -1,6 +1,7 @@
 /* The progress line (cli.h, "progress"). */
-#include "cli.h"
+#include "cli_keys.h"
 
+#include <stdio.h>
 #include <time.h>
 #include <unistd.h>
 

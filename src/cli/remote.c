@@ -20,6 +20,7 @@
  * Built only with BG_BUILD_REMOTE, like every cmd_*_remote.c; without it
  * remote_disabled.c takes their place. */
 #include "cli_remote_impl.h"
+#include "cli_output.h"
 
 #include <stdlib.h>
 #include <string.h>

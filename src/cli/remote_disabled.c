@@ -3,6 +3,8 @@
  * cmd_*_remote.c. A URL is still recognised, and refused with "built
  * without remote support". */
 #include "cli.h"
+#include "cli_output.h"
+#include "cli_remote.h"
 
 /* Prints why a URL cannot be used (or what is wrong with it); -1. */
 static int no_remote(const char *url)

@@ -5,7 +5,9 @@
  * wrong server or the wrong filter. Every message names the URL with its
  * password replaced by "***", so a password never reaches a terminal or a
  * log through an error. */
+#include "cli_remote.h"
 #include "cli.h"
+#include "cli_output.h"
 
 #include <bloomgate/remote.h> /* BG_REMOTE_MAX_SHARDS */
 
