@@ -19,11 +19,11 @@
  * answering again; each wait has a deadline of WAIT_S, far above what an
  * idle host needs. A clock is asserted only from below (a call that waits
  * a timeout takes at least that long). What runs at once (no network I/O)
- * is shown by the counters. A burst of calls meant to run while the
- * breaker is open must fit in its back-off (200 ms at first): when a
- * stalled host made it outlast the back-off (its last call may rightly have
- * probed), the burst runs again in the next back-off, which the failed
- * probe has doubled. */
+ * is shown by the counters. Calls meant to run while the breaker is open
+ * (a burst, the SET after the first GET) must fit in its back-off (200 ms at
+ * first), and the 8 half-open calls within the probe: when a stalled host
+ * made them outlast it (a late call may rightly have probed), they run
+ * again in the next back-off, which the failed probe has doubled. */
 #include "test_util.h"
 #include "redis_server.h"
 #include "guard_fixtures.h"
