@@ -590,8 +590,7 @@ static int64_t avx512_tx_run_keys(bg_filter *f, const void *const *keys, const s
 #define AVX512_OPS(RUN_KEYS)                                                                 \
     {                                                                                        \
         .variant = BG_VARIANT_BLOCKED, .name = "blocked", .cell_bits = 1,                    \
-        .add = avx512_add, .contains = avx512_contains,                                      \
-        .prefetch_group = avx512_prefetch_group, .run_group = avx512_run_group,              \
+        BG__ARRAY_OPS(avx512),                                                               \
         .run_keys = RUN_KEYS, .items_for_bits = bg__blocked_items_for_bits,                  \
         .estimate = bg__blocked_estimate,                                                    \
     }

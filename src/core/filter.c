@@ -1,16 +1,17 @@
-/* The variant-independent half of <bloomgate/filter.h>: argument checks,
- * hashing, batching, counters, union/intersection and statistics. The
- * variants (standard.c, blocked.c) only place and test bits. */
+/* <bloomgate/filter.h>: argument checks, hashing, then the filter's own
+ * table (bg__filter_ops, filter_internal.h) for everything else, and
+ * union/intersection of two arrays. Which variant a filter is matters only
+ * when it is made: bg_filter_new picks the table here, the decoders in
+ * src/file. */
 #include <math.h>
 #include <string.h>
 
-#include "alloc_internal.h"
 #include "cpu.h"
 #include "filter_internal.h"
 #include "hash_inline.h"
 #include "scalable_internal.h"
 
-const bg__filter_ops *bg__ops_for(bg_variant v)
+const bg__filter_ops *bg__variant_ops(bg_variant v)
 {
     switch (v) {
     case BG_VARIANT_STANDARD:
@@ -20,16 +21,20 @@ const bg__filter_ops *bg__ops_for(bg_variant v)
     case BG_VARIANT_COUNTING:
         return &bg__counting_ops;
     case BG_VARIANT_SCALABLE:
-        break; /* no array of its own: not a shape */
+        return &bg__scalable_ops;
     }
     return NULL;
 }
 
+const bg__filter_ops *bg__ops_for(bg_variant v)
+{
+    const bg__filter_ops *ops = bg__variant_ops(v);
+    return ops && ops->cell_bits != 0 ? ops : NULL;
+}
+
 const char *bg_variant_name(bg_variant v)
 {
-    if (v == BG_VARIANT_SCALABLE)
-        return bg__scalable_ops.name;
-    const bg__filter_ops *ops = bg__ops_for(v);
+    const bg__filter_ops *ops = bg__variant_ops(v);
     return ops ? ops->name : NULL;
 }
 
@@ -57,165 +62,17 @@ int bg_filter_new(bg_filter **out, const bg_filter_options *opts)
         return BG_EINVAL;
     if (opts->concurrency != BG_CONCURRENT_WRITERS && opts->concurrency != BG_SINGLE_WRITER)
         return BG_EINVAL;
-    bg_variant variant = opts->variant ? opts->variant : BG_VARIANT_DEFAULT;
-    if (variant == BG_VARIANT_SCALABLE)
-        return bg__scalable_new(out, opts);
-    const bg__filter_ops *ops = bg__ops_for(variant);
+    const bg__filter_ops *ops = bg__variant_ops(opts->variant ? opts->variant : BG_VARIANT_DEFAULT);
     if (ops == NULL)
         return BG_EVARIANT;
-    if (opts->layer_variant || opts->expansion || opts->tightening != 0 || opts->max_layers ||
-        opts->nonscaling)
-        return BG_EINVAL; /* scalable options on another variant */
-
-    /* The cap is on bytes; the solver's m counts cells of cell_bits bits.
-     * The array is allocated in whole 64-bit words, so the cap is first
-     * rounded down to one (as scalable.c does for its layers): the filter's
-     * bytes never exceed it. */
-    uint64_t max_bytes = opts->max_bytes ? opts->max_bytes : BG_DEFAULT_MAX_BYTES;
-    max_bytes &= ~UINT64_C(7);
-    if (max_bytes == 0)
-        return BG_ETOOBIG; /* not even one word */
-    uint64_t max_bits = max_bytes > BG_MAX_BITS / 8 ? BG_MAX_BITS : max_bytes * 8;
-    max_bits /= ops->cell_bits;
-    bg_sizing s = {.n = opts->capacity, .p = opts->error_rate, .m = opts->bits, .k = opts->hashes};
-    int rc = bg_sizing_solve(variant, &s, max_bits);
-    if (rc != BG_OK)
-        return rc;
-
-    /* The capacity is n when n was given or follows from (m, p); sized by m
-     * and k alone, the solver's n is only the n for which k is optimal. */
-    bool has_capacity = opts->capacity != 0 || (opts->bits != 0 && opts->error_rate != 0);
-    bg__filter_shape shape = {
-        .variant = variant,
-        .m = s.m,
-        .k = s.k,
-        .seed = opts->seed,
-        .capacity = has_capacity ? s.n : 0,
-        .single_writer = opts->concurrency == BG_SINGLE_WRITER,
-    };
-    return bg__filter_alloc(out, &shape);
-}
-
-int bg__filter_shape_check(const bg__filter_shape *s, uint64_t max_bits)
-{
-    const bg__filter_ops *ops = bg__ops_for(s->variant);
-    if (ops == NULL)
-        return BG_EVARIANT;
-    if (s->m < BG_MIN_BITS || s->k < 1 || s->k > BG_MAX_K)
-        return BG_ECORRUPT;
-    if (s->variant == BG_VARIANT_BLOCKED && (s->m % BG_BLOCK_BITS != 0 || s->k > BG_BLOCKED_MAX_K))
-        return BG_ECORRUPT;
-    /* max_bits is on the array, m * cell_bits bits. */
-    if (s->m > max_bits / ops->cell_bits || s->m > BG_MAX_BITS / ops->cell_bits)
-        return BG_ETOOBIG;
-    return BG_OK;
-}
-
-/* m cell_bits <= BG_MAX_BITS = 2^63 (shape_check), so this fits in uint64_t. */
-uint64_t bg__filter_array_bytes(const bg__filter_shape *s)
-{
-    return (s->m * bg__ops_for(s->variant)->cell_bits + 63) / 64 * 8;
-}
-
-static bg_filter *shell_new(const bg__filter_shape *s)
-{
-    bg_filter *f = bg__calloc(1, sizeof *f);
-    if (f == NULL)
-        return NULL;
-    f->ops = bg__ops_for(s->variant);
-    f->m = s->m;
-    f->k = s->k;
-    f->nwords = bg__filter_array_bytes(s) / 8;
-    f->nblocks = s->variant == BG_VARIANT_BLOCKED ? s->m / BG_BLOCK_BITS : 0;
-    f->seed = s->seed;
-    f->capacity = s->capacity;
-    f->single_writer = s->single_writer;
-    atomic_init(&f->items, s->items);
-    return f;
-}
-
-int bg__filter_alloc(bg_filter **out, const bg__filter_shape *s)
-{
-    *out = NULL;
-    uint64_t bytes = bg__filter_array_bytes(s);
-    if (bytes > SIZE_MAX)
-        return BG_EOVERFLOW;
-    bg_filter *f = shell_new(s);
-    if (f == NULL)
-        return BG_ENOMEM;
-    size_t align = bytes >= BG__HUGE_PAGE ? BG__HUGE_PAGE : 64;
-    f->words = bg__aligned_calloc((size_t)bytes, align);
-    if (f->words == NULL) {
-        bg__free(f);
-        return BG_ENOMEM;
-    }
-    if (align == BG__HUGE_PAGE)
-        bg__advise_huge_pages((void *)f->words, (size_t)bytes);
-    *out = f;
-    return BG_OK;
-}
-
-int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *words,
-                            void *mapping, size_t mapping_bytes)
-{
-    *out = NULL;
-    bg_filter *f = shell_new(s);
-    if (f == NULL) {
-        if (mapping)
-            bg__unmap(mapping, mapping_bytes);
-        return BG_ENOMEM;
-    }
-    f->words = words;
-    f->mapping = mapping;
-    f->mapping_bytes = mapping_bytes;
-    f->read_only = true;
-    *out = f;
-    return BG_OK;
+    return ops->create(out, opts);
 }
 
 void bg_filter_free(bg_filter *f)
 {
     if (f == NULL)
         return;
-    if (f->scalable) {
-        bg__scalable_free(f);
-        return;
-    }
-    if (f->mapping)
-        bg__unmap(f->mapping, f->mapping_bytes);
-    else if (!f->read_only) /* read-only words are a mapping's, owned or borrowed */
-        bg__aligned_free((void *)f->words);
-    bg__free(f);
-}
-
-/* CLONE
- * A copy is what a file image of the filter decodes to (the shape, the item
- * count and the array of each part; a scalable filter's growth parameters
- * and layers), built the way the decoder builds it, without the image in
- * between: one allocation per array and one pass over it. The words are
- * read with relaxed atomic loads, as bg_filter_encode reads them, so that
- * other threads may add meanwhile (each word is some value it had during
- * the call). */
-static int clone_array(bg_filter **out, const bg_filter *f, bool single_writer)
-{
-    bg__filter_shape shape = {
-        .variant = f->ops->variant,
-        .m = f->m,
-        .k = f->k,
-        .seed = f->seed,
-        .capacity = f->capacity,
-        .items = atomic_load_explicit(&f->items, memory_order_relaxed),
-        .single_writer = single_writer,
-    };
-    int rc = bg__filter_alloc(out, &shape);
-    if (rc != BG_OK)
-        return rc;
-    (*out)->items = shape.items;
-    _Atomic uint64_t *to = (*out)->words;
-    for (uint64_t i = 0; i < f->nwords; i++)
-        atomic_store_explicit(&to[i], atomic_load_explicit(&f->words[i], memory_order_relaxed),
-                              memory_order_relaxed);
-    return BG_OK;
+    f->ops->destroy(f);
 }
 
 int bg_filter_clone(bg_filter **out, const bg_filter *f)
@@ -225,61 +82,7 @@ int bg_filter_clone(bg_filter **out, const bg_filter *f)
     *out = NULL;
     if (f == NULL)
         return BG_EINVAL;
-    if (!f->scalable)
-        return clone_array(out, f, f->single_writer);
-    bg__scalable_params p;
-    bg__scalable_params_get(f, &p);
-    bg_filter *c;
-    int rc = bg__scalable_shell(&c, &p);
-    if (rc != BG_OK)
-        return rc;
-    uint32_t n = bg__scalable_count(f); /* the layers it has now */
-    for (uint32_t i = 0; i < n; i++) {
-        bg_filter *layer;
-        if ((rc = clone_array(&layer, bg__scalable_layer(f, i), p.single_writer)) != BG_OK) {
-            bg_filter_free(c);
-            return rc;
-        }
-        bg__scalable_push(c, layer);
-    }
-    *out = c;
-    return BG_OK;
-}
-
-/* items += added, saturating at UINT64_MAX (a union with a full filter adds
- * "infinitely many"). No real count reaches 2^63, so a count in the top half
- * means "saturated". Concurrent writers take one `lock xadd`; if it finds the
- * count saturated (it may just have wrapped it), it stores UINT64_MAX back. */
-static void count_new(bg_filter *f, uint64_t added)
-{
-    if (added == 0)
-        return;
-    const uint64_t half = UINT64_C(1) << 63;
-    if (f->single_writer) {
-        uint64_t v = bg__load(&f->items);
-        atomic_store_explicit(&f->items, v > UINT64_MAX - added ? UINT64_MAX : v + added,
-                              memory_order_relaxed);
-        return;
-    }
-    if (added < half) {
-        if (atomic_fetch_add_explicit(&f->items, added, memory_order_relaxed) >= half)
-            atomic_store_explicit(&f->items, UINT64_MAX, memory_order_relaxed);
-        return;
-    }
-    uint64_t v = bg__load(&f->items), sum;
-    do
-        sum = v > UINT64_MAX - added ? UINT64_MAX : v + added;
-    while (!atomic_compare_exchange_weak_explicit(&f->items, &v, sum, memory_order_relaxed,
-                                                  memory_order_relaxed));
-}
-
-/* What the item count counts (filter.h, bg_filter_stats.items): a counting
- * filter holds a multiset (every add increments, every remove decrements
- * the key's counters), so it counts every add and uncounts every remove;
- * the other variants count the adds that found their key new. */
-static bool counts_every_add(const bg_filter *f)
-{
-    return f->ops->remove != NULL;
+    return f->ops->clone(out, f);
 }
 
 int bg_filter_hash(const bg_filter *f, const void *key, size_t len, bg_hash *out)
@@ -295,11 +98,7 @@ int bg_filter_test_and_add_hash(bg_filter *f, bg_hash h)
         return BG_EINVAL;
     if (f->read_only)
         return BG_EREADONLY;
-    if (f->scalable)
-        return bg__scalable_test_and_add(f, h);
-    int added = f->ops->add(f, h);
-    count_new(f, counts_every_add(f) ? 1 : (uint64_t)added);
-    return added;
+    return f->ops->test_and_add(f, h);
 }
 
 int bg_filter_add_hash(bg_filter *f, bg_hash h)
@@ -312,8 +111,6 @@ int bg_filter_contains_hash(const bg_filter *f, bg_hash h)
 {
     if (f == NULL)
         return BG_EINVAL;
-    if (f->scalable)
-        return bg__scalable_contains(f, h);
     return f->ops->contains(f, h);
 }
 
@@ -336,19 +133,6 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
         return BG_EINVAL;
     return bg_filter_contains_hash(f, bg__hash(key, len, f->seed));
 }
-
-/* BATCHES
- * Keys: each variant's run_keys (BG__DEFINE_GROUP_OPS in filter_internal.h)
- * hashes BG__STEP keys at a time, prefetching each key's line as soon as it
- * is hashed, and probes the keys hashed BG__AHEAD before, so a large
- * filter's misses overlap with hashing and probing (measured at n = 1e8:
- * 14 ns per absent key against 17 ns when a chunk of keys is hashed first
- * and then probed; at n = 1e6, where nothing misses, that order is ~1 ns
- * faster, docs/PERFORMANCE.md). The blocked variant's AVX-512 code has its
- * own run_keys, which hashes eight keys per vector (blocked_avx512.c,
- * BATCHES OF KEYS).
- * Hashes: groups of BG__BATCH, group g + 1 prefetched before group g is
- * probed. */
 
 /* Whether some key is NULL with a length (a NULL key of length 0 is the
  * empty key). Every batch call checks its whole array first, so that bad
@@ -374,53 +158,23 @@ static int check_keys(const void *const *keys, const size_t *lens, size_t count)
     return some_key_null(keys, lens, count) ? BG_EINVAL : BG_OK;
 }
 
-static size_t group_len(size_t count, size_t at)
-{
-    return count - at < BG__BATCH ? count - at : BG__BATCH;
-}
-
-/* run_group over hashes, pipelined. Does not
- * touch the item count. */
-static int64_t run_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
-                          bool adding)
-{
-    int64_t hits = 0;
-    if (count == 0)
-        return 0;
-    f->ops->prefetch_group(f, h, group_len(count, 0));
-    for (size_t at = 0; at < count; at += BG__BATCH) {
-        size_t n = group_len(count, at);
-        if (at + BG__BATCH < count)
-            f->ops->prefetch_group(f, h + at + BG__BATCH, group_len(count, at + BG__BATCH));
-        uint8_t *r = results ? results + at : NULL;
-        hits += f->ops->run_group(f, h + at, n, r, adding);
-    }
-    return hits;
-}
-
 int64_t bg_filter_add_hashes(bg_filter *f, const bg_hash *hashes, size_t count, uint8_t *results)
 {
     if (f == NULL || (hashes == NULL && count != 0))
         return BG_EINVAL;
     if (f->read_only)
         return BG_EREADONLY;
-    if (f->scalable)
-        return bg__scalable_run_hashes(f, hashes, count, results, true);
-    int64_t added = run_hashes(f, hashes, count, results, true);
-    count_new(f, counts_every_add(f) ? (uint64_t)count : (uint64_t)added);
-    return added;
+    return f->ops->hashes(f, hashes, count, results, true);
 }
 
-/* The casts drop const for run_hashes and run_keys, which write only when
- * `adding` is true. */
+/* The casts drop const for the batch ops, which write only when `adding` is
+ * true. */
 int64_t bg_filter_contains_hashes(const bg_filter *f, const bg_hash *hashes, size_t count,
                                   uint8_t *results)
 {
     if (f == NULL || (hashes == NULL && count != 0))
         return BG_EINVAL;
-    if (f->scalable)
-        return bg__scalable_run_hashes((bg_filter *)f, hashes, count, results, false);
-    return run_hashes((bg_filter *)f, hashes, count, results, false);
+    return f->ops->hashes((bg_filter *)f, hashes, count, results, false);
 }
 
 int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
@@ -433,11 +187,7 @@ int64_t bg_filter_add_many(bg_filter *f, const void *const *keys, const size_t *
     int rc = check_keys(keys, lens, count);
     if (rc != BG_OK)
         return rc;
-    if (f->scalable)
-        return bg__scalable_run_keys(f, keys, lens, count, results, true);
-    int64_t added = f->ops->run_keys(f, keys, lens, count, results, true);
-    count_new(f, counts_every_add(f) ? (uint64_t)count : (uint64_t)added);
-    return added;
+    return f->ops->keys(f, keys, lens, count, results, true);
 }
 
 int64_t bg_filter_contains_many(const bg_filter *f, const void *const *keys, const size_t *lens,
@@ -448,9 +198,7 @@ int64_t bg_filter_contains_many(const bg_filter *f, const void *const *keys, con
     int rc = check_keys(keys, lens, count);
     if (rc != BG_OK)
         return rc;
-    if (f->scalable)
-        return bg__scalable_run_keys((bg_filter *)f, keys, lens, count, results, false);
-    return f->ops->run_keys((bg_filter *)f, keys, lens, count, results, false);
+    return f->ops->keys((bg_filter *)f, keys, lens, count, results, false);
 }
 
 int bg_filter_clear(bg_filter *f)
@@ -459,12 +207,7 @@ int bg_filter_clear(bg_filter *f)
         return BG_EINVAL;
     if (f->read_only)
         return BG_EREADONLY;
-    if (f->scalable)
-        return bg__scalable_clear(f);
-    for (uint64_t i = 0; i < f->nwords; i++)
-        atomic_store_explicit(&f->words[i], 0, memory_order_relaxed);
-    atomic_store_explicit(&f->items, 0, memory_order_relaxed);
-    return BG_OK;
+    return f->ops->clear(f);
 }
 
 /* items -= 1 for a removed key, never below 0 (a remove that undoes no add,
@@ -538,8 +281,8 @@ static int check_compatible(const bg_filter *a, const bg_filter *b)
 {
     if (a == NULL || b == NULL)
         return BG_EINVAL;
-    if (a->scalable || b->scalable)
-        return BG_EVARIANT; /* layers of different shapes: no cell-wise merge */
+    if (a->ops->cell_bits == 0 || b->ops->cell_bits == 0)
+        return BG_EVARIANT; /* no array of its own (scalable): no cell-wise merge */
     if (a->ops->variant != b->ops->variant || a->m != b->m || a->k != b->k || a->seed != b->seed)
         return BG_EINCOMPAT;
     if (a->read_only)
@@ -617,7 +360,7 @@ int bg_filter_union(bg_filter *dst, const bg_filter *src)
         or_words(dst, src, &before, &after);
     double gained = dst->ops->items_for_bits(dst, (double)after) -
                     dst->ops->items_for_bits(dst, (double)before);
-    count_new(dst, gained > 0 ? items_from_estimate(gained) : 0);
+    bg__count_new(dst, gained > 0 ? items_from_estimate(gained) : 0);
     return BG_OK;
 }
 
@@ -643,60 +386,25 @@ int bg_filter_intersect(bg_filter *dst, const bg_filter *src)
     return BG_OK;
 }
 
-/* A plain wrapper around the clones (cpu.h). */
-BG__POPCNT_CLONE static uint64_t popcount_words(const _Atomic uint64_t *words, uint64_t from,
-                                                uint64_t to)
-{
-    uint64_t n = 0;
-    for (uint64_t i = from; i < to; i++)
-        n += (uint64_t)__builtin_popcountll(bg__load(&words[i]));
-    return n;
-}
-
-uint64_t bg__popcount(const _Atomic uint64_t *words, uint64_t from, uint64_t to)
-{
-    return popcount_words(words, from, to);
-}
-
 int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out)
 {
     if (f == NULL || out == NULL)
         return BG_EINVAL;
-    if (f->scalable)
-        return bg__scalable_stats(f, out);
-    bg_filter_stats st;
-    memset(&st, 0, sizeof st);
-    st.layers = 1;
-    st.variant = f->ops->variant;
-    st.bits = f->m;
-    st.hashes = f->k;
-    st.seed = f->seed;
-    st.capacity = f->capacity;
-    st.error_rate = f->capacity ? bg_sizing_fp_rate(st.variant, f->m, f->capacity, f->k) : 0;
-    st.bytes = f->nwords * 8;
-    st.items = bg__load(&f->items);
-    f->ops->estimate(f, &st);
-    st.fill_ratio = (double)st.bits_set / (double)f->m;
-    *out = st;
-    return BG_OK;
+    return f->ops->stats(f, out);
 }
 
 int bg_filter_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
 {
     if (f == NULL || out == NULL)
         return BG_EINVAL;
-    if (f->scalable)
-        return bg__scalable_layer_stats(f, layer, out);
-    return layer == 0 ? bg_filter_stats_get(f, out) : BG_EINVAL;
+    return f->ops->layer_stats(f, layer, out);
 }
 
 int bg_filter_scaling_get(const bg_filter *f, bg_filter_scaling *out)
 {
     if (f == NULL || out == NULL)
         return BG_EINVAL;
-    if (!f->scalable)
-        return BG_EVARIANT;
-    return bg__scalable_scaling(f, out);
+    return f->ops->scaling(f, out);
 }
 
 bg_variant bg_filter_variant(const bg_filter *f)
@@ -704,14 +412,24 @@ bg_variant bg_filter_variant(const bg_filter *f)
     return f ? f->ops->variant : (bg_variant)0;
 }
 
+/* What the accessors report, from the filter's table (a scalable filter's
+ * sums over its layers); zeros for NULL. */
+static bg__filter_sizes sizes_of(const bg_filter *f)
+{
+    bg__filter_sizes z = {0};
+    if (f)
+        f->ops->sizes(f, &z);
+    return z;
+}
+
 uint64_t bg_filter_bits(const bg_filter *f)
 {
-    return f == NULL ? 0 : f->scalable ? bg__scalable_bits(f) : f->m;
+    return sizes_of(f).bits;
 }
 
 uint32_t bg_filter_hashes(const bg_filter *f)
 {
-    return f == NULL ? 0 : f->scalable ? bg__scalable_hashes(f) : f->k;
+    return sizes_of(f).hashes;
 }
 
 uint64_t bg_filter_seed(const bg_filter *f)
@@ -721,15 +439,15 @@ uint64_t bg_filter_seed(const bg_filter *f)
 
 uint64_t bg_filter_items(const bg_filter *f)
 {
-    return f == NULL ? 0 : f->scalable ? bg__scalable_items(f) : bg__load(&f->items);
+    return sizes_of(f).items;
 }
 
 uint64_t bg_filter_capacity(const bg_filter *f)
 {
-    return f == NULL ? 0 : f->scalable ? bg__scalable_capacity(f) : f->capacity;
+    return sizes_of(f).capacity;
 }
 
 uint64_t bg_filter_bytes(const bg_filter *f)
 {
-    return f == NULL ? 0 : f->scalable ? bg__scalable_bytes(f) : f->nwords * 8;
+    return sizes_of(f).bytes;
 }

@@ -14,26 +14,72 @@
  * about what one core's line-fill buffers and L2 queue can track. */
 #define BG__BATCH 16
 
+/* What the accessors of <bloomgate/filter.h> report (a scalable filter's
+ * totals over its layers). */
+typedef struct bg__filter_sizes {
+    uint64_t bits, bytes, items, capacity;
+    uint32_t hashes;
+} bg__filter_sizes;
+
+/* The table each variant fills, chosen once when a filter is made (by
+ * bg_filter_new, the clone, the decoders): filter.c checks a call's
+ * arguments and hands it to the filter's table, never asking which variant
+ * it is.
+ *
+ * THE FILTER: every variant fills these. The variants with an array of
+ * their own share the functions of array.c (BG__ARRAY_OPS); the scalable
+ * variant has its own (scalable.c), which call each layer's table directly.
+ * Arguments are checked (non-NULL filter and arrays, valid keys, a writable
+ * filter for the writing calls); contracts are those of the public calls.
+ *
+ * THE ARRAY: the cells themselves, for the variants that have them
+ * (standard, blocked, counting; NULL for scalable, whose cell_bits is 0).
+ * The batch loops of BG__DEFINE_GROUP_OPS inline the variant's own add and
+ * contains, so a key costs no indirect call there. */
 typedef struct bg__filter_ops {
     bg_variant variant;
     const char *name;
     /* Bits per cell of the array: 1 (a bit), 4 (the counting variant's
-     * counters). The array holds m cells, m * cell_bits bits. */
+     * counters); the array holds m cells, m * cell_bits bits. 0: no array
+     * of its own (scalable: its layers have them). */
     unsigned cell_bits;
-    /* Sets the key's bits; returns 1 if at least one was clear, else 0. */
-    int (*add)(bg_filter *f, bg_hash h);
-    /* 1 if all of the key's bits are set, else 0. */
+
+    /* ---- the filter ---- */
+    /* bg_filter_new with this variant (opts non-NULL, concurrency valid). */
+    int (*create)(bg_filter **out, const bg_filter_options *opts);
+    int (*clone)(bg_filter **out, const bg_filter *f);
+    void (*destroy)(bg_filter *f);
+    /* 1 new, 0 maybe present, or a growth error (scalable); counts the
+     * item. */
+    int (*test_and_add)(bg_filter *f, bg_hash h);
+    /* 1 if all of the key's cells are set (non-zero), else 0. */
     int (*contains)(const bg_filter *f, bg_hash h);
+    /* The batch calls (add when adding, counting the items; else contains):
+     * the number of 1s, or a growth error (the keys before the refused one
+     * added, their results set). Write only when adding. */
+    int64_t (*hashes)(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
+                      bool adding);
+    int64_t (*keys)(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
+                    uint8_t *results, bool adding);
+    int (*clear)(bg_filter *f);
+    int (*stats)(const bg_filter *f, bg_filter_stats *out);
+    int (*layer_stats)(const bg_filter *f, uint32_t layer, bg_filter_stats *out);
+    /* BG_EVARIANT for a filter that does not grow. */
+    int (*scaling)(const bg_filter *f, bg_filter_scaling *out);
+    void (*sizes)(const bg_filter *f, bg__filter_sizes *out);
+
+    /* ---- the array ---- */
     /* Asks the CPU to start loading the lines of a group of keys. */
     void (*prefetch_group)(const bg_filter *f, const bg_hash *h, size_t n);
     /* add (adding) or contains over a group of hashes whose lines were
      * prefetched earlier; results[i] (may be NULL) gets each answer; returns
-     * how many were 1. Writes only when adding. One indirect call per group,
-     * not per key. */
+     * how many were 1. Writes only when adding; does not count items. One
+     * indirect call per group, not per key. */
     int64_t (*run_group)(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results,
                          bool adding);
     /* add (adding) or contains over keys, hashing each BG__AHEAD keys before
-     * its probe and prefetching its line then (filter.c: BATCHES). */
+     * its probe and prefetching its line then (array.c: BATCHES). Does not
+     * count items. */
     int64_t (*run_keys)(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
                         uint8_t *results, bool adding);
     /* The number of distinct keys that set `bits_set` bits on average (the
@@ -58,6 +104,35 @@ typedef struct bg__filter_ops {
                   uint64_t *after);
 } bg__filter_ops;
 
+/* array.c: the filter half of the table for the variants with an array,
+ * PREFIX##_test_and_add and _contains being the variant's own
+ * (BG__DEFINE_HASH_GROUP_OPS defines the first). */
+int bg__array_create(bg_filter **out, const bg_filter_options *opts);
+int bg__array_clone(bg_filter **out, const bg_filter *f);
+void bg__array_destroy(bg_filter *f);
+int64_t bg__array_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
+                         bool adding);
+int64_t bg__array_keys(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
+                       uint8_t *results, bool adding);
+int bg__array_clear(bg_filter *f);
+int bg__array_stats(const bg_filter *f, bg_filter_stats *out);
+int bg__array_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out);
+int bg__array_scaling(const bg_filter *f, bg_filter_scaling *out);
+void bg__array_sizes(const bg_filter *f, bg__filter_sizes *out);
+
+#define BG__ARRAY_OPS(PREFIX)                                                                \
+    .create = bg__array_create, .clone = bg__array_clone, .destroy = bg__array_destroy,      \
+    .test_and_add = PREFIX##_test_and_add, .contains = PREFIX##_contains,                    \
+    .hashes = bg__array_hashes, .keys = bg__array_keys, .clear = bg__array_clear,            \
+    .stats = bg__array_stats, .layer_stats = bg__array_layer_stats,                          \
+    .scaling = bg__array_scaling, .sizes = bg__array_sizes,                                  \
+    .prefetch_group = PREFIX##_prefetch_group, .run_group = PREFIX##_run_group
+
+/* A copy of an array filter with its own memory (array.c, CLONE), writable,
+ * with the given concurrency mode (a scalable filter's layers take the
+ * stack's). */
+int bg__array_clone_as(bg_filter **out, const bg_filter *f, bool single_writer);
+
 struct bg_filter {
     const bg__filter_ops *ops;
     uint64_t m;           /* bits */
@@ -78,8 +153,7 @@ struct bg_filter {
     size_t mapping_bytes;
     /* Scalable filters only (else NULL): the layers and their parameters
      * (scalable.c). Such a filter has no array of its own: ops is
-     * bg__scalable_ops, words is NULL, and filter.c hands every call to the
-     * bg__scalable_* functions (scalable_internal.h). */
+     * bg__scalable_ops and words is NULL. */
     struct bg__scalable *scalable;
 };
 
@@ -127,6 +201,9 @@ extern const bg__filter_ops bg__counting_ops;
  * what `loaded` gave (mod 2^64). Returns what *w holds after. */
 uint64_t bg__counting_union_word(_Atomic uint64_t *w, uint64_t loaded, uint64_t s,
                                  uint64_t fix[2]);
+
+/* The ops of a variant, or NULL (blocked: the fastest this CPU has). */
+const bg__filter_ops *bg__variant_ops(bg_variant v);
 
 /* The ops of a variant with an array of its own (standard, blocked,
  * counting), or NULL. */
@@ -185,6 +262,42 @@ static inline uint64_t bg__load(const _Atomic uint64_t *w)
     return atomic_load_explicit(w, memory_order_relaxed);
 }
 
+/* items += added, saturating at UINT64_MAX (a union with a full filter adds
+ * "infinitely many"). No real count reaches 2^63, so a count in the top half
+ * means "saturated". Concurrent writers take one `lock xadd`; if it finds the
+ * count saturated (it may just have wrapped it), it stores UINT64_MAX back. */
+static inline void bg__count_new(bg_filter *f, uint64_t added)
+{
+    if (added == 0)
+        return;
+    const uint64_t half = UINT64_C(1) << 63;
+    if (f->single_writer) {
+        uint64_t v = bg__load(&f->items);
+        atomic_store_explicit(&f->items, v > UINT64_MAX - added ? UINT64_MAX : v + added,
+                              memory_order_relaxed);
+        return;
+    }
+    if (added < half) {
+        if (atomic_fetch_add_explicit(&f->items, added, memory_order_relaxed) >= half)
+            atomic_store_explicit(&f->items, UINT64_MAX, memory_order_relaxed);
+        return;
+    }
+    uint64_t v = bg__load(&f->items), sum;
+    do
+        sum = v > UINT64_MAX - added ? UINT64_MAX : v + added;
+    while (!atomic_compare_exchange_weak_explicit(&f->items, &v, sum, memory_order_relaxed,
+                                                  memory_order_relaxed));
+}
+
+/* What the item count counts (filter.h, bg_filter_stats.items): a counting
+ * filter holds a multiset (every add increments, every remove decrements
+ * the key's counters), so it counts every add and uncounts every remove;
+ * the other variants count the adds that found their key new. */
+static inline bool bg__counts_every_add(const bg_filter *f)
+{
+    return f->ops->remove != NULL;
+}
+
 /* Sets `mask` in *w; returns true if some bit of it was clear when read.
  * The plain load first skips the locked instruction (~5 ns) when the bits
  * are already set, which is most of the time in a filled filter. The
@@ -240,17 +353,25 @@ static inline uint64_t bg__probe_mask(uint64_t h2, uint32_t j)
 #define BG__STEP 8
 #define BG__AHEAD 32 /* a multiple of BG__STEP */
 
-/* Defines PREFIX##_prefetch_group, _run_group and _run_keys from the variant's
- * PREFIX##_add, PREFIX##_contains and PREFIX##_prefetch, which the compiler
- * inlines into the loops. ATTR is a function attribute (a SIMD target) or
- * nothing. */
+/* Defines PREFIX##_test_and_add, _prefetch_group, _run_group and _run_keys
+ * from the variant's PREFIX##_add, PREFIX##_contains and PREFIX##_prefetch,
+ * which the compiler inlines into them: a single add costs one indirect call
+ * (ops->test_and_add), a batch one per group. ATTR is a function attribute
+ * (a SIMD target) or nothing. */
 #define BG__DEFINE_GROUP_OPS(PREFIX, ATTR)                                                   \
     BG__DEFINE_HASH_GROUP_OPS(PREFIX, ATTR)                                                  \
     BG__DEFINE_RUN_KEYS(PREFIX, ATTR)
 
-/* The two halves of BG__DEFINE_GROUP_OPS: _prefetch_group and _run_group,
- * then _run_keys (a variant with its own run_keys uses the first only). */
+/* The two halves of BG__DEFINE_GROUP_OPS: _test_and_add, _prefetch_group
+ * and _run_group, then _run_keys (a variant with its own run_keys uses the
+ * first only). */
 #define BG__DEFINE_HASH_GROUP_OPS(PREFIX, ATTR)                                              \
+    ATTR static int PREFIX##_test_and_add(bg_filter *f, bg_hash h)                           \
+    {                                                                                        \
+        int added = PREFIX##_add(f, h);                                                      \
+        bg__count_new(f, bg__counts_every_add(f) ? 1 : (uint64_t)added);                     \
+        return added;                                                                        \
+    }                                                                                        \
     static void PREFIX##_prefetch_group(const bg_filter *f, const bg_hash *h, size_t n)      \
     {                                                                                        \
         for (size_t i = 0; i < n; i++)                                                       \

@@ -16,6 +16,10 @@
  * Filters", 2007). RedisBloom's BF.* commands behave the same way with e =
  * EXPANSION and t = 0.5 (its first link gets p / 2); its NONSCALING filters
  * are one layer at p, not p (1 - t), and so are ours.
+ * Its table, bg__scalable_ops (at the end of this file), takes every call
+ * of <bloomgate/filter.h> on such a filter; the layers are called through
+ * their own tables, not the public calls, so a layer costs one indirect
+ * call and no repeated argument checks.
  *
  * THE BUDGET
  * That bound is on the layers' expected rates. One layer's actual rate is a
@@ -96,12 +100,6 @@
 #include "alloc_internal.h"
 #include "hash_inline.h"
 #include "scalable_internal.h"
-
-const bg__filter_ops bg__scalable_ops = {
-    .variant = BG_VARIANT_SCALABLE,
-    .name = "scalable",
-    .cell_bits = 1,
-};
 
 struct bg__scalable {
     bg__scalable_params p;
@@ -320,7 +318,7 @@ int bg__scalable_push_mapped(bg_filter *f, const bg__filter_shape *sh, void *wor
     return rc;
 }
 
-int bg__scalable_new(bg_filter **out, const bg_filter_options *o)
+static int scalable_new(bg_filter **out, const bg_filter_options *o)
 {
     *out = NULL;
     if (o->capacity == 0 || !rate_ok(o->error_rate) || o->bits != 0 || o->hashes != 0)
@@ -356,7 +354,7 @@ int bg__scalable_new(bg_filter **out, const bg_filter_options *o)
     return BG_OK;
 }
 
-void bg__scalable_free(bg_filter *f)
+static void scalable_free(bg_filter *f)
 {
     struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
@@ -369,7 +367,7 @@ void bg__scalable_free(bg_filter *f)
     bg__free(f);
 }
 
-int bg__scalable_clear(bg_filter *f)
+static int scalable_clear(bg_filter *f)
 {
     struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
@@ -381,7 +379,8 @@ int bg__scalable_clear(bg_filter *f)
         s->rate_of[i] = NAN;
     atomic_store_explicit(&s->count, 1, memory_order_release);
     atomic_store_explicit(&s->stuck, 0, memory_order_relaxed);
-    return bg_filter_clear(layer_at(s, 0));
+    bg_filter *l = layer_at(s, 0);
+    return l->ops->clear(l);
 }
 
 /* ---- adding and querying ------------------------------------------------- */
@@ -441,6 +440,14 @@ static int grow(bg_filter *f, uint32_t n)
     return rc;
 }
 
+/* Whether layer l has h. The layers' own tables are called directly, not
+ * through bg_filter_contains_hash: each layer costs one indirect call and
+ * no argument checks (the stack's call made them). */
+static inline int layer_has(const bg_filter *l, bg_hash h)
+{
+    return l->ops->contains(l, h);
+}
+
 /* Adds h, which layers [0, checked) did not contain a moment ago: checks the
  * layers that could have gained it since (those above, and the newest when
  * it is no longer the one we would add to), grows if the newest is full,
@@ -451,12 +458,12 @@ static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
     for (;;) {
         uint32_t n = count_of(s);
         for (uint32_t i = n - 1; i-- > checked;)
-            if (bg_filter_contains_hash(layer_at(s, i), h))
+            if (layer_has(layer_at(s, i), h))
                 return 0;
         bg_filter *top = layer_at(s, n - 1);
         if (!full(top))
-            return bg_filter_test_and_add_hash(top, h); /* 0 if it has the key */
-        if (n - 1 >= checked && bg_filter_contains_hash(top, h))
+            return top->ops->test_and_add(top, h); /* 0 if it has the key */
+        if (n - 1 >= checked && layer_has(top, h))
             return 0;
         int rc = grow(f, n);
         if (rc != BG_OK)
@@ -469,12 +476,12 @@ static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 static int any_layer(const struct bg__scalable *s, uint32_t n, bg_hash h)
 {
     for (uint32_t i = n; i-- > 0;)
-        if (bg_filter_contains_hash(layer_at(s, i), h))
+        if (layer_has(layer_at(s, i), h))
             return 1;
     return 0;
 }
 
-int bg__scalable_contains(const bg_filter *f, bg_hash h)
+static int scalable_contains(const bg_filter *f, bg_hash h)
 {
     const struct bg__scalable *s = f->scalable;
     return any_layer(s, count_of(s), h);
@@ -482,7 +489,7 @@ int bg__scalable_contains(const bg_filter *f, bg_hash h)
 
 /* The newest layer is not searched first: its own test-and-add says 0 for
  * a key it has (add_absent searches it before growing past it). */
-int bg__scalable_test_and_add(bg_filter *f, bg_hash h)
+static int scalable_test_and_add(bg_filter *f, bg_hash h)
 {
     const struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
@@ -507,7 +514,8 @@ static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash
         at[i] = (uint8_t)i;
     }
     for (uint32_t l = n; l-- > 0 && left > 0;) {
-        (void)bg_filter_contains_hashes(layer_at(s, l), todo, left, found);
+        bg_filter *layer = layer_at(s, l); /* contains only: no write */
+        (void)layer->ops->hashes(layer, todo, left, found, false);
         size_t kept = 0;
         for (size_t i = 0; i < left; i++) {
             if (found[i]) {
@@ -543,8 +551,8 @@ static int run_chunk(bg_filter *f, const bg_hash *h, size_t count, uint8_t *resu
     return BG_OK;
 }
 
-int64_t bg__scalable_run_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
-                                bool adding)
+static int64_t scalable_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
+                               bool adding)
 {
     int64_t hits = 0;
     for (size_t at = 0; at < count; at += CHUNK) {
@@ -556,8 +564,8 @@ int64_t bg__scalable_run_hashes(bg_filter *f, const bg_hash *h, size_t count, ui
     return hits;
 }
 
-int64_t bg__scalable_run_keys(bg_filter *f, const void *const *keys, const size_t *lens,
-                              size_t count, uint8_t *results, bool adding)
+static int64_t scalable_keys(bg_filter *f, const void *const *keys, const size_t *lens,
+                             size_t count, uint8_t *results, bool adding)
 {
     bg_hash h[CHUNK];
     int64_t hits = 0;
@@ -579,7 +587,7 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-int bg__scalable_stats(const bg_filter *f, bg_filter_stats *out)
+static int scalable_stats(const bg_filter *f, bg_filter_stats *out)
 {
     const struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
@@ -609,7 +617,7 @@ int bg__scalable_stats(const bg_filter *f, bg_filter_stats *out)
     return BG_OK;
 }
 
-int bg__scalable_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
+static int scalable_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
 {
     const struct bg__scalable *s = f->scalable;
     if (layer >= count_of(s))
@@ -617,7 +625,7 @@ int bg__scalable_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats
     return bg_filter_stats_get(layer_at(s, layer), out);
 }
 
-int bg__scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
+static int scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
 {
     const struct bg__scalable *s = f->scalable;
     *out = (bg_filter_scaling){
@@ -634,44 +642,60 @@ int bg__scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
     return BG_OK;
 }
 
-uint64_t bg__scalable_bits(const bg_filter *f)
+static void scalable_sizes(const bg_filter *f, bg__filter_sizes *out)
 {
     const struct bg__scalable *s = f->scalable;
-    uint64_t sum = 0;
-    for (uint32_t i = 0, n = count_of(s); i < n; i++)
-        sum = add_sat(sum, layer_at(s, i)->m);
-    return sum;
+    bg__filter_sizes z = {0};
+    uint32_t n = count_of(s);
+    for (uint32_t i = 0; i < n; i++) {
+        const bg_filter *l = layer_at(s, i);
+        z.bits = add_sat(z.bits, l->m);
+        z.bytes = add_sat(z.bytes, l->nwords * 8);
+        z.items = add_sat(z.items, bg__load(&l->items));
+        z.capacity = add_sat(z.capacity, l->capacity);
+    }
+    z.hashes = layer_at(s, n - 1)->k;
+    *out = z;
 }
 
-uint64_t bg__scalable_bytes(const bg_filter *f)
+/* ---- copying -------------------------------------------------------------- */
+
+/* CLONE (array.c): the growth parameters, then a copy of every layer the
+ * filter has when the call begins, in the stack's concurrency mode. */
+static int scalable_clone(bg_filter **out, const bg_filter *f)
 {
     const struct bg__scalable *s = f->scalable;
-    uint64_t sum = 0;
-    for (uint32_t i = 0, n = count_of(s); i < n; i++)
-        sum = add_sat(sum, layer_at(s, i)->nwords * 8);
-    return sum;
+    bg_filter *c;
+    int rc = bg__scalable_shell(&c, &s->p);
+    if (rc != BG_OK)
+        return rc;
+    uint32_t n = count_of(s); /* the layers it has now */
+    for (uint32_t i = 0; i < n; i++) {
+        bg_filter *layer;
+        if ((rc = bg__array_clone_as(&layer, layer_at(s, i), s->p.single_writer)) != BG_OK) {
+            bg_filter_free(c);
+            return rc;
+        }
+        bg__scalable_push(c, layer);
+    }
+    *out = c;
+    return BG_OK;
 }
 
-uint64_t bg__scalable_items(const bg_filter *f)
-{
-    const struct bg__scalable *s = f->scalable;
-    uint64_t sum = 0;
-    for (uint32_t i = 0, n = count_of(s); i < n; i++)
-        sum = add_sat(sum, bg__load(&layer_at(s, i)->items));
-    return sum;
-}
-
-uint64_t bg__scalable_capacity(const bg_filter *f)
-{
-    const struct bg__scalable *s = f->scalable;
-    uint64_t sum = 0;
-    for (uint32_t i = 0, n = count_of(s); i < n; i++)
-        sum = add_sat(sum, layer_at(s, i)->capacity);
-    return sum;
-}
-
-uint32_t bg__scalable_hashes(const bg_filter *f)
-{
-    const struct bg__scalable *s = f->scalable;
-    return layer_at(s, count_of(s) - 1)->k;
-}
+const bg__filter_ops bg__scalable_ops = {
+    .variant = BG_VARIANT_SCALABLE,
+    .name = "scalable",
+    .cell_bits = 0,
+    .create = scalable_new,
+    .clone = scalable_clone,
+    .destroy = scalable_free,
+    .test_and_add = scalable_test_and_add,
+    .contains = scalable_contains,
+    .hashes = scalable_hashes,
+    .keys = scalable_keys,
+    .clear = scalable_clear,
+    .stats = scalable_stats,
+    .layer_stats = scalable_layer_stats,
+    .scaling = scalable_scaling,
+    .sizes = scalable_sizes,
+};

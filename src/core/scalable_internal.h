@@ -1,8 +1,5 @@
-/* The scalable variant, behind bg_filter's API: filter.c hands every call on
- * a filter whose `scalable` is set to these functions, which keep the layers
- * (scalable.c). Internal. Their contracts are those of the public calls of
- * the same name in <bloomgate/filter.h>; arguments are already checked
- * (non-NULL filter and arrays, valid keys) unless said otherwise. */
+/* The scalable variant's table, and what the file code (src/file) needs to
+ * write and rebuild a scalable filter's layers. Internal. */
 #ifndef BG_SCALABLE_INTERNAL_H
 #define BG_SCALABLE_INTERNAL_H
 
@@ -12,37 +9,9 @@
 
 #include "filter_internal.h"
 
+/* The scalable variant's table (scalable.c): a filter with no array of its
+ * own, whose calls go to its layers' tables. */
 extern const bg__filter_ops bg__scalable_ops;
-
-/* bg_filter_new for BG_VARIANT_SCALABLE: validates the scalable options
- * (*out is NULL on failure). */
-int bg__scalable_new(bg_filter **out, const bg_filter_options *opts);
-void bg__scalable_free(bg_filter *f);
-
-/* 1 new, 0 present in some layer, or a negative status (BG_EFULL,
- * BG_ELAYERS, BG_ETOOBIG, BG_ENOMEM: nothing added). */
-int bg__scalable_test_and_add(bg_filter *f, bg_hash h);
-int bg__scalable_contains(const bg_filter *f, bg_hash h);
-
-/* The batch calls. On a negative status while adding, keys before the
- * failing one were added (their results are set), the rest were not. */
-int64_t bg__scalable_run_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
-                                bool adding);
-int64_t bg__scalable_run_keys(bg_filter *f, const void *const *keys, const size_t *lens,
-                              size_t count, uint8_t *results, bool adding);
-
-int bg__scalable_clear(bg_filter *f);
-int bg__scalable_stats(const bg_filter *f, bg_filter_stats *out);
-int bg__scalable_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out);
-int bg__scalable_scaling(const bg_filter *f, bg_filter_scaling *out);
-
-/* Totals for the accessors: bits, bytes and items over all layers, and the
- * newest layer's k. */
-uint64_t bg__scalable_bits(const bg_filter *f);
-uint64_t bg__scalable_bytes(const bg_filter *f);
-uint64_t bg__scalable_items(const bg_filter *f);
-uint64_t bg__scalable_capacity(const bg_filter *f);
-uint32_t bg__scalable_hashes(const bg_filter *f);
 
 /* ---- for the file code (src/file) ------------------------------------- */
 
