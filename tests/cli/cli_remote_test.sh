@@ -64,13 +64,27 @@ jget() { jq -r ".$2" "$1"; }
 keys() { seq -f "${3:-key}-%.0f" "$1" "$2"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# wait_until WHAT CMD...: until CMD succeeds, polled every 50 ms; fails,
+# naming WHAT, after WAIT_S seconds. Every wait for an event (a server
+# state, a key, a log line, a process) goes through it: the deadline is
+# generous so that a loaded machine only makes a case slower, never fail.
+WAIT_S=${WAIT_S:-60}
+wait_until() {
+    local what=$1 deadline=$((SECONDS + WAIT_S))
+    shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "waited $WAIT_S s for $what"
+        sleep 0.05
+    done
+}
+
 # ---- redis-server ------------------------------------------------------------
 
 # start_redis [ARG...]: a redis-server on a free loopback port; sets PORT
 # and RPID. A port somebody else holds makes the server exit: try another.
 start_redis() {
     command -v "$REDIS_SERVER" >/dev/null || fail "redis-server not found ($REDIS_SERVER)"
-    local try i dir
+    local try dir
     for try in 1 2 3 4 5 6 7 8 9 10; do
         PORT=$((22000 + RANDOM % 1000))
         dir="$T/redis-$PORT"
@@ -79,7 +93,8 @@ start_redis() {
             --dir "$dir" --logfile "$dir/log" --daemonize no "$@" &
         RPID=$!
         PIDS+=("$RPID")
-        for i in $(seq 100); do
+        local deadline=$((SECONDS + WAIT_S))
+        while [ "$SECONDS" -lt "$deadline" ]; do
             kill -0 "$RPID" 2>/dev/null || break
             if grep -q "Ready to accept connections" "$dir/log" 2>/dev/null; then return 0; fi
             sleep 0.05
@@ -346,13 +361,9 @@ start_one_master_cluster() {
     command -v redis-cli >/dev/null || fail "redis-cli not found (package redis-tools)"
     start_redis --cluster-enabled yes
     redis-cli -p "$PORT" CLUSTER ADDSLOTSRANGE 0 16383 >/dev/null || fail "CLUSTER ADDSLOTSRANGE"
-    local i
-    for i in $(seq 200); do
-        redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok && return
-        sleep 0.05
-    done
-    fail "the cluster did not reach cluster_state:ok"
+    wait_until "cluster_state:ok" cluster_ok
 }
+cluster_ok() { redis-cli -p "$PORT" CLUSTER INFO | grep -q cluster_state:ok; }
 
 # redis+cluster:// with more seed nodes: the first is down, the next ones
 # are tried (a one-master cluster that holds every slot).
@@ -485,10 +496,12 @@ case_auth() {
 }
 
 # A server that is not there, and one that does not answer: exit 2 within
-# the timeout, never a hang.
+# the timeout, never a hang. The times are compared with a longer timeout's,
+# not with a fixed bound: a loaded machine makes every run slower, and the
+# gap between two timeouts stays.
 case_unreachable() {
     start_redis
-    local port=$PORT t0 t1
+    local port=$PORT t0 t1 short short_add long
     run 0 "$BG" create "redis://127.0.0.1:$port/u" -n 1000 -p 0.01 -q
     # frozen: the connection is accepted by the kernel, no reply comes
     kill -STOP "$RPID"
@@ -496,21 +509,31 @@ case_unreachable() {
     run 2 "$BG" check "redis://127.0.0.1:$port/u?timeout=300" alice
     t1=$(now_ms)
     has err "cannot reach Redis (connection failed, broke or timed out)"
-    [ $((t1 - t0)) -lt 1500 ] || fail "took $((t1 - t0)) ms with timeout=300"
+    short=$((t1 - t0))
     t0=$(now_ms)
     echo alice | run 2 "$BG" add "redis://127.0.0.1:$port/u?timeout=300"
     t1=$(now_ms)
-    [ $((t1 - t0)) -lt 1500 ] || fail "add took $((t1 - t0)) ms with timeout=300"
+    short_add=$((t1 - t0))
+    t0=$(now_ms)
+    run 2 "$BG" check "redis://127.0.0.1:$port/u?timeout=5000" alice
+    t1=$(now_ms)
+    long=$((t1 - t0))
+    has err "cannot reach Redis (connection failed, broke or timed out)"
+    [ "$long" -ge 5000 ] || fail "gave up after $long ms with timeout=5000"
+    [ $((short + 3000)) -le "$long" ] ||
+        fail "took $short ms with timeout=300, $long ms with timeout=5000"
+    [ $((short_add + 3000)) -le "$long" ] ||
+        fail "add took $short_add ms with timeout=300, check $long ms with timeout=5000"
     kill -CONT "$RPID"
-    # gone: connection refused at once
+    # gone: connection refused at once, not after the timeout
     kill -KILL "$RPID"
     wait "$RPID" 2>/dev/null || true
     t0=$(now_ms)
-    run 2 "$BG" info "redis://127.0.0.1:$port/u"
+    run 2 "$BG" info "redis://127.0.0.1:$port/u?timeout=30000"
     t1=$(now_ms)
-    has err "redis://127.0.0.1:$port/u: cannot connect: cannot reach Redis"
+    has err "redis://127.0.0.1:$port/u?timeout=30000: cannot connect: cannot reach Redis"
     has err "Connection refused"
-    [ $((t1 - t0)) -lt 1500 ] || fail "refused connection took $((t1 - t0)) ms"
+    [ $((t1 - t0)) -lt 15000 ] || fail "refused connection took $((t1 - t0)) ms (timeout=30000)"
     run 2 "$BG" create "redis://127.0.0.1:$port/u" -n 10 -p 0.1
     run 2 "$BG" add "redis://127.0.0.1:$port/u" a
 }
@@ -667,7 +690,9 @@ case_stale() {
     local p=$!
     exec 3>keys.fifo
     keys 1 10 first >&3
-    sleep 0.5 # the first batch goes out on its own
+    # the first batch goes out on its own, while the add waits for more
+    wait_until "the first 10 keys in Redis" items_are "$U" 10
+    kill -0 $p 2>/dev/null || fail "the add ended before the re-creation"
     "$BG" create "$U" -n 5000 -p 0.001 --force -q || fail "re-create failed"
     keys 1 10 second >&3
     exec 3>&-
@@ -680,6 +705,9 @@ case_stale() {
     run 0 "$BG" info --json "$U"
     eq "$(jget out items)" 0 "items in the new filter"
 }
+
+# items_are URL N: the filter at URL holds N items (info --json).
+items_are() { [ "$("$BG" info --json "$1" 2>/dev/null | jq -r .items)" = "$2" ]; }
 
 # Built with -DBG_BUILD_REMOTE=OFF: URLs are recognised and refused.
 case_noremote() {
@@ -696,18 +724,14 @@ case_noremote() {
 # ---- rebuild -------------------------------------------------------------------
 
 # wait_pending REDIS-KEY [FIELD]: until a rebuild is pending (the bitmap
-# meta hash's field `next`, or the module's marker key), at most 5 s.
-wait_pending() {
-    local i
-    for i in $(seq 100); do
-        if [ $# -eq 2 ]; then
-            [ "$(redis-cli -p "$PORT" hexists "$1" "$2")" = 1 ] && return 0
-        else
-            [ "$(redis-cli -p "$PORT" exists "$1")" = 1 ] && return 0
-        fi
-        sleep 0.05
-    done
-    fail "no rebuild became pending ($*)"
+# meta hash's field `next`, or the module's marker key).
+wait_pending() { wait_until "a pending rebuild ($*)" pending "$@"; }
+pending() {
+    if [ $# -eq 2 ]; then
+        [ "$(redis-cli -p "$PORT" hexists "$1" "$2")" = 1 ]
+    else
+        [ "$(redis-cli -p "$PORT" exists "$1")" = 1 ]
+    fi
 }
 
 # rebuild URL on an unsharded bitmap filter: the old keys go, the new ones
@@ -970,16 +994,19 @@ alive() {
     grep -v '^Z' <<<"$list" | grep -F -- "$1" || true
 }
 
-# gone TEXT: no live process has TEXT in its command line, within 2 s (a
-# signalled process takes a moment to die).
-gone() {
-    local i
-    for i in $(seq 40); do
-        [ -z "$(alive "$1")" ] && return 0
-        sleep 0.05
-    done
-    fail "left running: $(alive "$1")"
-}
+# gone TEXT: no live process has TEXT in its command line, once a signalled
+# one has had its moment to die.
+gone() { wait_until "the end of: $(alive "$1")" none_alive "$1"; }
+none_alive() { [ -z "$(alive "$1")" ]; }
+some_alive() { [ -n "$(alive "$1")" ]; }
+
+# reading_stdin PID: the process waits in read(0, ...) (its input is empty).
+reading_stdin() { [[ "$(cat "/proc/$1/syscall" 2>/dev/null)" == "0 0x0 "* ]]; }
+# client_blocked: a client of the server is blocked (by CLIENT PAUSE).
+client_blocked() { redis-cli -p "$PORT" client list | grep -q ' flags=b '; }
+# signal_taken PID: no signal is pending for the process (its handler ran),
+# or it is gone.
+signal_taken() { ! grep -Eq '^(SigPnd|ShdPnd):[[:space:]]*0*[1-9a-f]' "/proc/$1/status" 2>/dev/null; }
 
 # rebuild --command: the keys are the output of a command that the CLI
 # starts once the rebuild has begun, and the commit needs its exit status 0.
@@ -1103,12 +1130,7 @@ case_rebuild_command_fail() {
     # ends the CLI (it dies of the signal)
     "$BG" rebuild "$U" --command "echo e-1; sleep 64.25" >/dev/null 2>term.err &
     p=$!
-    local i
-    for i in $(seq 100); do
-        [ -n "$(alive 'sleep 64.25')" ] && break
-        sleep 0.05
-    done
-    [ -n "$(alive 'sleep 64.25')" ] || fail "the command did not start"
+    wait_until "the command to start" some_alive 'sleep 64.25'
     kill -TERM $p
     rc=0
     wait $p || rc=$?
@@ -1155,30 +1177,30 @@ case_rebuild_command_fail() {
     # a signal during the commit stops nothing: the rebuild is done, and the
     # exit status says so (0). The keys come through a FIFO, one batch of
     # 4096 (CLI_BATCH, so added before the input ends); once the CLI waits
-    # for more, Redis pauses writes, the input ends, and the commit waits
-    # for the pause while SIGTERM comes.
+    # for more, Redis pauses writes and the input ends; once the commit
+    # waits for the pause (the CLI's client blocked: flags=b in CLIENT
+    # LIST), SIGTERM comes, and once the CLI has taken it the pause ends.
+    # The URL's timeout lets the commit wait for as long as that takes.
     keys 1 4096 d >d.txt
     run 0 "$BG" info --json "$U"
     local g2
     g2=$(jget out generation)
     mkfifo keys.fifo
-    "$BG" rebuild "$U" <keys.fifo >/dev/null 2>late.err &
+    "$BG" rebuild "$U?timeout=60000" <keys.fifo >/dev/null 2>late.err &
     p=$!
     exec 3>keys.fifo
     cat d.txt >&3
-    for i in $(seq 200); do # read(0, ...): the batch is added, it waits
-        [[ "$(cat /proc/$p/syscall 2>/dev/null)" == "0 0x0 "* ]] && break
-        sleep 0.05
-    done
-    [[ "$(cat /proc/$p/syscall)" == "0 0x0 "* ]] || fail "the CLI did not wait for input"
-    eq "$(redis-cli -p "$PORT" client pause 1500 write)" OK "client pause"
+    wait_until "the CLI to wait for input" reading_stdin $p
+    eq "$(redis-cli -p "$PORT" client pause 60000 write)" OK "client pause"
     exec 3>&-
-    sleep 0.4
+    wait_until "the commit to wait for the pause" client_blocked
     kill -TERM $p
+    wait_until "the CLI to take SIGTERM" signal_taken $p
+    eq "$(redis-cli -p "$PORT" client unpause)" OK "client unpause"
     rc=0
     wait $p || rc=$?
     eq "$rc" 0 "exit status of a rebuild signalled during its commit"
-    has late.err "$U: rebuild: signal 15 (Terminated) came after the commit: the rebuild is done"
+    has late.err "$U?timeout=60000: rebuild: signal 15 (Terminated) came after the commit: the rebuild is done"
     has late.err "4096 keys read"
     run 0 "$BG" check -c "$U" <d.txt
     eq "$(cat out)" "$(printf 'keys\t4096\nmaybe\t4096\nno\t0')" "keys of the signalled rebuild"
@@ -1186,6 +1208,10 @@ case_rebuild_command_fail() {
     [ "$(jget out generation)" != "$g2" ] || fail "the signalled rebuild was not committed"
     eq "$(redis-cli -p "$PORT" hexists '{rcf}:meta' next)" 0 "nothing pending after the commit"
 }
+
+# check_rounds: the rounds of checks in checks.txt (2000 lines each).
+check_rounds() { echo $(($(wc -l <checks.txt) / 2000)); }
+rounds_past() { [ "$(check_rounds)" -ge "$1" ]; }
 
 # Readers during a rebuild of 200000 keys: a key in both the old and the new
 # set is never reported absent, before, during or after the swap; a key
@@ -1209,16 +1235,27 @@ case_rebuild_live() {
     ) &
     local checker=$!
     PIDS+=("$checker")
-    # the rebuild, with a pause half-way for the other client's add
-    { cat new1.txt; sleep 1; cat new2.txt; } | "$BG" rebuild "$U" >rb.out 2>rb.err &
+    # the rebuild, halted half-way until the other client's add is in and
+    # a whole round of checks has run during the rebuild (the halt ends by
+    # itself after WAIT_S, so that a failed case leaves nothing behind)
+    { cat new1.txt; for _ in $(seq $((WAIT_S * 20))); do [ -e added ] && break; sleep 0.05; done
+      cat new2.txt; } |
+        "$BG" rebuild "$U" >rb.out 2>rb.err &
     local rb=$!
     wait_pending '{live}:meta' next
     run 0 "$BG" add -q "$U" added-meanwhile
+    local during
+    during=$(check_rounds)
+    wait_until "a whole round of checks during the rebuild" rounds_past $((during + 2))
+    pending '{live}:meta' next || fail "the rebuild was not pending any more"
+    touch added
     local rc=0
     wait $rb || rc=$?
     eq "$rc" 0 "exit status of the rebuild ($(cat rb.err))"
     has rb.err "200000 keys read"
-    sleep 0.3 # a few checks after the swap
+    local after
+    after=$(check_rounds)
+    wait_until "two rounds of checks after the swap" rounds_past $((after + 2))
     touch stop
     wait "$checker" || true
 

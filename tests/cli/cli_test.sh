@@ -73,6 +73,43 @@ keys() { # keys FIRST LAST PREFIX: one key per line
     seq -f "${3:-key}-%.0f" "$1" "$2"
 }
 
+# wait_until WHAT CMD...: until CMD succeeds, polled every 50 ms; fails,
+# naming WHAT, after WAIT_S seconds (generous: a loaded machine only makes
+# a case slower).
+WAIT_S=${WAIT_S:-60}
+wait_until() {
+    local what=$1 deadline=$((SECONDS + WAIT_S))
+    shift
+    until "$@"; do
+        [ "$SECONDS" -lt "$deadline" ] || fail "waited $WAIT_S s for $what"
+        sleep 0.05
+    done
+}
+
+# reading_stdin PID: the process waits in read(0, ...) (its input is empty).
+reading_stdin() { [[ "$(cat "/proc/$1/syscall" 2>/dev/null)" == "0 0x0 "* ]]; }
+# bytes_read PID: what the process has read so far, in bytes (rchar).
+bytes_read() { awk '/^rchar:/ { print $2 }' "/proc/$1/io" 2>/dev/null || echo 0; }
+# read_past PID N: the process has read N bytes or more and waits in
+# read(0, ...) for more.
+read_past() { [ "$(bytes_read "$1")" -ge "$2" ] && reading_stdin "$1"; }
+
+# add_in_flight KEYS...: starts `add f.bgf` on the FIFO `fifo` (fd 3 its
+# writing end, kept open) and hands it the keys, a file; returns once the
+# add has read them all and waits for more: in flight, with keys in and
+# its input not ended. Sets pid.
+add_in_flight() {
+    "$BG" add f.bgf <fifo 2>/dev/null &
+    pid=$!
+    exec 3>fifo
+    wait_until "the add to wait for its keys" reading_stdin "$pid"
+    local before
+    before=$(bytes_read "$pid")
+    cat "$1" >&3
+    wait_until "the add to read its keys and wait for more" \
+        read_past "$pid" $((before + $(stat -c %s "$1")))
+}
+
 no_temp_files() {
     local left
     left=$(find . -maxdepth 1 -name '.*tmp*' | head -n 5)
@@ -741,27 +778,31 @@ case_crash() {
     run 2 "$BG" add f.bgf <.
     has err "add: standard input: Is a directory"
     same f.bgf orig.bgf
-    # 4. killed while reading its input: the file is as it was
+    # 4. killed while reading its input: the file is as it was. The kill
+    #    lands while the add is in flight, which the case checks: it has
+    #    read every key written so far and waits for more (add_in_flight),
+    #    and it dies of the signal.
     mkfifo fifo
-    "$BG" add f.bgf <fifo 2>/dev/null &
-    local pid=$!
-    exec 3>fifo
-    keys 1 50000 >&3
-    sleep 0.3
-    kill -KILL "$pid"
-    wait "$pid" 2>/dev/null || true
+    keys 1 50000 >k50000.txt
+    keys 1 1000 >k1000.txt
+    local pid rc
+    add_in_flight k50000.txt
+    kill -KILL "$pid" || fail "the add ended before the kill"
+    rc=0
+    wait "$pid" 2>/dev/null || rc=$?
+    eq "$rc" 137 "exit status of the add killed in flight (SIGKILL)"
     exec 3>&-
     same f.bgf orig.bgf
     # 5. terminated (SIGTERM, SIGHUP) while reading: the same. (Not SIGINT:
     #    a non-interactive shell starts background commands with it ignored.)
+    local sig want
     for sig in TERM HUP; do
-        "$BG" add f.bgf <fifo 2>/dev/null &
-        pid=$!
-        exec 3>fifo
-        keys 1 1000 >&3
-        sleep 0.2
-        kill -"$sig" "$pid"
-        wait "$pid" 2>/dev/null || true
+        add_in_flight k1000.txt
+        kill -"$sig" "$pid" || fail "the add ended before SIG$sig"
+        rc=0
+        wait "$pid" 2>/dev/null || rc=$?
+        want=$((128 + $(kill -l "$sig")))
+        eq "$rc" "$want" "exit status of the add ended in flight (SIG$sig)"
         exec 3>&-
         same f.bgf orig.bgf
     done
