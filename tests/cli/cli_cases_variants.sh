@@ -1,0 +1,346 @@
+# Cases of cli_test.sh: the variants (counting, scalable, and all of them
+# through the same commands).
+# Sourced by cli_test.sh, which defines the assertions and helpers they use
+# and runs one case_<name> per ctest test (cli.<name>).
+
+case_counting() {
+    # calc: the counting row has the standard row's m and k, 4x the bytes
+    run 0 "$BG" calc -n 1000 -p 0.01
+    eq "$(awk '$1 == "counting" { print $2, $3, $4, $5 }' out)" "1000 9586 7 4793" "counting row"
+    has out "(counting: m counts 4-bit counters"
+    run 0 "$BG" calc -n 1000 -p 0.01 --variant counting --json
+    json_ok out
+    has out '{"variant":"counting","n":1000,"m":9586,"k":7,"bytes":4793,"cell_bits":4,"bits_per_key":38.344,'
+    # create: same m and k as standard, 4 bits per counter
+    run 0 "$BG" create c.bgf -n 1000 -p 0.01 --variant counting --json
+    json_ok out
+    eq "$(jget out variant)" '"counting"' variant
+    eq "$(jget out bits)" 9586 "m (counters)"
+    eq "$(jget out hashes)" 7 k
+    eq "$(jget out bytes)" 4800 "bytes: 9586 counters of 4 bits, in 64-bit words"
+    has err "created c.bgf: counting, m = 9586 4-bit counters"
+    eq "$(stat -c %s c.bgf)" $((128 + 4793)) "file size: header and ceil(4 m / 8) bytes"
+    # add, then remove half: the removed keys become absent, the others stay
+    keys 1 1000 k >in.txt
+    keys 1 500 k >gone.txt
+    keys 501 1000 k >kept.txt
+    run 0 "$BG" add -q c.bgf <in.txt
+    run 0 "$BG" check -q c.bgf <in.txt
+    run 0 "$BG" remove --json c.bgf <gone.txt
+    json_ok out
+    eq "$(jget out keys)" 500 "keys read"
+    eq "$(jget out removed)" 500 "removed"
+    eq "$(jget out absent)" 0 "absent"
+    eq "$(jget out changed)" true "changed"
+    run 0 "$BG" check -q c.bgf <kept.txt
+    # at p ~ 1% with half the keys left, a removed key still "maybe" is a
+    # false positive: a handful at most
+    run 1 "$BG" check -c --present c.bgf <gone.txt
+    [ "$(cat out)" -le 25 ] || fail "$(cat out) of 500 removed keys still maybe"
+    run 0 "$BG" info --json c.bgf
+    json_ok out
+    local items
+    items=$(jget out items)
+    [ "$items" -ge 490 ] && [ "$items" -le 500 ] || fail "items after removing 500 of 1000: $items"
+    eq "$(jget out saturated)" 0 "saturated counters"
+    # a key that is definitely absent is reported, not an error, and the
+    # file changes only by the keys that were present
+    cp c.bgf before.bgf
+    run 0 "$BG" remove c.bgf k-501 never-added
+    has err "c.bgf: 2 keys read, 1 removed, 1 definitely absent"
+    run 1 "$BG" check -q c.bgf k-501
+    # --strict: all or nothing, status 1, file unchanged
+    cp c.bgf before.bgf
+    run 1 "$BG" remove --strict c.bgf k-502 never-added k-503
+    has err "c.bgf: 1 of 3 keys are definitely absent (the first: key 2); --strict: not changed"
+    same c.bgf before.bgf
+    run 0 "$BG" check -q c.bgf k-502 k-503
+    run 1 "$BG" remove --strict --json c.bgf never-added
+    json_ok out
+    eq "$(jget out changed)" false "--strict --json changed"
+    run 0 "$BG" remove --strict -q c.bgf k-502 k-503
+    empty err
+    run 1 "$BG" check -q c.bgf k-502
+    # keys from stdin like add: -0, empty keys, '--'
+    printf 'x\0\0-y\0' >nul.txt
+    run 0 "$BG" add -q -0 c.bgf <nul.txt
+    run 0 "$BG" check -q c.bgf -- x '' -y
+    run 0 "$BG" remove -q -0 c.bgf <nul.txt
+    run 1 "$BG" check -q c.bgf x
+    run 1 "$BG" check -q c.bgf ''
+    run 1 "$BG" check -q c.bgf -- -y
+    run 0 "$BG" add -q c.bgf -- -z
+    run 0 "$BG" remove -q c.bgf -- -z
+    run 1 "$BG" check -q c.bgf -- -z
+    # a remove that fails leaves the file as it was
+    cp c.bgf before.bgf
+    { keys 501 600 k; head -c $((16 * 1024 * 1024 + 1)) /dev/zero | tr '\0' k; } >long.txt
+    run 2 "$BG" remove c.bgf <long.txt
+    has err "remove: standard input: key 101 is longer than 16777216 bytes (the limit)"
+    has err "c.bgf: not changed"
+    same c.bgf before.bgf
+    run 2 "$BG" remove c.bgf <.
+    has err "remove: standard input: Is a directory"
+    same c.bgf before.bgf
+    local limit=$(($(stat -c %s c.bgf) / 2048)) # ulimit -f counts KiB
+    run 2 bash -c "ulimit -f $limit; trap '' XFSZ; exec \"\$0\" remove c.bgf k-600" "$BG"
+    has err "bloomgate: c.bgf: cannot save: File too large"
+    same c.bgf before.bgf
+    run 0 "$BG" check -q c.bgf k-600
+    # other variants cannot remove: refused before reading a key
+    for v in blocked standard; do
+        run 0 "$BG" create $v.bgf -n 1000 -p 0.01 --variant $v -q
+        run 0 "$BG" add -q $v.bgf a b
+        cp $v.bgf before.bgf
+        run 2 "$BG" remove $v.bgf a
+        has err "bloomgate: $v.bgf: not a counting filter (variant $v); only counting filters can remove keys"
+        same $v.bgf before.bgf
+    done
+    run 2 "$BG" remove nope.bgf a
+    has err "nope.bgf: cannot load: No such file or directory"
+    # counters saturate at 15 and then never go down: 20 adds of one key,
+    # 20 removes, and the key is still there (its counters are stuck)
+    run 0 "$BG" create sat.bgf -m 1000 -k 3 --variant counting -q
+    for _ in $(seq 20); do printf 'hot\n'; done >hot.txt
+    run 0 "$BG" add -q sat.bgf <hot.txt
+    run 0 "$BG" info sat.bgf
+    has out "counters (m):      1000 (4 bits each)"
+    has out "saturated:         3 (counters at 15"
+    run 0 "$BG" remove --json sat.bgf <hot.txt
+    eq "$(jget out removed)" 20 "removes of a saturated key"
+    run 0 "$BG" check -q sat.bgf hot
+    # an odd m: the last byte holds one counter
+    run 0 "$BG" create odd.bgf -m 101 -k 3 --variant counting -q
+    eq "$(stat -c %s odd.bgf)" $((128 + 51)) "m = 101: 51 payload bytes"
+    run 0 "$BG" add -q odd.bgf $(seq 1 20)
+    run 0 "$BG" remove -q odd.bgf $(seq 1 10)
+    run 0 "$BG" check -q odd.bgf $(seq 11 20)
+    run 0 "$BG" info odd.bgf
+    no_temp_files
+}
+
+case_scalable() {
+    # scalable options are usage errors with other variants, and -m/-k with it
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --expansion 4
+    has err "--expansion applies to --variant scalable only"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant counting --nonscaling
+    has err "--nonscaling applies to --variant scalable only"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant blocked --max-layers 3
+    has err "--max-layers applies to --variant scalable only"
+    run 2 "$BG" create x.bgf -m 10000 -k 3 --variant scalable
+    has err "--variant scalable is sized by -n and -p"
+    run 2 "$BG" create x.bgf -n 1000 --variant scalable
+    has err "--variant scalable needs -n (the first layer's capacity) and -p"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant scalable --nonscaling --expansion 4
+    has err "--nonscaling makes one layer that never grows"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant scalable --layer-variant counting
+    has err "--layer-variant: 'counting' is not a layer variant (standard or blocked)"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant scalable --expansion 0
+    has err "--expansion: '0' is too small (at least 1)"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant scalable --expansion 32769
+    has err "--expansion: '32769' is too large (at most 32768)"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant scalable --max-layers 65
+    has err "--max-layers: '65' is too large (at most 64)"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant scalable --tightening 1
+    has err "--tightening: '1' is not between 0 and 1"
+    [ ! -e x.bgf ] || fail "a refused create wrote x.bgf"
+    run 2 "$BG" calc -n 1000 -p 0.01 --variant scalable
+    has err "a scalable filter is not sized as a whole"
+    # create: the parameters in the summary and the JSON
+    run 0 "$BG" create s.bgf -n 1000 -p 0.01 --variant scalable --json
+    json_ok out
+    eq "$(jget out variant)" '"scalable"' variant
+    eq "$(jget out capacity)" 1000 "first layer's capacity"
+    eq "$(jget out error_rate)" 0.01 "p asked"
+    eq "$(jget out layer_variant)" '"standard"' "layer variant"
+    eq "$(jget out expansion)" 2 expansion
+    eq "$(jget out tightening)" 0.5 tightening
+    eq "$(jget out max_layers)" 64 "max layers"
+    eq "$(jget out nonscaling)" false nonscaling
+    eq "$(jget out layers)" 1 layers
+    has err "created s.bgf: scalable, standard layers; layer 0: "
+    has err "grows x2 per layer (error rate x0.5), up to 64 layers"
+    # 100 times the first layer's capacity: it grows, and forgets nothing
+    keys 1 100000 u >in.txt
+    keys 100001 200000 u >absent.txt
+    cp s.bgf s0.bgf
+    run 0 "$BG" add s.bgf <in.txt
+    has err "s.bgf: 100000 keys read"
+    has err " layers (capacity "
+    run 0 "$BG" add --json s.bgf <in.txt
+    json_ok out
+    eq "$(jget out new)" 0 "new keys on a second add"
+    local layers
+    layers=$(jget out layers)
+    [ "$layers" -ge 7 ] && [ "$layers" -le 8 ] || fail "layers after 100x growth: $layers"
+    run 0 "$BG" check -c s.bgf <in.txt
+    eq "$(cat out)" "$(printf 'keys\t100000\nmaybe\t100000\nno\t0')" "no false negatives"
+    run 0 "$BG" check -q --no-verify s.bgf <in.txt
+    # the whole stack keeps below p = 0.01
+    run 1 "$BG" check -c --present s.bgf <absent.txt
+    [ "$(cat out)" -le 1200 ] || fail "false positives $(cat out) of 100000 at p = 0.01"
+    # info: the scaling parameters and one row per layer, plus totals
+    run 0 "$BG" info s.bgf
+    empty err
+    has out "variant:           scalable"
+    has out "layer variant:     standard"
+    has out "scaling:           capacity x2 and error rate x0.5 per layer"
+    has out "layers:            $layers"
+    eq "$(awk '$1 ~ /^[0-9]+$/ && $2 == "standard"' out | wc -l)" "$layers" "layer rows"
+    has out "total"
+    run 0 "$BG" info --json s.bgf
+    json_ok out
+    eq "$(jq '.layers | length' out)" "$layers" "layers array"
+    eq "$(jq '.layer_count' out)" "$layers" "layer_count"
+    eq "$(jq '[.layers[].capacity] | .[0:3] | join(",")' out)" '"1000,2000,4000"' "capacities x2"
+    eq "$(jq '[.layers[].items] | add' out)" "$(jq .items out)" "items: the layers' sum"
+    eq "$(jq '[.layers[].bits] | add' out)" "$(jq .bits out)" "bits: the layers' sum"
+    eq "$(jq '.layers[0].items' out)" 1000 "the first layer holds its capacity"
+    jq -e '[.layers[].error_rate] | (.[1] < .[0]) and (.[2] < .[1])' out >/dev/null ||
+        fail "layer error rates do not tighten"
+    jq -e '.layers | all(.variant == "standard" and .hashes > 0 and .bytes > 0 and .fill_ratio > 0)' out >/dev/null ||
+        fail "layer fields"
+    eq "$(jq -r '.checksum_status' out)" ok "checksum"
+    # damaged: the header (with its growth parameters) is still shown
+    cp s.bgf d.bgf
+    local b
+    b=$(od -An -tu1 -j 300 -N 1 d.bgf | tr -d ' ')
+    printf "$(printf '\\%03o' $((b ^ 0x10)))" | dd of=d.bgf bs=1 seek=300 conv=notrunc status=none
+    run 2 "$BG" info d.bgf
+    has out "checksum:          MISMATCH"
+    has out "layers:            $layers"
+    has out "scaling:           capacity x2 and error rate x0.5 per layer"
+    has err "d.bgf: checksum mismatch"
+    run 2 "$BG" info --json d.bgf
+    json_ok out
+    eq "$(jq -c '[.layer_count, .layers, .expansion, .error_rate, .checksum_status]' out)" \
+        "[$layers,null,2,0.01,\"mismatch\"]" "damaged scalable JSON"
+    run 2 "$BG" check d.bgf u-1
+    has err "d.bgf: checksum mismatch"
+    run 2 "$BG" add d.bgf u-1
+    has err "d.bgf: checksum mismatch"
+    # blocked layers, expansion 4
+    run 0 "$BG" create b.bgf -n 1000 -p 0.001 --variant scalable --layer-variant blocked --expansion 4 -q
+    run 0 "$BG" add -q b.bgf <in.txt
+    run 0 "$BG" check -q b.bgf <in.txt
+    run 0 "$BG" info --json b.bgf
+    jq -e '.layers | all(.variant == "blocked")' out >/dev/null || fail "blocked layers"
+    eq "$(jq '[.layers[].capacity] | .[0:3] | join(",")' out)" '"1000,4000,16000"' "capacities x4"
+    # a first blocked layer below the blocked variant's least rate, 1e-12:
+    # the message names the rate it would get
+    run 2 "$BG" create bp.bgf -n 1000 -p 1e-12 --variant scalable --layer-variant blocked
+    has err "p = 1e-12: its first layer's rate, p (1 - tightening) = 5e-13, is below 1e-12"
+    [ ! -e bp.bgf ] || fail "a refused create made bp.bgf"
+    run 0 "$BG" create bp.bgf -n 1000 -p 1e-12 --variant scalable --layer-variant blocked --nonscaling -q
+    # non-scaling: full is an error naming the file, and nothing is saved
+    run 0 "$BG" create n.bgf -n 1000 -p 0.01 --variant scalable --nonscaling --json
+    eq "$(jget out nonscaling)" true nonscaling
+    has err "non-scaling"
+    keys 1 1000 u | run 0 "$BG" add -q n.bgf
+    cp n.bgf before.bgf
+    run 2 "$BG" add n.bgf <in.txt
+    # (the key number is the first key the filter found new: a key that is a
+    # false positive of the full layer is "already there", and skipped)
+    has err "bloomgate: n.bgf: cannot add (key 10"
+    has err "): the filter is full: it is non-scaling and holds its capacity of 1000 keys"
+    has err "n.bgf: not changed"
+    same n.bgf before.bgf
+    # ... while keys it already has are not new, and fine
+    keys 1 1000 u | run 0 "$BG" add -q n.bgf
+    same n.bgf before.bgf
+    # the most layers: the add that needs one more fails, file unchanged
+    run 0 "$BG" create l.bgf -n 1000 -p 0.01 --variant scalable --max-layers 2 -q
+    cp l.bgf before.bgf
+    run 2 "$BG" add l.bgf <in.txt
+    has err "bloomgate: l.bgf: cannot add (key 30"
+    has err "): the filter cannot grow: it has 2 layers, the most it was created with (--max-layers 2)"
+    has err "l.bgf: not changed"
+    same l.bgf before.bgf
+    # blocked layers stop at the rate they cannot deliver (layer 33 here),
+    # below --max-layers: the message names that limit, not --max-layers
+    run 0 "$BG" create bl.bgf -n 10 -p 0.01 --variant scalable --layer-variant blocked \
+        --expansion 1 -q
+    cp bl.bgf before.bgf
+    seq 1 1000 | run 2 "$BG" add bl.bgf
+    has err "the filter cannot grow: after 33 layers, the next layer's error rate would be below 1e-12, the least a blocked layer can deliver"
+    has err "recreate it with --layer-variant standard"
+    hasnt err "--max-layers"
+    same bl.bgf before.bgf
+    # the byte cap: the same
+    run 0 "$BG" create m.bgf -n 1000 -p 0.01 --variant scalable --max-bytes 8000 --json -q
+    eq "$(jget out max_bytes)" 8000 "max bytes"
+    cp m.bgf before.bgf
+    run 2 "$BG" add m.bgf <in.txt
+    has err "bloomgate: m.bgf: cannot add (key "
+    has err "past their cap of 8000 bytes"
+    same m.bgf before.bgf
+    run 2 "$BG" create big.bgf -n 1e6 -p 0.01 --variant scalable --max-bytes 1000
+    has err "big.bgf: cannot create a scalable filter: its first layer would need more than 1000 bytes (--max-bytes)"
+    [ ! -e big.bgf ] || fail "refused create left big.bgf"
+    # merge and intersect refuse scalable filters; remove too
+    cp s0.bgf t.bgf
+    for cmd in merge intersect; do
+        run 2 "$BG" $cmd out.bgf s.bgf t.bgf
+        has err "a scalable filter cannot be"
+        has err "nothing written"
+        [ ! -e out.bgf ] || fail "$cmd of scalable filters wrote out.bgf"
+    done
+    run 0 "$BG" create plain.bgf -n 1000 -p 0.01 -q
+    run 2 "$BG" merge out.bgf plain.bgf s.bgf
+    has err "merge: s.bgf: a scalable filter cannot be merged"
+    cp s.bgf before.bgf
+    run 2 "$BG" remove s.bgf u-1
+    has err "s.bgf: not a counting filter (variant scalable)"
+    same s.bgf before.bgf
+    no_temp_files
+}
+
+case_variants() {
+    # every variant: create, add, check, info, and the same answers from
+    # check with and without --no-verify
+    keys 1 2000 v >in.txt
+    local v
+    for v in standard blocked counting scalable; do
+        run 0 "$BG" create $v.bgf -n 1000 -p 0.01 --variant $v --seed 3 -q
+        run 0 "$BG" add -q $v.bgf <in.txt
+        run 0 "$BG" check -q $v.bgf <in.txt
+        run 0 "$BG" check -q --no-verify $v.bgf <in.txt
+        run 1 "$BG" check $v.bgf v-1 nope-1
+        eq "$(cat out)" "$(printf 'v-1\tmaybe\nnope-1\tno')" "$v: check output"
+        run 0 "$BG" info $v.bgf
+        has out "variant:           $v"
+        run 0 "$BG" info --json $v.bgf
+        json_ok out
+        eq "$(jq -r .variant out)" "$v" "$v: info variant"
+        case $v in
+        counting) jq -e 'has("saturated") and (has("layers") | not)' out >/dev/null || fail "$v JSON fields" ;;
+        scalable) jq -e 'has("layers") and (has("saturated") | not)' out >/dev/null || fail "$v JSON fields" ;;
+        *) jq -e '(has("layers") | not) and (has("saturated") | not)' out >/dev/null || fail "$v JSON fields" ;;
+        esac
+    done
+    # counting union is the counter-wise sum: a key in both inputs, removed
+    # once from the union, is still there; intersection is the minimum
+    for f in a b; do
+        run 0 "$BG" create $f.bgf -n 1000 -p 0.001 --variant counting --seed 5 -q
+    done
+    run 0 "$BG" add -q a.bgf both only-a
+    run 0 "$BG" add -q b.bgf both only-b
+    run 0 "$BG" merge u.bgf a.bgf b.bgf
+    run 0 "$BG" check -q u.bgf both only-a only-b
+    run 0 "$BG" remove -q u.bgf both
+    run 0 "$BG" check -q u.bgf both
+    run 0 "$BG" remove -q u.bgf both
+    run 1 "$BG" check -q u.bgf both
+    run 0 "$BG" intersect i.bgf a.bgf b.bgf
+    run 0 "$BG" check -q i.bgf both
+    run 1 "$BG" check -q i.bgf only-a
+    run 1 "$BG" check -q i.bgf only-b
+    run 0 "$BG" remove -q i.bgf both
+    run 1 "$BG" check -q i.bgf both
+    # counting and standard of the same m and k do not mix
+    run 0 "$BG" create s.bgf -n 1000 -p 0.001 --variant standard --seed 5 -q
+    run 2 "$BG" merge x.bgf a.bgf s.bgf
+    has err "variant is counting in a.bgf but standard in s.bgf"
+    [ ! -e x.bgf ] || fail "merge of counting and standard wrote x.bgf"
+    no_temp_files
+}
