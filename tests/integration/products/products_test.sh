@@ -187,6 +187,37 @@ post() { # post JSON: POST /products, status code
     req POST /products -H 'Content-Type: application/json' --data-binary "$1"
 }
 
+# ---- waiting for events -----------------------------------------------------
+# A case waits for what it needs (a metric, a log line), never for a fixed
+# time: a loaded machine may take seconds for what an idle one does in
+# milliseconds. Each wait fails after 60 s.
+
+# wait_metric NAME MIN: until NAME (as m reads it) is at least MIN.
+wait_metric() {
+    local end=$((SECONDS + 60))
+    while :; do
+        metrics
+        [ "$(m "$1")" -lt "$2" ] || return 0
+        [ "$SECONDS" -lt "$end" ] || fail "$1 did not reach $2 within 60 s (it is $(m "$1"))"
+        sleep 0.1
+    done
+}
+# wait_rebuilds N: until N more rebuilds than now have completed. After a
+# change, N = 2 means a whole rebuild that began after it (the one running
+# meanwhile, if any, may have read the source before it).
+wait_rebuilds() {
+    metrics
+    wait_metric bloomgate_guard_rebuilds_total $(($(m bloomgate_guard_rebuilds_total) + $1))
+}
+# wait_log TEXT: until the service's log holds TEXT.
+wait_log() {
+    local end=$((SECONDS + 60))
+    until grep -qF -- "$1" "$T/svc.log"; do
+        [ "$SECONDS" -lt "$end" ] || fail "the service's log did not say '$1' within 60 s"
+        sleep 0.1
+    done
+}
+
 # ---- cases ----------------------------------------------------------------
 
 case_help() {
@@ -813,17 +844,16 @@ deleted_filtered_then_posts() {
     local first=${2:-3001}
     for i in $(seq "$first" $((first + 39))); do
         eq "$(post "{\"id\":$i,\"name\":\"n$i\",\"price_cents\":1}")" 201 "POST $i"
-        sleep 0.05
+        sleep 0.05 # spread over the rebuilds
     done
-    sleep 1.2
+    wait_rebuilds 2
     for i in $(seq "$first" $((first + 39))); do expect 200 GET "/products/$i"; done
 }
 
 case_rebuild() {
     start --rebuild-interval 1
     expect 204 DELETE /products/9
-    sleep 3.5
-    metrics
+    wait_rebuilds 2
     ge "$(m bloomgate_guard_rebuilds_total)" 2 "rebuilds"
     ge "$(m bloomgate_rebuild_duration_seconds_count)" 2 "rebuild histogram"
     ge "$(m bloomgate_guard_filter_items)" 990 "items after the rebuild"
@@ -928,39 +958,58 @@ case_signals() {
     start
     seq 1 2000 | xargs -P 4 -I{} curl -s -o /dev/null "$BASE/products/{}" 2>/dev/null &
     local load=$!
-    sleep 0.5
+    wait_metric bloomgate_guard_requests_total 20 # the load is under way
     stop
+    kill "$load" 2>/dev/null || true # the rest of the load would only be refused
     wait "$load" 2>/dev/null || true
     has "$T/svc.log" "stopping (SIGTERM)"
 }
 
 # SIGTERM while a request is in flight: a POST waiting on a locked SQLite
-# database (another process holds its write lock for 2 s) gets its 201 and
-# its row, a new connection is refused meanwhile, a keep-alive connection
-# gets its next answer and is closed, and the exit is clean. With
-# --shutdown-timeout 1, or a second SIGTERM, the service stops waiting: the
-# POST gets no answer, and the log says so.
-hold_sqlite_lock() { # hold_sqlite_lock SECONDS: in the background; returns once held
-    rm -f "$T/locked"
-    python3 - "$T/products.db" "$1" "$T/locked" <<'PY' &
-import sqlite3, sys, time
+# database (another process holds its write lock until the test releases
+# it) gets its 201 and its row, a new connection is refused meanwhile, a
+# keep-alive connection gets its next answer and is closed, and the exit is
+# clean. With --shutdown-timeout 1, or a second SIGTERM, the service stops
+# waiting: the POST gets no answer, and the log says so. The service waits
+# 5 s for a lock (store_sqlite.c, BUSY_TIMEOUT_MS): the steps between the
+# POST and the release must fit in that.
+hold_sqlite_lock() { # in the background until release_sqlite_lock; returns once held
+    rm -f "$T/locked" "$T/release"
+    python3 - "$T/products.db" "$T/locked" "$T/release" <<'PY' &
+import os, sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.execute("BEGIN IMMEDIATE")
-open(sys.argv[3], "w").close()
-time.sleep(float(sys.argv[2]))
+open(sys.argv[2], "w").close()
+end = time.monotonic() + 60
+while not os.path.exists(sys.argv[3]) and time.monotonic() < end:
+    time.sleep(0.01)
 c.execute("COMMIT")
 PY
     LOCK_PID=$!
     PIDS+=("$LOCK_PID")
-    for _ in $(seq 1 100); do [ -e "$T/locked" ] && return 0; sleep 0.05; done
-    fail "could not lock the database"
+    local end=$((SECONDS + 60))
+    until [ -e "$T/locked" ]; do
+        [ "$SECONDS" -lt "$end" ] || fail "could not lock the database"
+        sleep 0.05
+    done
 }
-post_bg() { # post_bg ID: POST in the background; status code in $T/post.code
+release_sqlite_lock() {
+    : >"$T/release"
+    wait "$LOCK_PID" || true
+}
+# post_bg ID: POST in the background, status code in $T/post.code; returns
+# once the service has the POST in its database call (it counts the query
+# before making it).
+post_bg() {
+    metrics
+    local q0
+    q0=$(m bloomgate_db_queries_total)
     curl -s -o "$T/post.body" -w '%{http_code}' --max-time 30 -X POST \
         -H 'Content-Type: application/json' \
         --data-binary "{\"id\":$1,\"name\":\"late\",\"price_cents\":1}" "$BASE/products" \
         >"$T/post.code" 2>/dev/null &
     POST_PID=$!
+    wait_metric bloomgate_db_queries_total $((q0 + 1))
 }
 ka_get() { # ka_get PATH: GET on the keep-alive connection of fd 3; headers in $T/ka
     printf 'GET %s HTTP/1.1\r\nHost: x\r\n\r\n' "$1" >&3
@@ -980,11 +1029,10 @@ case_drain() {
     exec 3<>"/dev/tcp/127.0.0.1/$PORT"
     ka_get /healthz
     if grep -qi '^connection: close' "$T/ka"; then fail "closed before stopping"; fi
-    hold_sqlite_lock 2
-    post_bg 5001
-    sleep 0.5 # the POST now waits for the lock
+    hold_sqlite_lock
+    post_bg 5001 # it waits for the lock
     kill -TERM "$SVC_PID"
-    sleep 0.3
+    wait_log "waiting up to 10 s for 1 request in flight" # no longer accepting
     # a new connection is refused meanwhile (curl's 7), not left waiting
     local crc=0
     curl -s -o /dev/null --max-time 5 "$BASE/healthz" 2>/dev/null || crc=$?
@@ -995,6 +1043,7 @@ case_drain() {
     grep -qi '^connection: close' "$T/ka" || fail "no Connection: close while stopping: $(cat "$T/ka")"
     timeout 5 cat <&3 >/dev/null || fail "the keep-alive connection stayed open"
     exec 3<&-
+    release_sqlite_lock
     wait "$POST_PID" || true
     eq "$(cat "$T/post.code")" 201 "the POST in flight at SIGTERM"
     local rc=0
@@ -1003,7 +1052,6 @@ case_drain() {
     has "$T/svc.log" "stopping (SIGTERM)"
     has "$T/svc.log" "stopped"
     has "$T/svc.log" "waiting up to 10 s for 1 request in flight"
-    wait "$LOCK_PID" || true
     eq "$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM products WHERE id=5001").fetchone()[0])' "$T/products.db")" 1 "the row of the POST"
 
     # the wait is bounded, and a second signal ends it
@@ -1017,20 +1065,27 @@ drain_cut() {
     local id=$1 signals=$2 log=$3 rc=0
     shift 3
     start "$@"
-    hold_sqlite_lock 3
+    hold_sqlite_lock
     post_bg "$id"
-    sleep 0.5
     kill -TERM "$SVC_PID"
     if [ "$signals" -gt 1 ]; then
-        sleep 0.3
+        wait_log "waiting up to 10 s for 1 request in flight"
         kill -TERM "$SVC_PID"
     fi
-    wait "$POST_PID" || true
-    eq "$(cat "$T/post.code")" 000 "the POST of $id cut"
+    # The exit waits for the POST's handler, which gives up on the lock
+    # after SQLite's busy timeout; the lock goes only then, so that the
+    # handler cannot answer before the connections are cut.
+    local end=$((SECONDS + 60))
+    while kill -0 "$SVC_PID" 2>/dev/null; do
+        [ "$SECONDS" -lt "$end" ] || fail "the service did not exit within 60 s"
+        sleep 0.1
+    done
     wait "$SVC_PID" || rc=$?
     eq "$rc" 0 "exit status"
     has "$T/svc.log" "$log"
-    wait "$LOCK_PID" || true
+    release_sqlite_lock
+    wait "$POST_PID" || true
+    eq "$(cat "$T/post.code")" 000 "the POST of $id cut"
 }
 
 # ---- outages ----------------------------------------------------------------
@@ -1303,8 +1358,7 @@ case_module_rebuild() {
         --filter-url "redis://127.0.0.1:$REDIS_PORT" --rebuild-interval 1
     expect 200 GET /products/5
     expect 204 DELETE /products/9
-    sleep 2.5
-    metrics
+    wait_rebuilds 2
     ge "$(m bloomgate_guard_rebuilds_total)" 1 "rebuilds"
     eq "$(m bloomgate_guard_rebuild_errors_total)" 0 "rebuild errors"
     deleted_filtered_then_posts 9
@@ -1399,8 +1453,7 @@ case_cluster() {
     eq "$(m bloomgate_guard_filter_shards)" 3 "bloomgate_guard_filter_shards"
     expect 200 GET /products/30001
     expect 204 DELETE /products/397
-    sleep 2.5
-    metrics
+    wait_rebuilds 2
     ge "$(m bloomgate_guard_rebuilds_total)" 2 "rebuilds of the sharded filter"
     deleted_filtered_then_posts 397 30002 # ids past the 20000 seeded
     eq "$(redis-cli -c -p "${CPORTS[0]}" GET '{products}:shards')" 3 "still 3 shards"
