@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
 
 #ifdef __cplusplus

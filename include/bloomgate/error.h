@@ -7,17 +7,7 @@
 #ifndef BLOOMGATE_ERROR_H
 #define BLOOMGATE_ERROR_H
 
-#if defined(_WIN32)
-#  define BG_API_EXPORT __declspec(dllexport)
-#elif defined(__GNUC__)
-#  define BG_API_EXPORT __attribute__((visibility("default")))
-#else
-#  define BG_API_EXPORT
-#endif
-
-/* Marks the public API: everything else in the library is built with
- * -fvisibility=hidden and is not exported. */
-#define BG_API BG_API_EXPORT
+#include <bloomgate/api.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,11 +35,11 @@ extern "C" {
     X(EFULL,     -17, "non-scaling filter is full")                               \
     X(ELAYERS,   -18, "scalable filter has reached its maximum number of layers") \
     X(ECONN,     -19, "connection to the server failed, broke or timed out")      \
-    X(EREMOTE,   -20, "Redis replied an error (bg_remote_errstr holds its message)") \
+    X(EREMOTE,   -20, "the server replied an error")                              \
     X(ESTALE,    -21, "remote filter was re-created: its parameters changed under the client") \
     X(ENOTFOUND, -22, "remote filter does not exist")                             \
     X(EEXIST,    -23, "remote filter already exists")                          \
-    X(EBUSY,     -24, "another rebuild is running")
+    X(EBUSY,     -24, "resource is busy")
 
 typedef enum bg_status {
 #define BG__STATUS_ENUM(name, value, msg) BG_##name = (value),

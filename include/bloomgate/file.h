@@ -42,9 +42,11 @@
 #ifndef BLOOMGATE_FILE_H
 #define BLOOMGATE_FILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
 #include <bloomgate/filter.h>
 
@@ -76,6 +78,13 @@ enum {
     BG_FILE_SINGLE_WRITER = 1u << 1,
 };
 
+/* Whether bg_file_inspect verified a file's checksum, and what it found. */
+typedef enum bg_checksum_state {
+    BG_CHECKSUM_OK = 0,       /* computed, and it matches */
+    BG_CHECKSUM_MISMATCH = 1, /* computed, and it does not (the call returns BG_ECHECKSUM) */
+    BG_CHECKSUM_SKIPPED = 2,  /* not computed (BG_FILE_NO_VERIFY) */
+} bg_checksum_state;
+
 /* What a file's header says, and whether its checksum holds. For a
  * scalable filter (version 2) the fields are the totals that
  * bg_filter_stats_get gives for the filter the file holds: bits, capacity,
@@ -96,9 +105,7 @@ typedef struct bg_file_info {
     uint64_t payload_bytes;    /* ceil(m / 8) (counting: ceil(4 m / 8)) */
     uint64_t file_bytes;       /* the whole input */
     uint64_t checksum;         /* stored XXH3-64 */
-    /* BG_OK: the checksum was computed and matches; BG_ECHECKSUM: it does
-     * not; 1: not computed (BG_FILE_NO_VERIFY). */
-    int checksum_status;
+    bg_checksum_state checksum_state;
     uint32_t layers;           /* 1, or a scalable filter's layers */
     /* A scalable filter's growth parameters, as bg_filter_scaling_get gives
      * them for the filter the file holds; all zero for version 1. */
@@ -186,13 +193,13 @@ BG_API int bg_filter_load(bg_filter **out, const char *path, unsigned flags);
  * mapping that all its layers use. Returns as bg_filter_load. */
 BG_API int bg_filter_map(bg_filter **out, const char *path, unsigned flags);
 
-/* 1 if `f` is read-only (from bg_filter_map), 0 if not, BG_EINVAL for NULL. */
-BG_API int bg_filter_read_only(const bg_filter *f);
+/* Whether `f` is read-only (from bg_filter_map); false for NULL. */
+BG_API bool bg_filter_read_only(const bg_filter *f);
 
 /* Reads and validates a file's header into *out without building a filter,
  * and verifies the checksum unless BG_FILE_NO_VERIFY. Returns BG_OK, or the
  * first problem found (a TRUST status). On BG_ECHECKSUM *out is complete
- * (checksum_status says so too); on other errors its contents are
+ * (checksum_state says so too); on other errors its contents are
  * unspecified. Nothing is allocated. */
 BG_API int bg_file_inspect(const char *path, unsigned flags, bg_file_info *out);
 BG_API int bg_file_inspect_buffer(const void *buf, size_t len, unsigned flags, bg_file_info *out);

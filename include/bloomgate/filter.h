@@ -154,18 +154,61 @@
 #ifndef BLOOMGATE_FILTER_H
 #define BLOOMGATE_FILTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
 #include <bloomgate/hash.h>
-#include <bloomgate/sizing.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct bg_filter bg_filter;
+
+/* Filter variants. Values are stable: they are written to files. */
+typedef enum bg_variant {
+    BG_VARIANT_STANDARD = 1, /* k probes over the whole array: least space */
+    BG_VARIANT_BLOCKED  = 2, /* k probes in one 64-byte cache line: one miss per op */
+    BG_VARIANT_COUNTING = 3, /* standard, with 4-bit counters: keys can be removed */
+    BG_VARIANT_SCALABLE = 4, /* a stack of standard or blocked layers that grows */
+} bg_variant;
+
+/* The variant chosen when none is given: blocked. It is measured faster at
+ * every size (docs/PERFORMANCE.md) for 1% to 10% more bits at p from 0.1 to
+ * 0.001; below that its overhead grows (23% at 1e-4: docs/SIZING.md), and
+ * the standard variant is the better choice. */
+#define BG_VARIANT_DEFAULT BG_VARIANT_BLOCKED
+
+/* Most probes per key. p = 2^-32 needs k = 32; a smaller p still sizes (m
+ * grows to reach it with k = BG_MAX_K), only less space-efficiently. */
+#define BG_MAX_K 32u
+
+/* Most probes per key of the blocked variant: one per 64-bit word of its
+ * 512-bit block. The best k reaches it at p ~ 3e-3; below, m grows to reach
+ * p with k = 8 (9% more bits than standard at 1e-3, 23% at 1e-4). */
+#define BG_BLOCKED_MAX_K 8u
+
+/* Smallest p the blocked variant is sized for: below it the model cannot be
+ * evaluated precisely enough to promise p (src/core/sizing.c), and the
+ * blocked variant would need 16x the standard variant's bits anyway. */
+#define BG_BLOCKED_MIN_P 1e-12
+
+/* Fewest bits in a filter: one 64-bit word (standard), one block (blocked). */
+#define BG_MIN_BITS 64u
+
+/* Bits in a block of the blocked variant: one 64-byte cache line. */
+#define BG_BLOCK_BITS 512u
+
+/* Default cap on a filter's bit array: 64 GiB (2^39 bits), enough for about
+ * 5.5e10 keys at p = 0.01. Callers may lower or raise it, up to BG_MAX_BITS. */
+#define BG_DEFAULT_MAX_BYTES (UINT64_C(1) << 36)
+
+/* Hard ceiling on m: 2^63 bits (2^60 bytes), so that the index arithmetic
+ * (a + b < 2m) can never wrap. */
+#define BG_MAX_BITS (UINT64_C(1) << 63)
 
 typedef enum bg_concurrency {
     BG_CONCURRENT_WRITERS = 0, /* default: adds from many threads at once */
@@ -193,7 +236,7 @@ typedef struct bg_filter_options {
     uint32_t expansion;         /* capacity growth per layer, 1..BG_MAX_EXPANSION; 0: 2 */
     double tightening;          /* error-rate factor per layer, in (0, 1); 0: 0.5 */
     uint32_t max_layers;        /* 1..BG_MAX_LAYERS; 0: BG_MAX_LAYERS */
-    int nonscaling;             /* non-zero: one layer, BG_EFULL when full */
+    bool nonscaling;            /* one layer, BG_EFULL when full */
 } bg_filter_options;
 
 /* The counting variant's counters stop at this value. */
@@ -360,7 +403,7 @@ typedef struct bg_filter_scaling {
     double tightening;
     uint32_t max_layers;
     uint64_t max_bytes;
-    int nonscaling;
+    bool nonscaling;
     uint32_t layers;       /* now */
 } bg_filter_scaling;
 

@@ -107,6 +107,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
 #include <bloomgate/filter.h>
 #include <bloomgate/remote.h>

@@ -32,6 +32,7 @@
 
 #include <stdint.h>
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
 #include <bloomgate/hash.h>
 
@@ -89,7 +90,7 @@ static inline void bg_layout_probe_next(bg_layout_probe *p)
 /* Writes the k cells of hash h in an array of m cells to out[0..k-1], in
  * probe order (a cell may repeat). Returns BG_OK, or BG_EINVAL for a NULL
  * out, m outside BG_MIN_BITS..BG_MAX_BITS or k outside 1..BG_MAX_K
- * (<bloomgate/sizing.h>). Nothing is allocated. */
+ * (<bloomgate/filter.h>). Nothing is allocated. */
 BG_API int bg_layout_positions(bg_hash h, uint64_t m, uint32_t k, uint64_t *out);
 
 #ifdef __cplusplus

@@ -135,6 +135,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
 #include <bloomgate/filter.h>
 

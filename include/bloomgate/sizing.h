@@ -34,53 +34,13 @@
 
 #include <stdint.h>
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
+#include <bloomgate/filter.h> /* bg_variant and the limits on m and k */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* Filter variants. Values are stable: they are written to files. */
-typedef enum bg_variant {
-    BG_VARIANT_STANDARD = 1, /* k probes over the whole array: least space */
-    BG_VARIANT_BLOCKED  = 2, /* k probes in one 64-byte cache line: one miss per op */
-    BG_VARIANT_COUNTING = 3, /* standard, with 4-bit counters: keys can be removed */
-    BG_VARIANT_SCALABLE = 4, /* a stack of standard or blocked layers that grows */
-} bg_variant;
-
-/* The variant chosen when none is given: blocked. It is measured faster at
- * every size (docs/PERFORMANCE.md) for 1% to 10% more bits at p from 0.1 to
- * 0.001; below that its overhead grows (23% at 1e-4: docs/SIZING.md), and
- * the standard variant is the better choice. */
-#define BG_VARIANT_DEFAULT BG_VARIANT_BLOCKED
-
-/* Most probes per key. p = 2^-32 needs k = 32; a smaller p still sizes (m
- * grows to reach it with k = BG_MAX_K), only less space-efficiently. */
-#define BG_MAX_K 32u
-
-/* Most probes per key of the blocked variant: one per 64-bit word of its
- * 512-bit block. The best k reaches it at p ~ 3e-3; below, m grows to reach
- * p with k = 8 (9% more bits than standard at 1e-3, 23% at 1e-4). */
-#define BG_BLOCKED_MAX_K 8u
-
-/* Smallest p the blocked variant is sized for: below it the model cannot be
- * evaluated precisely enough to promise p (src/core/sizing.c), and the
- * blocked variant would need 16x the standard variant's bits anyway. */
-#define BG_BLOCKED_MIN_P 1e-12
-
-/* Fewest bits in a filter: one 64-bit word (standard), one block (blocked). */
-#define BG_MIN_BITS 64u
-
-/* Bits in a block of the blocked variant: one 64-byte cache line. */
-#define BG_BLOCK_BITS 512u
-
-/* Default cap on a filter's bit array: 64 GiB (2^39 bits), enough for about
- * 5.5e10 keys at p = 0.01. Callers may lower or raise it, up to BG_MAX_BITS. */
-#define BG_DEFAULT_MAX_BYTES (UINT64_C(1) << 36)
-
-/* Hard ceiling on m: 2^63 bits (2^60 bytes), so that the index arithmetic
- * (a + b < 2m) can never wrap. */
-#define BG_MAX_BITS (UINT64_C(1) << 63)
 
 typedef struct bg_sizing {
     uint64_t n; /* items; 0 = unknown */

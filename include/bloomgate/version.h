@@ -3,6 +3,7 @@
 #ifndef BLOOMGATE_VERSION_H
 #define BLOOMGATE_VERSION_H
 
+#include <bloomgate/api.h>
 #include <bloomgate/error.h>
 
 #define BG_VERSION_MAJOR 0

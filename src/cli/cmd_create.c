@@ -233,7 +233,7 @@ static int run(int argc, char **argv)
             break;
         case OPT_NONSCALING:
             note_scaling(&so, "--nonscaling");
-            o.nonscaling = 1;
+            o.nonscaling = true;
             break;
         case OPT_MAX_LAYERS:
             note_scaling(&so, "--max-layers");
@@ -293,7 +293,7 @@ static int run(int argc, char **argv)
             .seed = o.seed,
             .seed_given = seed_given,
             .expansion = o.expansion,
-            .nonscaling = o.nonscaling != 0,
+            .nonscaling = o.nonscaling,
             .other_scaling = remote_refused,
             .force = force,
             .quiet = quiet,

@@ -8,6 +8,7 @@
 
 #include <bloomgate/filter.h>
 #include <bloomgate/layout.h>
+#include <bloomgate/sizing.h>
 
 /* Keys per group in the batch calls. Group g + 1's lines are prefetched
  * before group g is probed, so up to 2 * BG__BATCH misses are in flight:

@@ -331,7 +331,7 @@ static int scalable_new(bg_filter **out, const bg_filter_options *o)
         .tightening = o->tightening != 0 ? o->tightening : 0.5,
         .max_layers = o->max_layers ? o->max_layers : BG_MAX_LAYERS,
         .max_bytes = o->max_bytes ? o->max_bytes : BG_DEFAULT_MAX_BYTES,
-        .nonscaling = o->nonscaling != 0,
+        .nonscaling = o->nonscaling,
         .seed = o->seed,
         .single_writer = o->concurrency == BG_SINGLE_WRITER,
     };

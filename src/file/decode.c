@@ -101,7 +101,7 @@ static int v1_fields(const uint8_t *head, bg_file_info *info, bg__filter_shape *
     info->payload_offset = bg__get_le(head + BG__OFF_PAYLOAD_OFFSET, 8);
     info->payload_bytes = bg__get_le(head + BG__OFF_PAYLOAD_BYTES, 8);
     info->checksum = bg__get_le(head + BG__OFF_CHECKSUM, 8);
-    info->checksum_status = 1;
+    info->checksum_state = BG_CHECKSUM_SKIPPED;
     info->layers = 1;
 
     if (info->header_bytes != BG_FILE_HEADER_BYTES || info->hash_id != BG_FILE_HASH_XXH3_128 ||
@@ -173,7 +173,7 @@ static int v2_fields(const uint8_t *h, uint64_t file_bytes, bg_file_info *info,
     info->items = bg__get_le(h + BG__V2_OFF_ITEMS, 8);
     info->file_bytes = file_bytes;
     info->checksum = bg__get_le(h + BG__OFF_CHECKSUM, 8);
-    info->checksum_status = 1;
+    info->checksum_state = BG_CHECKSUM_SKIPPED;
     info->layers = (uint32_t)bg__get_le(h + BG__V2_OFF_LAYERS, 4);
 
     uint64_t flags = bg__get_le(h + BG__OFF_FLAGS, 2);
@@ -381,8 +381,8 @@ static int inspect_image(const uint8_t *buf, size_t len, unsigned flags, bg__fil
     if (flags & BG_FILE_NO_VERIFY)
         return BG_OK;
     bool ok = bg__file_checksum(buf, len) == plan->info.checksum;
-    plan->info.checksum_status = ok ? BG_OK : BG_ECHECKSUM;
-    return plan->info.checksum_status;
+    plan->info.checksum_state = ok ? BG_CHECKSUM_OK : BG_CHECKSUM_MISMATCH;
+    return ok ? BG_OK : BG_ECHECKSUM;
 }
 
 bool bg__file_flags_ok(unsigned flags)

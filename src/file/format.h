@@ -175,7 +175,7 @@ typedef struct bg__file_part {
 
 /* Everything a reader needs, validated, before it allocates. */
 typedef struct bg__file_plan {
-    bg_file_info info;               /* checksum_status 1: not computed */
+    bg_file_info info;               /* checksum_state: SKIPPED until verified */
     uint8_t head[BG_FILE_HEADER_BYTES];
     bg__scalable_params params;      /* version 2 */
     uint32_t parts;                  /* 1 (version 1) or the layers */

@@ -200,8 +200,8 @@ static int verify_mapped(uint8_t *map, size_t map_len, uint64_t file_len, bg_fil
 {
     (void)madvise(map, map_len, MADV_SEQUENTIAL);
     bool ok = bg__file_checksum(map, file_len) == info->checksum;
-    info->checksum_status = ok ? BG_OK : BG_ECHECKSUM;
-    return info->checksum_status;
+    info->checksum_state = ok ? BG_CHECKSUM_OK : BG_CHECKSUM_MISMATCH;
+    return ok ? BG_OK : BG_ECHECKSUM;
 }
 
 /* A read-only scalable filter whose layers lie in the mapping, which it owns
@@ -263,9 +263,9 @@ int bg_filter_map(bg_filter **out, const char *path, unsigned flags)
                                    map, map_len);
 }
 
-int bg_filter_read_only(const bg_filter *f)
+bool bg_filter_read_only(const bg_filter *f)
 {
-    return f == NULL ? BG_EINVAL : f->read_only ? 1 : 0;
+    return f != NULL && f->read_only;
 }
 
 int bg_file_inspect(const char *path, unsigned flags, bg_file_info *out)

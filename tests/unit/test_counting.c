@@ -746,7 +746,7 @@ static void remove_errors(void **state)
     TU_EQ_I(bg_filter_save(c, path), BG_OK);
     bg_filter *mapped, *loaded;
     TU_EQ_I(bg_filter_map(&mapped, path, 0), BG_OK);
-    TU_EQ_I(bg_filter_read_only(mapped), 1);
+    TU_TRUE(bg_filter_read_only(mapped));
     TU_EQ_I(bg_filter_variant(mapped), BG_VARIANT_COUNTING);
     TU_EQ_I(bg_filter_remove(mapped, "a", 1), BG_EREADONLY);
     TU_EQ_I(bg_filter_remove_hash(mapped, hash_of(mapped, "a", 1)), BG_EREADONLY);
@@ -1095,7 +1095,7 @@ static void golden_bytes(void **state)
     TU_EQ_U(le(g + 64, 8), 50);       /* payload bytes: 100 counters of 4 bits */
     bg_file_info info;
     TU_EQ_I(bg_file_inspect_buffer(g, sizeof golden_counting, 0, &info), BG_OK);
-    TU_EQ_I(info.checksum_status, BG_OK);
+    TU_EQ_I(info.checksum_state, BG_CHECKSUM_OK);
     TU_EQ_I(info.variant, BG_VARIANT_COUNTING);
     TU_EQ_U(info.payload_bytes, 50);
 

@@ -118,7 +118,7 @@ static void golden_bytes(void **state)
 
         bg_file_info info;
         TU_EQ_I(bg_file_inspect_buffer(want, want_len, 0, &info), BG_OK);
-        TU_EQ_I(info.checksum_status, BG_OK);
+        TU_EQ_I(info.checksum_state, BG_CHECKSUM_OK);
         TU_EQ_U(info.checksum, le(want + 120, 8));
         TU_EQ_U(info.bits, blocked ? 512 : 100);
         TU_EQ_U(info.file_bytes, want_len);
@@ -370,15 +370,15 @@ static void round_trip(void **state)
             TU_EQ_U(s1.bits_set, s2.bits_set);
             TU_EQ_U(s1.capacity, s2.capacity);
         }
-        TU_EQ_I(bg_filter_read_only(loaded), 0);
-        TU_EQ_I(bg_filter_read_only(mapped), 1);
+        TU_TRUE(!bg_filter_read_only(loaded));
+        TU_TRUE(bg_filter_read_only(mapped));
 
         /* The file and bg_filter_encode agree. */
         bg_file_info info;
         TU_EQ_I(bg_file_inspect(path, 0, &info), BG_OK);
-        TU_EQ_I(info.checksum_status, BG_OK);
+        TU_EQ_I(info.checksum_state, BG_CHECKSUM_OK);
         TU_EQ_I(bg_file_inspect(path, BG_FILE_NO_VERIFY, &info), BG_OK);
-        TU_EQ_I(info.checksum_status, 1);
+        TU_EQ_I(info.checksum_state, BG_CHECKSUM_SKIPPED);
         uint64_t size;
         TU_EQ_I(bg_filter_encoded_size(f, &size), BG_OK);
         TU_EQ_U(info.file_bytes, size);
@@ -453,7 +453,7 @@ static void damaged_files(void **state)
         bg_file_info info;
         TU_EQ_I(bg_file_inspect(path, 0, &info), cases[i].want);
         if (cases[i].want == BG_ECHECKSUM) {
-            TU_EQ_I(info.checksum_status, BG_ECHECKSUM);
+            TU_EQ_I(info.checksum_state, BG_CHECKSUM_MISMATCH);
             TU_EQ_U(info.bits, 512); /* the header is still reported */
         }
         TU_EQ_I(bg_filter_load(&f, path, BG_FILE_NO_VERIFY), cases[i].want_no_verify);
@@ -670,7 +670,7 @@ static void io_errors(void **state)
     TU_EQ_I(bg_filter_load(&g, path, 1u << 9), BG_EINVAL);
     TU_EQ_I(bg_filter_map(&g, NULL, 0), BG_EINVAL);
     TU_EQ_I(bg_file_inspect(NULL, 0, &info), BG_EINVAL);
-    TU_EQ_I(bg_filter_read_only(NULL), BG_EINVAL);
+    TU_TRUE(!bg_filter_read_only(NULL));
 
     bg_filter_free(f);
     tu_tmpdir_remove(&d);
