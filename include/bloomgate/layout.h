@@ -40,20 +40,27 @@
 extern "C" {
 #endif
 
+/* (x * range) >> 64 from four 32-bit products, for compilers without a
+ * 128-bit integer type: the same value as bg_layout_reduce (a test compares
+ * the two). */
+static inline uint64_t bg_layout_reduce_portable(uint64_t x, uint64_t range)
+{
+    uint64_t xl = x & 0xffffffffu, xh = x >> 32, rl = range & 0xffffffffu, rh = range >> 32;
+    uint64_t ll = xl * rl, lh = xl * rh, hl = xh * rl, hh = xh * rh;
+    uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
+    return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+}
+
 /* (x * range) >> 64: maps a uniform 64-bit x to a uniform value in
  * [0, range) with one multiply (Lemire, "Fast random integer generation in
  * an interval", 2019); unlike x % range it has no division and no bias
- * beyond range / 2^64, and it uses all 64 bits of x. The portable branch
- * gives the same value from four 32-bit products. */
+ * beyond range / 2^64, and it uses all 64 bits of x. */
 static inline uint64_t bg_layout_reduce(uint64_t x, uint64_t range)
 {
 #if defined(__SIZEOF_INT128__) && defined(__GNUC__)
     return (uint64_t)(__extension__((unsigned __int128)x * range >> 64));
 #else
-    uint64_t xl = x & 0xffffffffu, xh = x >> 32, rl = range & 0xffffffffu, rh = range >> 32;
-    uint64_t ll = xl * rl, lh = xl * rh, hl = xh * rl, hh = xh * rh;
-    uint64_t mid = (ll >> 32) + (lh & 0xffffffffu) + (hl & 0xffffffffu);
-    return hh + (lh >> 32) + (hl >> 32) + (mid >> 32);
+    return bg_layout_reduce_portable(x, range);
 #endif
 }
 

@@ -95,6 +95,28 @@ static void standard_positions_golden(void **state)
     TU_EQ_I(bg_layout_positions(h, 100, 3, NULL), BG_EINVAL);
 }
 
+/* Both ways of computing (x * range) >> 64 agree: the edges of both
+ * operands and pseudo-random pairs. */
+static void reduce_portable_agrees(void **state)
+{
+    (void)state;
+    static const uint64_t edge[] = {0, 1, 2, 63, 64, 0xffffffffu, UINT64_C(0x100000000),
+                                    UINT64_C(0x100000001), UINT64_C(1) << 63, UINT64_MAX - 1,
+                                    UINT64_MAX};
+    size_t ne = sizeof edge / sizeof edge[0];
+    for (size_t i = 0; i < ne; i++)
+        for (size_t j = 0; j < ne; j++)
+            TU_EQ_U(bg_layout_reduce_portable(edge[i], edge[j]),
+                    bg_layout_reduce(edge[i], edge[j]));
+    uint64_t rng = 7;
+    for (int i = 0; i < 1000000; i++) {
+        uint64_t x = tu_next(&rng), r = tu_next(&rng) >> (i % 64);
+        uint64_t want = bg_layout_reduce(x, r), got = bg_layout_reduce_portable(x, r);
+        if (got != want)
+            TU_EQ_U(got, want);
+    }
+}
+
 static void standard_positions(void **state)
 {
     (void)state;
@@ -759,6 +781,7 @@ int main(int argc, char **argv)
     static const struct CMUnitTest portable[] = {
         cmocka_unit_test(hash_is_xxh3_128),
         cmocka_unit_test(standard_positions_golden),
+        cmocka_unit_test(reduce_portable_agrees),
         cmocka_unit_test(standard_positions),
         cmocka_unit_test(blocked_positions_portable),
         cmocka_unit_test(batch_edges),
