@@ -31,11 +31,11 @@
 /* BG__AVX2_CLONE: an AVX2 copy of the function beside the baseline one, for
  * loops the compiler vectorizes or written in GCC vectors (filter.c's key
  * check, blocked.c's rate from the fill, counting.c's scans).
- * BG__POPCNT_CLONE: a copy with the POPCNT instruction, for filter.c's
- * scans that count bits (statistics, union, intersection). The x86-64
- * baseline has no POPCNT, so there __builtin_popcountll is a call into
- * libgcc, about a dozen instructions per word (docs/PERFORMANCE.md,
- * "Scans").
+ * BG__POPCNT_CLONE: a copy with the POPCNT instruction, for the scans that
+ * count bits (array.c's statistics, filter.c's union and intersection).
+ * The x86-64 baseline has no POPCNT, so there __builtin_popcountll is a
+ * call into libgcc, about a dozen instructions per word
+ * (docs/PERFORMANCE.md, "Scans").
  * Both only on static functions: GCC exports a clone set's dispatcher
  * whatever the visibility, so a function other files call is a plain
  * wrapper around a cloned static one. */
