@@ -84,7 +84,8 @@ static uint64_t double_bits(double d)
     return v;
 }
 
-void bg__file_v2_snapshot(const bg_filter *f, bg__file_v2 *out)
+/* The version-2 image of a scalable filter (its layers as of one moment). */
+static void snapshot_v2(const bg_filter *f, bg__file_image *out)
 {
     bg__scalable_params p;
     bg__scalable_params_get(f, &p);
@@ -92,17 +93,18 @@ void bg__file_v2_snapshot(const bg_filter *f, bg__file_v2 *out)
     uint64_t items = 0, total = BG_FILE_HEADER_BYTES;
     for (uint32_t i = 0; i < n; i++) {
         const bg_filter *l = bg__scalable_layer(f, i);
-        out->layer[i] = l;
+        out->part[i] = l;
         /* The layer's item count is read once, here, so that the total
          * below is the sum of what the layer headers say. */
-        bg__file_header_build(l, out->layer_head[i]);
-        items += bg__get_le(out->layer_head[i] + BG__OFF_ITEMS, 8);
+        bg__file_header_build(l, out->part_head[i]);
+        items += bg__get_le(out->part_head[i] + BG__OFF_ITEMS, 8);
         out->payload_bytes[i] = payload_bytes_of(l);
         uint64_t padded = bg__file_v2_padded(out->payload_bytes[i]);
         out->pad_bytes[i] = padded - BG_FILE_HEADER_BYTES - out->payload_bytes[i];
         total += padded;
     }
-    out->layers = n;
+    out->parts = n;
+    out->part_heads = true;
     out->total = total;
 
     uint8_t *h = out->head;
@@ -127,39 +129,54 @@ void bg__file_v2_snapshot(const bg_filter *f, bg__file_v2 *out)
     bg__put_le(h + BG__V2_OFF_TOTAL, total, 8);
 }
 
-/* A scalable filter's size depends only on its layer count and the layers'
- * m, so it is computed without building headers. */
-static uint64_t v2_size(const bg_filter *f)
+/* The one place that tells the versions apart: a filter with an array of its
+ * own is a version-1 image, a scalable filter (layers, no array) a
+ * version-2 container. */
+void bg__file_image_snapshot(const bg_filter *f, bg__file_image *out)
 {
-    uint64_t total = BG_FILE_HEADER_BYTES;
-    for (uint32_t i = 0, n = bg__scalable_count(f); i < n; i++)
-        total += bg__file_v2_padded(payload_bytes_of(bg__scalable_layer(f, i)));
-    return total;
+    if (f->ops->cell_bits == 0) {
+        snapshot_v2(f, out);
+        return;
+    }
+    bg__file_header_build(f, out->head);
+    out->parts = 1;
+    out->part_heads = false;
+    out->part[0] = f;
+    out->payload_bytes[0] = payload_bytes_of(f);
+    out->pad_bytes[0] = 0;
+    out->total = BG_FILE_HEADER_BYTES + out->payload_bytes[0];
 }
 
 int bg_filter_encoded_size(const bg_filter *f, uint64_t *out)
 {
     if (f == NULL || out == NULL)
         return BG_EINVAL;
-    *out = f->scalable ? v2_size(f) : BG_FILE_HEADER_BYTES + payload_bytes_of(f);
+    bg__file_image v;
+    bg__file_image_snapshot(f, &v);
+    *out = v.total;
     return BG_OK;
 }
 
-/* The version-2 image of a scalable filter (the layers as of one moment: a
- * layer added meanwhile is not written, and may make the image larger than
- * an earlier bg_filter_encoded_size said: BG_EINVAL then). */
-static int encode_v2(const bg_filter *f, uint8_t *image, size_t len, size_t *written)
+/* The image as of one moment (a scalable filter's layer added meanwhile is
+ * not written, and may make the image larger than an earlier
+ * bg_filter_encoded_size said: BG_EINVAL then). */
+int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written)
 {
-    bg__file_v2 v;
-    bg__file_v2_snapshot(f, &v);
+    if (f == NULL || buf == NULL)
+        return BG_EINVAL;
+    bg__file_image v;
+    bg__file_image_snapshot(f, &v);
     if (len < v.total)
         return BG_EINVAL;
+    uint8_t *image = buf;
     memcpy(image, v.head, BG_FILE_HEADER_BYTES);
     uint64_t at = BG_FILE_HEADER_BYTES;
-    for (uint32_t i = 0; i < v.layers; i++) {
-        memcpy(image + at, v.layer_head[i], BG_FILE_HEADER_BYTES);
-        at += BG_FILE_HEADER_BYTES;
-        bg__file_copy_payload(v.layer[i], 0, image + at, (size_t)v.payload_bytes[i]);
+    for (uint32_t i = 0; i < v.parts; i++) {
+        if (v.part_heads) {
+            memcpy(image + at, v.part_head[i], BG_FILE_HEADER_BYTES);
+            at += BG_FILE_HEADER_BYTES;
+        }
+        bg__file_copy_payload(v.part[i], 0, image + at, (size_t)v.payload_bytes[i]);
         at += v.payload_bytes[i];
         memset(image + at, 0, (size_t)v.pad_bytes[i]);
         at += v.pad_bytes[i];
@@ -167,25 +184,6 @@ static int encode_v2(const bg_filter *f, uint8_t *image, size_t len, size_t *wri
     bg__put_le(image + BG__OFF_CHECKSUM, bg__file_checksum(image, v.total), 8);
     if (written)
         *written = (size_t)v.total;
-    return BG_OK;
-}
-
-int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written)
-{
-    if (f == NULL || buf == NULL)
-        return BG_EINVAL;
-    if (f->scalable)
-        return encode_v2(f, buf, len, written);
-    uint64_t size = BG_FILE_HEADER_BYTES + payload_bytes_of(f);
-    if (len < size)
-        return BG_EINVAL;
-    uint8_t *image = buf;
-    uint64_t payload = size - BG_FILE_HEADER_BYTES;
-    bg__file_header_build(f, image);
-    bg__file_copy_payload(f, 0, image + BG_FILE_HEADER_BYTES, (size_t)payload);
-    bg__put_le(image + BG__OFF_CHECKSUM, bg__file_checksum(image, size), 8);
-    if (written)
-        *written = (size_t)size;
     return BG_OK;
 }
 
@@ -231,7 +229,7 @@ typedef struct image_seg {
 } image_seg;
 
 typedef struct image_map {
-    bg__file_v2 v; /* version 2: the snapshot; version 1: v.head only */
+    bg__file_image v;
     uint32_t nseg;
     image_seg seg[1 + 3 * BG_MAX_LAYERS];
     uint64_t total;
@@ -239,20 +237,14 @@ typedef struct image_map {
 
 static void image_map_build(const bg_filter *f, image_map *m)
 {
+    bg__file_image *v = &m->v;
+    bg__file_image_snapshot(f, v);
     m->nseg = 0;
-    if (!f->scalable) {
-        bg__file_header_build(f, m->v.head);
-        m->seg[m->nseg++] = (image_seg){.bytes = m->v.head, .len = BG_FILE_HEADER_BYTES};
-        m->seg[m->nseg++] = (image_seg){.payload = f, .len = payload_bytes_of(f)};
-        m->total = BG_FILE_HEADER_BYTES + payload_bytes_of(f);
-        return;
-    }
-    bg__file_v2 *v = &m->v;
-    bg__file_v2_snapshot(f, v);
     m->seg[m->nseg++] = (image_seg){.bytes = v->head, .len = BG_FILE_HEADER_BYTES};
-    for (uint32_t i = 0; i < v->layers; i++) {
-        m->seg[m->nseg++] = (image_seg){.bytes = v->layer_head[i], .len = BG_FILE_HEADER_BYTES};
-        m->seg[m->nseg++] = (image_seg){.payload = v->layer[i], .len = v->payload_bytes[i]};
+    for (uint32_t i = 0; i < v->parts; i++) {
+        if (v->part_heads)
+            m->seg[m->nseg++] = (image_seg){.bytes = v->part_head[i], .len = BG_FILE_HEADER_BYTES};
+        m->seg[m->nseg++] = (image_seg){.payload = v->part[i], .len = v->payload_bytes[i]};
         if (v->pad_bytes[i] != 0)
             m->seg[m->nseg++] = (image_seg){.len = v->pad_bytes[i]};
     }

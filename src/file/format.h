@@ -189,22 +189,27 @@ typedef struct bg__file_plan {
  * compute the checksum. BG_OK, a TRUST status of file.h, or BG_EIO. */
 int bg__file_plan_read(const bg__file_src *src, bg__file_plan *plan);
 
-/* ---- version 2 writing --------------------------------------------------- */
+/* ---- writing -------------------------------------------------------------- */
 
-/* A scalable filter as it will be written: its layers at one moment (count
- * loaded once; each layer's item count read once, into its header), the
- * container header with checksum 0, and the image's size. */
-typedef struct bg__file_v2 {
-    uint32_t layers;
-    const bg_filter *layer[BG_MAX_LAYERS];
-    uint8_t layer_head[BG_MAX_LAYERS][BG_FILE_HEADER_BYTES];
+/* A filter's image as it will be written, at one moment: the header (checksum
+ * 0), then each part's own header (version 2 only), payload and padding
+ * (version 2 only: zeros to BG__V2_ALIGN). Version 1 has one part, the
+ * filter; version 2 (a scalable filter) one per layer, the layer count
+ * loaded once and each layer's item count read once, into its header. Every
+ * writer (encode, encode_range, save) walks this, so only
+ * bg__file_image_snapshot tells the versions apart. */
+typedef struct bg__file_image {
+    uint8_t head[BG_FILE_HEADER_BYTES];
+    uint32_t parts;
+    bool part_heads; /* version 2: each part has a header of its own */
+    const bg_filter *part[BG_MAX_LAYERS];
+    uint8_t part_head[BG_MAX_LAYERS][BG_FILE_HEADER_BYTES];
     uint64_t payload_bytes[BG_MAX_LAYERS];
     uint64_t pad_bytes[BG_MAX_LAYERS];
-    uint8_t head[BG_FILE_HEADER_BYTES];
     uint64_t total;
-} bg__file_v2;
+} bg__file_image;
 
-void bg__file_v2_snapshot(const bg_filter *f, bg__file_v2 *out);
+void bg__file_image_snapshot(const bg_filter *f, bg__file_image *out);
 
 /* Bytes of a layer image (header and payload) padded to BG__V2_ALIGN. */
 uint64_t bg__file_v2_padded(uint64_t payload_bytes);

@@ -155,25 +155,28 @@ static int finish_image(int fd, uint8_t *head, XXH3_state_t *st)
     return fsync(fd) == 0 ? BG_OK : BG_EIO;
 }
 
-/* Steps 2 and 3 for a scalable filter: the layers as of one moment
- * (bg__file_v2_snapshot: a layer added meanwhile is not written), each
- * layer's header, payload and padding in turn. */
-static int write_image_v2(const bg_filter *f, int fd, uint8_t *buf)
+/* Steps 2 and 3 on an open temporary file: the image as of one moment
+ * (bg__file_image_snapshot: a scalable filter's layer added meanwhile is
+ * not written), the header, then each part's header, payload and padding
+ * in turn. */
+static int write_image(const bg_filter *f, int fd, uint8_t *buf)
 {
     static const uint8_t zeros[BG__V2_ALIGN];
-    bg__file_v2 v;
-    bg__file_v2_snapshot(f, &v);
+    bg__file_image v;
+    bg__file_image_snapshot(f, &v);
     XXH3_state_t st;
     XXH3_INITSTATE(&st);
     XXH3_64bits_reset(&st);
     XXH3_64bits_update(&st, v.head, BG__OFF_CHECKSUM);
     int rc = write_all(fd, v.head, BG_FILE_HEADER_BYTES);
-    for (uint32_t i = 0; rc == BG_OK && i < v.layers; i++) {
-        XXH3_64bits_update(&st, v.layer_head[i], BG_FILE_HEADER_BYTES);
-        rc = write_all(fd, v.layer_head[i], BG_FILE_HEADER_BYTES);
+    for (uint32_t i = 0; rc == BG_OK && i < v.parts; i++) {
+        if (v.part_heads) {
+            XXH3_64bits_update(&st, v.part_head[i], BG_FILE_HEADER_BYTES);
+            rc = write_all(fd, v.part_head[i], BG_FILE_HEADER_BYTES);
+        }
         if (rc == BG_OK)
-            rc = write_payload(v.layer[i], v.payload_bytes[i], fd, buf, &st);
-        if (rc == BG_OK) {
+            rc = write_payload(v.part[i], v.payload_bytes[i], fd, buf, &st);
+        if (rc == BG_OK && v.pad_bytes[i] != 0) {
             XXH3_64bits_update(&st, zeros, (size_t)v.pad_bytes[i]);
             rc = write_all(fd, zeros, (size_t)v.pad_bytes[i]);
         }
@@ -181,25 +184,6 @@ static int write_image_v2(const bg_filter *f, int fd, uint8_t *buf)
     if (rc != BG_OK)
         return rc;
     return finish_image(fd, v.head, &st);
-}
-
-/* Steps 2 and 3 on an open temporary file. */
-static int write_image(const bg_filter *f, int fd, uint8_t *buf)
-{
-    if (f->scalable)
-        return write_image_v2(f, fd, buf);
-    uint8_t head[BG_FILE_HEADER_BYTES];
-    bg__file_header_build(f, head);
-    XXH3_state_t st;
-    XXH3_INITSTATE(&st);
-    XXH3_64bits_reset(&st);
-    XXH3_64bits_update(&st, head, BG__OFF_CHECKSUM);
-    int rc = write_all(fd, head, sizeof head);
-    if (rc == BG_OK)
-        rc = write_payload(f, (f->m * f->ops->cell_bits + 7) / 8, fd, buf, &st);
-    if (rc != BG_OK)
-        return rc;
-    return finish_image(fd, head, &st);
 }
 
 /* A target that exists must be a regular file or a symbolic link (which is
