@@ -29,27 +29,65 @@ static void add_reopen(bg_remote_filter **f, bg_remote *r, const char *name, uin
     tu_batch_free(&b);
 }
 
+/* The generations of the `shards` shards of `name` (their meta hashes'
+ * field), into gens; 0 if a reply is not one. */
+static int shard_generations(redisContext *c, const char *name, unsigned shards, char gens[][32])
+{
+    for (unsigned i = 0; i < shards; i++)
+        redisAppendCommand(c, "HGET {%s:s%u}:meta generation", name, i);
+    int ok = 1;
+    for (unsigned i = 0; i < shards; i++) {
+        redisReply *rep = NULL;
+        if (redisGetReply(c, (void **)&rep) != REDIS_OK || rep == NULL)
+            return 0;
+        if (rep->type == REDIS_REPLY_STRING)
+            snprintf(gens[i], 32, "%s", rep->str);
+        else
+            ok = 0;
+        freeReplyObject(rep);
+    }
+    return ok;
+}
+
 /* A reader process: checks set 6's first n keys again and again until a
  * byte arrives on stop_fd; exits 1 on a false negative, 2 on an error other
- * than a reshape (which it follows by reopening), 3 if it never ran. */
-static void sharded_reader(int port, const char *name, size_t n, int stop_fd)
+ * than a reshape (which it follows by reopening), 3 if it never ran.
+ *
+ * THE RACE WINDOW
+ * The reads that matter are those during a commit, while the shards swap
+ * one after another. Around each read the reader takes every shard's
+ * generation (its own connection, pipelined); when they differ, a shard
+ * swapped while the read was on its way, and the read found every key
+ * anyway: the window was hit. The first such read writes "h" on report_fd
+ * (the parent goes on rebuilding until it comes); at the end a line
+ * "ROUNDS RACED STALE" follows. */
+static void sharded_reader(int port, const char *name, unsigned shards, size_t n, int stop_fd,
+                           int report_fd)
 {
     bg_remote *cr = NULL;
     bg_remote_options co = {.port = port};
     bg_remote_filter *cf = NULL;
-    if (bg_remote_connect(&cr, &co) != BG_OK ||
+    struct timeval tv = {10, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c == NULL || c->err || bg_remote_connect(&cr, &co) != BG_OK ||
         bg_remote_filter_open(&cf, cr, name, BG_REMOTE_BITMAP) != BG_OK)
         _exit(2);
     tu_batch b;
     tu_batch_init(&b, n);
     tu_batch_fill(&b, 1, 6, 0, n);
-    long rounds = 0;
+    long rounds = 0, raced = 0, stale = 0;
+    char before[8][32], after[8][32];
+    if (shards > 8)
+        _exit(2);
     for (;;) {
         struct pollfd p = {.fd = stop_fd, .events = POLLIN};
         if (poll(&p, 1, 0) > 0)
             break;
+        int known = shard_generations(c, name, shards, before);
         int64_t got = bg_remote_filter_contains_many(cf, b.keys, b.lens, n, NULL);
+        known = known && shard_generations(c, name, shards, after);
         if (got == BG_ESTALE) {
+            stale++;
             bg_remote_filter_close(cf);
             if (bg_remote_filter_open(&cf, cr, name, BG_REMOTE_BITMAP) != BG_OK)
                 _exit(2);
@@ -60,15 +98,36 @@ static void sharded_reader(int port, const char *name, size_t n, int stop_fd)
         if (got != (int64_t)n)
             _exit(1);
         rounds++;
+        int swapped = 0;
+        for (unsigned i = 0; known && i < shards; i++)
+            swapped |= strcmp(before[i], after[i]) != 0;
+        if (swapped && raced++ == 0 && write(report_fd, "h", 1) != 1)
+            _exit(2);
     }
+    char line[64];
+    int len = snprintf(line, sizeof line, "%ld %ld %ld\n", rounds, raced, stale);
+    if (write(report_fd, line, (size_t)len) != len)
+        _exit(2);
     _exit(rounds > 0 ? 0 : 3);
+}
+
+/* 1 once the reader has written its "h" on fd (read without waiting). */
+static int reader_raced(int fd, int *raced)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    char x;
+    if (!*raced && poll(&p, 1, 0) > 0 && read(fd, &x, 1) == 1 && x == 'h')
+        *raced = 1;
+    return *raced;
 }
 
 /* A sharded filter rebuilt five times (new shape, same shape) while another
  * handle adds and another process reads: no key is ever missing, though the
- * shards swap one after another; the seed cannot change; abort cancels
- * every shard's rebuild; one shard's cancelled cancels the rest; after a
- * commit lost part-way, abort cancels only this handle's shards. */
+ * shards swap one after another, and the reader did read during a swap
+ * (same-shape rebuilds follow, for up to 60 s, until it has); the seed
+ * cannot change; abort cancels every shard's rebuild; one shard's cancelled
+ * cancels the rest; after a commit lost part-way, abort cancels only this
+ * handle's shards. */
 static void sharded_rebuild(void **state)
 {
     (void)state;
@@ -86,12 +145,15 @@ static void sharded_rebuild(void **state)
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, &other_seed), BG_EINVAL);
     uint64_t bits0 = bg_remote_filter_bits(w);
 
-    int stop[2];
+    int stop[2], report[2];
     TU_EQ_I(pipe(stop), 0);
+    TU_EQ_I(pipe(report), 0);
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0)
-        sharded_reader(srv.port, "srb", SRC, stop[0]);
+        sharded_reader(srv.port, "srb", 4, SRC, stop[0], report[1]);
+    close(report[1]);
+    int raced = 0;
 
     bg_remote_filter_options bigger = {.capacity = 8000, .error_rate = 0.001, .seed = 5};
     for (size_t round = 0; round < ROUNDS; round++) {
@@ -113,12 +175,36 @@ static void sharded_rebuild(void **state)
         expect_all(w, 6, SRC);
         expect_all(w, 8, (round + 1) * PER_ROUND);
     }
+    /* Same-shape rebuilds until the reader has read during a swap. */
+    int extra = 0;
+    for (double end = tu_now() + 60; !reader_raced(report[0], &raced) && tu_now() < end; extra++) {
+        TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
+        add_set(w, 6, 0, SRC, 1);
+        add_set(w, 8, 0, ROUNDS * PER_ROUND, 1);
+        TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
+    }
+    expect_all(w, 6, SRC);
+    expect_all(w, 8, ROUNDS * PER_ROUND);
     TU_EQ_I(write(stop[1], "s", 1), 1);
     int status;
     TU_EQ_I(waitpid(pid, &status, 0), pid);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         fail_msg("reader: exit status %d (1: a false negative)",
                  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    char line[64] = "";
+    ssize_t got = 0, k;
+    while (got < (ssize_t)sizeof line - 1 &&
+           (k = read(report[0], line + got, sizeof line - 1 - (size_t)got)) > 0)
+        got += k;
+    long rounds = 0, races = 0, stale = 0;
+    const char *at = line[0] == 'h' ? line + 1 : line;
+    TU_EQ_I(sscanf(at, "%ld %ld %ld", &rounds, &races, &stale), 3);
+    print_message("reader: %ld reads, %ld during a swap, %ld stale; %d more rebuilds\n", rounds,
+                  races, stale, extra);
+    if (races == 0)
+        fail_msg("the reader never read while a shard swapped (%ld reads, %d more rebuilds)",
+                 rounds, extra);
+    close(report[0]);
     close(stop[0]);
     close(stop[1]);
     TU_TRUE(bg_remote_filter_bits(w) > bits0); /* sized for 8000 at p = 0.001 */
