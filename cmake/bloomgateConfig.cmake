@@ -1,14 +1,20 @@
 # bloomgateConfig.cmake: what find_package(bloomgate) loads.
 #
 #   find_package(bloomgate 0.1 CONFIG REQUIRED)              # bloomgate::bloomgate, bloomgate::static
-#   find_package(bloomgate 0.1 CONFIG REQUIRED COMPONENTS guard)  # also bloomgate::remote, bloomgate::guard
+#   find_package(bloomgate 0.1 CONFIG REQUIRED COMPONENTS guard)  # also the remote and guard targets
 #
-# Components:
-#   remote  bloomgate::remote, filters held in Redis (include/bloomgate/remote.h);
-#           a static library on hiredis, found here through pkg-config
-#           (Debian: libhiredis-dev).
-#   guard   bloomgate::guard, the read-path guard (include/bloomgate/guard.h);
-#           implies remote.
+# Each library comes shared (libbloomgate*.so) and static (libbloomgate*.a):
+#   core    bloomgate::bloomgate, bloomgate::static (include/bloomgate/filter.h, ...)
+#   remote  bloomgate::remote, bloomgate::remote_static: filters held in Redis
+#           (include/bloomgate/remote.h), on hiredis, found here through
+#           pkg-config (Debian: libhiredis-dev)
+#   guard   bloomgate::guard, bloomgate::guard_static: the read-path guard
+#           (include/bloomgate/guard.h); implies remote
+# The shared libraries link one another (guard -> remote -> core), so a
+# program that links bloomgate::guard holds one core: one allocator for
+# bg_set_allocator, one CPU dispatch. The static targets link the static ones
+# below them. Do not mix the two kinds in one program: each static core is a
+# copy of its own.
 # The core targets are always there. A component that was not installed, or
 # whose dependency is missing, sets bloomgate_<component>_FOUND to FALSE
 # and, when it was REQUIRED, bloomgate_FOUND to FALSE with the reason.

@@ -10,7 +10,12 @@
 #   3. CMake: a consumer project (tests/install/consumer) does
 #      find_package(bloomgate MAJOR.MINOR [COMPONENTS guard]) and links
 #      bloomgate::bloomgate, bloomgate::static and (when installed)
-#      bloomgate::guard; an unknown component is refused by name
+#      bloomgate::guard and bloomgate::guard_static; an unknown component is
+#      refused by name
+#   3b. the guard and remote libraries (when installed): the guard example
+#      through `pkg-config bloomgate-guard`, shared (three libbloomgate*.so,
+#      one core) and from the archives; each .so exports its header's
+#      functions only, has its soname and holds no copy of the core
 #   4. the ABI surface: libbloomgate.so exports exactly the BG_API functions
 #      of the installed headers and the BG__SHARED internals of src/common/
 #      (for bloomgate's own libraries; no other bg__, no XXH_*); the
@@ -146,11 +151,22 @@ if PKG_CONFIG_LIBDIR="$pcdir:$syspc" \
         fail "bloomgate::static consumer depends on libbloomgate.so"
     fi
     if [ "$have_guard" = 1 ]; then
-        gout=$("$consumer_build/consumer_guard" 2>&1) || true
-        if [[ $gout == *$'42: {"id":42}\n1000000: absent'* ]]; then
-            ok "CMake consumer (COMPONENTS guard, bloomgate::guard) ran"
-        else
-            fail "CMake consumer (bloomgate::guard) printed:"$'\n'"$gout"
+        for t in guard guard_static; do
+            gout=$("$consumer_build/consumer_$t" 2>&1) || true
+            if [[ $gout == *$'42: {"id":42}\n1000000: absent'* ]]; then
+                ok "CMake consumer (COMPONENTS guard, bloomgate::$t) ran"
+            else
+                fail "CMake consumer (bloomgate::$t) printed:"$'\n'"$gout"
+            fi
+        done
+        # Without LD_LIBRARY_PATH: the program's rpath finds libbloomgate_guard,
+        # whose $ORIGIN finds the two below it.
+        loaded=$(ldd "$consumer_build/consumer_guard" | sed -n 's/^[[:space:]]*\(libbloomgate[^ ]*\) => \([^ ]*\).*/\1 => \2/p' | sort)
+        [ "$(echo "$loaded" | grep -c "=> $libdir/")" = 3 ] \
+            && ok "bloomgate::guard consumer loads the three libraries from $libdir" \
+            || fail "bloomgate::guard consumer loads:"$'\n'"$loaded"
+        if readelf -d "$consumer_build/consumer_guard_static" | grep -q 'NEEDED.*libbloomgate'; then
+            fail "bloomgate::guard_static consumer depends on a libbloomgate*.so"
         fi
     fi
 else
@@ -171,36 +187,88 @@ else
     fail "find_package(bloomgate COMPONENTS nosuch) failed without naming it:"$'\n'"$bad_out"
 fi
 
-# The guard and the remote client are static archives with their own .pc
-# files (they use libbloomgate's internals, so they pull in libbloomgate.a).
+# The guard and the remote client: shared libraries linked to the one below
+# them (guard -> remote -> core) and static archives, each with a .pc file.
 if [ -e "$pcdir/bloomgate-guard.pc" ]; then
     step "pkg-config bloomgate-guard (examples/guard_example.c)"
-    for f in "$libdir/libbloomgate_guard.a" "$libdir/libbloomgate_remote.a" \
+    for f in "$libdir/libbloomgate_guard.so" "$libdir/libbloomgate_remote.so" \
+             "$libdir/libbloomgate_guard.a" "$libdir/libbloomgate_remote.a" \
              "$pcdir/bloomgate-remote.pc" "$prefix/include/bloomgate/guard.h"; do
         [ -e "$f" ] && ok "installed ${f#"$prefix"/}" || fail "not installed: ${f#"$prefix"/}"
     done
     gexample=$src/examples/guard_example.c
-    gflags=$(PKG_CONFIG_LIBDIR="$pcdir:$syspc" pkg-config --cflags --libs bloomgate-guard) ||
-        fail "pkg-config bloomgate-guard"
-    echo "flags: $gflags"
+    check_guard_output() { # name, output
+        if [[ $2 == *$'42: {"id":42}\n1000000: absent'* ]]; then ok "$1 ran"; else fail "$1 printed:"$'\n'"$2"; fi
+    }
+    gcflags=$(PKG_CONFIG_LIBDIR="$pcdir:$syspc" pkg-config --cflags bloomgate-guard) ||
+        fail "pkg-config --cflags bloomgate-guard"
+    glibs=$(PKG_CONFIG_LIBDIR="$pcdir:$syspc" pkg-config --libs bloomgate-guard) ||
+        fail "pkg-config --libs bloomgate-guard"
+    gslibs=$(PKG_CONFIG_LIBDIR="$pcdir:$syspc" pkg-config --static --libs bloomgate-guard) ||
+        fail "pkg-config --static --libs bloomgate-guard"
+    echo "cflags: $gcflags"; echo "libs: $glibs"; echo "static libs: $gslibs"
+    # Shared: the program needs the three libraries, and the loader finds one
+    # libbloomgate (through libbloomgate_guard.so's and _remote.so's NEEDED too).
     # shellcheck disable=SC2086 # the flags are meant to split
-    if "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/guard_pc" "$gexample" $gflags; then
-        gout=$("$work/guard_pc" 2>&1) || true
-        if [[ $gout == *$'42: {"id":42}\n1000000: absent'* ]]; then
-            ok "guard example built from the installed package ran"
-        else
-            fail "guard example printed:"$'\n'"$gout"
-        fi
-        if readelf -d "$work/guard_pc" | grep -q 'NEEDED.*libbloomgate'; then
-            fail "the guard example depends on libbloomgate.so (needs libbloomgate.a)"
-        fi
+    if "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/guard_pc" "$gexample" $gcflags $glibs; then
+        # The program names what it calls (-Wl,--as-needed may drop
+        # libbloomgate_remote); the loader brings the three, once each.
+        need=$(readelf -d "$work/guard_pc" | sed -n 's/.*(NEEDED).*\[\(libbloomgate_guard[^]]*\)\].*/\1/p')
+        [ "$need" = "libbloomgate_guard.so.$abi" ] && ok "guard dynamic link: NEEDED $need" \
+            || fail "guard dynamic link: NEEDED '$need', expected libbloomgate_guard.so.$abi"
+        loaded=$(LD_LIBRARY_PATH=$libdir ldd "$work/guard_pc" | sed -n 's/^[[:space:]]*\(libbloomgate[^ ]*\) => \([^ ]*\).*/\1 \2/p' | sort)
+        want=$(printf '%s\n' "libbloomgate.so.$abi $libdir/libbloomgate.so.$abi" \
+               "libbloomgate_guard.so.$abi $libdir/libbloomgate_guard.so.$abi" \
+               "libbloomgate_remote.so.$abi $libdir/libbloomgate_remote.so.$abi")
+        [ "$loaded" = "$want" ] && ok "the loader brings one core, one remote, one guard from $libdir" \
+            || fail "the guard program loads:"$'\n'"$loaded"
+        check_guard_output "pkg-config bloomgate-guard dynamic build" \
+            "$(LD_LIBRARY_PATH=$libdir "$work/guard_pc" 2>&1)"
     else
         fail "pkg-config bloomgate-guard build does not compile/link"
+    fi
+    # Static bloomgate (its three archives, from --static's list), system
+    # libraries shared: the binary needs no libbloomgate*.so.
+    gsa=()
+    for f in $gslibs; do
+        case $f in
+            -lbloomgate*) gsa+=("-l:lib${f#-l}.a") ;;
+            *) gsa+=("$f") ;;
+        esac
+    done
+    # shellcheck disable=SC2086
+    if "$cc" -std=c11 -Wall -Wextra -Werror -o "$work/guard_pc_static" "$gexample" $gcflags "${gsa[@]}"; then
+        if readelf -d "$work/guard_pc_static" | grep -q 'NEEDED.*libbloomgate'; then
+            fail "the guard example built from the archives depends on a libbloomgate*.so"
+        else
+            ok "guard static link (${gsa[*]}): no libbloomgate*.so"
+        fi
+        check_guard_output "pkg-config bloomgate-guard static build" "$("$work/guard_pc_static" 2>&1)"
+    else
+        fail "pkg-config --static bloomgate-guard build does not link"
     fi
     for a in "$libdir/libbloomgate_guard.a" "$libdir/libbloomgate_remote.a"; do
         g=$(nm -g --defined-only "$a" 2>/dev/null | awk 'NF == 3 {print $3}' | grep -v '^bg_' | sort -u || true)
         [ -z "$g" ] && ok "$(basename "$a") defines only bg_/bg__ globals" \
             || fail "$(basename "$a") defines globals outside bg_: $(echo $g)"
+    done
+    # Each shared library exports exactly its header's functions, holds no
+    # copy of a library below it, and has the soname of the release's ABI.
+    for lib in remote:REMOTE guard:GUARD; do
+        name=${lib%%:*} macro=${lib##*:}
+        lso=$libdir/libbloomgate_$name.so
+        lexp=$(nm -D --defined-only "$lso" | awk '{print $NF}' | sort)
+        ldecl=$(sed -n "/^BG_${macro}_API /{:a;/(/!{N;ba};s/\n/ /g;p}" "$prefix/include/bloomgate/$name.h" \
+                | sed -n "s/^BG_${macro}_API [^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/p" | sort)
+        [ "$lexp" = "$ldecl" ] && ok "$(basename "$lso") exports == BG_${macro}_API declarations ($(echo "$lexp" | wc -l))" \
+            || fail "$(basename "$lso") exports differ from BG_${macro}_API:"$'\n'"$(diff <(echo "$ldecl") <(echo "$lexp"))"
+        lsoname=$(readelf -d "$lso" | sed -n 's/.*(SONAME).*\[\(.*\)\].*/\1/p')
+        [ "$lsoname" = "libbloomgate_$name.so.$abi" ] && ok "soname $lsoname" \
+            || fail "soname '$lsoname', expected libbloomgate_$name.so.$abi"
+        copies=$(nm --defined-only "$lso" 2>/dev/null | awk '{print $NF}' \
+                 | grep -E '^bg_(filter_new|set_allocator)$|^bg__malloc$' || true)
+        [ -z "$copies" ] && ok "$(basename "$lso") holds no copy of the core" \
+            || fail "$(basename "$lso") defines core functions: $(echo $copies)"
     done
 fi
 
