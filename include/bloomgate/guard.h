@@ -13,8 +13,9 @@
  *   bg_guard_buf_free(&v);
  *   bg_guard_free(g);
  *
- * Built as the separate library bloomgate_guard (it links bloomgate_remote,
- * hiredis and pthreads besides libbloomgate). docs/GUARD.md has the design,
+ * Built as the separate library libbloomgate_guard (shared, on
+ * libbloomgate_remote and libbloomgate, with hiredis and pthreads; or the
+ * archive, with the other two archives). docs/GUARD.md has the design,
  * the figures and when not to use a Bloom filter.
  *
  * THE READ PATH (bg_guard_get)

@@ -14,8 +14,8 @@
  *   bg_remote_filter_close(f);
  *   bg_remote_free(r);
  *
- * Built on hiredis as the separate library bloomgate_remote (link it and
- * hiredis besides libbloomgate). docs/REMOTE.md has the design and figures.
+ * Built on hiredis as the separate library libbloomgate_remote (shared, on
+ * libbloomgate; or the archive, with libbloomgate.a and hiredis). docs/REMOTE.md has the design and figures.
  *
  * BACKENDS
  * BG_REMOTE_MODULE speaks RedisBloom's BF.* commands, to a server that has
