@@ -7,12 +7,12 @@
 #include <bloomgate/error.h>
 
 #define BG_VERSION_MAJOR 0
-#define BG_VERSION_MINOR 1
+#define BG_VERSION_MINOR 2
 #define BG_VERSION_PATCH 0
 
 /* The soname's number. Bump it whenever the ABI changes incompatibly
  * (a struct's layout, a function's signature, an enum value's meaning). */
-#define BG_ABI_VERSION 1
+#define BG_ABI_VERSION 2
 
 #define BG_VERSION_HEX \
     ((BG_VERSION_MAJOR << 16) | (BG_VERSION_MINOR << 8) | BG_VERSION_PATCH)
