@@ -14,16 +14,14 @@
 #include <getopt.h>
 #include <string.h>
 
-enum checksum_state { CK_OK, CK_MISMATCH, CK_UNVERIFIED };
-
 static const char *hash_name(uint32_t id)
 {
     return id == BG_FILE_HASH_XXH3_128 ? "XXH3-128" : "unknown";
 }
 
-static const char *checksum_word(enum checksum_state ck)
+static const char *checksum_word(bg_checksum_state ck)
 {
-    return ck == CK_OK ? "ok" : ck == CK_MISMATCH ? "mismatch" : "not verified";
+    return ck == BG_CHECKSUM_OK ? "ok" : ck == BG_CHECKSUM_MISMATCH ? "mismatch" : "not verified";
 }
 
 /* What the statistics say: the whole filter's, and for a scalable filter
@@ -80,7 +78,7 @@ static const bg_filter_scaling *scaling_of(const bg_file_info *in, const report 
 }
 
 static void print_json(const char *path, const bg_file_info *in, const report *r,
-                       enum checksum_state ck)
+                       bg_checksum_state ck)
 {
     char d[32];
     const bg_filter_stats *s = r ? &r->s : NULL;
@@ -191,7 +189,7 @@ static void print_scaling_text(const bg_filter_scaling *sc, const bg_file_info *
 }
 
 static void print_text(const char *path, const bg_file_info *in, const report *r,
-                       enum checksum_state ck)
+                       bg_checksum_state ck)
 {
     char size[32];
     const bg_filter_stats *s = r ? &r->s : NULL;
@@ -253,10 +251,10 @@ static void print_text(const char *path, const bg_file_info *in, const report *r
     const bg_filter_scaling *sc = scaling_of(in, r);
     if (sc)
         print_scaling_text(sc, in, r);
-    if (ck == CK_MISMATCH)
+    if (ck == BG_CHECKSUM_MISMATCH)
         printf("checksum:          MISMATCH (stored 0x%016llx): the file is damaged\n",
                (unsigned long long)in->checksum);
-    else if (ck == CK_OK)
+    else if (ck == BG_CHECKSUM_OK)
         printf("checksum:          ok (0x%016llx)\n", (unsigned long long)in->checksum);
     else
         printf("checksum:          not verified (--no-verify; stored 0x%016llx)\n",
@@ -309,9 +307,9 @@ static int run(int argc, char **argv)
             return CLI_EXIT_ERROR;
         }
         if (json)
-            print_json(path, &in, NULL, rc == BG_OK ? CK_OK : CK_MISMATCH);
+            print_json(path, &in, NULL, rc == BG_OK ? BG_CHECKSUM_OK : BG_CHECKSUM_MISMATCH);
         else
-            print_text(path, &in, NULL, rc == BG_OK ? CK_OK : CK_MISMATCH);
+            print_text(path, &in, NULL, rc == BG_OK ? BG_CHECKSUM_OK : BG_CHECKSUM_MISMATCH);
         if (cli_stdout_close() != 0)
             return CLI_EXIT_ERROR;
         cli_file_error(path, NULL, BG_ECHECKSUM, 0);
@@ -345,7 +343,7 @@ static int run(int argc, char **argv)
         cli_error("%s: the file was replaced while being read; try again", path);
         return CLI_EXIT_ERROR;
     }
-    enum checksum_state ck = (flags & BG_FILE_NO_VERIFY) ? CK_UNVERIFIED : CK_OK;
+    bg_checksum_state ck = (flags & BG_FILE_NO_VERIFY) ? BG_CHECKSUM_SKIPPED : BG_CHECKSUM_OK;
     if (json)
         print_json(path, &in, &r, ck);
     else
