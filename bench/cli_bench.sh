@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Times the bloomgate command-line tool against the targets of issue 3:
+# Times the bloomgate command-line tool against its targets:
 #
 #   add   10^7 distinct lines (16 bytes and a newline each) into a filter
 #         sized for 10^7 keys at p = 0.01                        < 2 s

@@ -16,7 +16,7 @@ are all measured under bench/redis_load.c, the same load pattern with plain
 numbers: a server's time per call depends on how busy its clients keep it. Then bytes per item (MEMORY USAGE) of filters reserved
 for and filled with 10^6 and 10^7 items, and of one grown from RedisBloom's
 default (capacity 100) to 10^6, and the false-positive rate measured with
-10^6 BF.MEXISTS items that were never added. Targets (issue 5):
+10^6 BF.MEXISTS items that were never added. Targets:
   BF.EXISTS and BF.ADD server time  <= 2x GETBIT's
   BF.MEXISTS and BF.MADD of 100     <= 0.1 us of server time per item
   bytes per item                    <= a standard filter's for the measured
