@@ -389,7 +389,7 @@ int main(int argc, char **argv)
                    "cache until it does", where, bg_strerror(rc),
                    probe && bg_remote_errstr(probe)[0] ? ": " : "",
                    probe ? bg_remote_errstr(probe) : "");
-        bg_remote_free(probe);
+        bg_remote_close(probe);
     } else {
         logf_("cache: none");
     }

@@ -853,7 +853,7 @@ static void redis_close(redis_conn *rs, const config *c)
         for (uint32_t u = 0; u < c->users; u++)
             bg_remote_filter_close(rs->rf[u]);
     free(rs->rf);
-    bg_remote_free(rs->r);
+    bg_remote_close(rs->r);
     if (rs->rc)
         redisFree(rs->rc);
 }

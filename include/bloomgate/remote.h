@@ -12,7 +12,7 @@
  *   bg_remote_filter_add(f, "alice", 5);
  *   if (bg_remote_filter_contains(f, "bob", 3) == 0) ... definitely absent
  *   bg_remote_filter_close(f);
- *   bg_remote_free(r);
+ *   bg_remote_close(r);
  *
  * Built on hiredis as the separate library libbloomgate_remote (shared, on
  * libbloomgate; or the archive, with libbloomgate.a and hiredis). docs/REMOTE.md has the design and figures.
@@ -73,7 +73,7 @@
  * hash names a bit array only once it is complete, so nobody sees a partial
  * filter. A bit array lost under its meta hash (deleted, evicted under
  * maxmemory, overwritten by another client: not a string of exactly
- * ceil(m / 8) bytes) is an error to every operation but drop (BG_ENOTFOUND
+ * ceil(m / 8) bytes) is an error to every operation but delete (BG_ENOTFOUND
  * when missing, BG_EREMOTE otherwise), never read as zeros nor grown back;
  * a pending rebuild whose bit array is lost is cancelled (its rebuilder
  * gets BG_ESTALE), never committed.
@@ -101,7 +101,7 @@
  * reply is read (the masters work in parallel: about one round trip per
  * batch): each shard's part is atomic, the batch as a whole is not (S
  * atomic parts). Add, contains,
- * test-and-add, the batches, stats (summed), drop, expire and rebuild
+ * test-and-add, the batches, stats (summed), delete, expire and rebuild
  * (shard by shard: REBUILD below) work on a sharded filter. It is
  * published from local filters built shard by shard
  * (bg_remote_filter_publish_shards, with bg_remote_shard_of) and fetched
@@ -125,13 +125,14 @@
  *
  * MEMORY
  * bg_remote_connect and bg_remote_filter_create / _open allocate (through
- * <bloomgate/alloc.h>, plus hiredis's own allocations); bg_remote_free and
+ * <bloomgate/alloc.h>, plus hiredis's own allocations); bg_remote_close and
  * bg_remote_filter_close release. The operations allocate only hiredis's
  * command and reply buffers and the batch's argument array, freed before
  * they return. */
 #ifndef BLOOMGATE_REMOTE_H
 #define BLOOMGATE_REMOTE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -164,7 +165,7 @@ typedef struct bg_remote_options {
     const char *password;        /* NULL: no AUTH */
     uint32_t connect_timeout_ms; /* 0: 2000 */
     uint32_t command_timeout_ms; /* 0: 2000; a reply slower than this: BG_ECONN */
-    int cluster;                 /* nonzero: host:port is a seed node of a Redis
+    bool cluster;                /* true: host:port is a seed node of a Redis
                                     Cluster (SHARDING below); not with unix_socket */
     const char *seeds;           /* cluster only: more seed nodes, "HOST:PORT" items
                                     separated by ',' ("[::1]:7000" for IPv6), asked
@@ -173,14 +174,14 @@ typedef struct bg_remote_options {
 } bg_remote_options;
 
 /* Connects into *out (copies the options' strings). On a connection or AUTH
- * failure *out is still set (so bg_remote_errstr can tell why; free it) and
+ * failure *out is still set (so bg_remote_errstr can tell why; close it) and
  * the status is BG_ECONN or BG_EREMOTE; on BG_EINVAL or BG_ENOMEM *out is
- * NULL. Allocates; free with bg_remote_free. */
+ * NULL. Allocates; release with bg_remote_close. */
 BG_REMOTE_API int bg_remote_connect(bg_remote **out, const bg_remote_options *opts);
 
 /* Closes the connection and frees. NULL is allowed; `r` is dead after the
  * call. Filter handles opened on it must be closed before. */
-BG_REMOTE_API void bg_remote_free(bg_remote *r);
+BG_REMOTE_API void bg_remote_close(bg_remote *r);
 
 /* Drops the connection and connects again with the same options (and AUTH).
  * BG_OK, BG_ECONN, BG_EREMOTE (AUTH refused) or BG_EINVAL. */
@@ -224,7 +225,7 @@ typedef struct bg_remote_filter_options {
     uint32_t hashes;    /* k (bitmap) */
     uint64_t seed;      /* hash seed (bitmap) */
     uint32_t expansion; /* module: EXPANSION; 0: the server's default */
-    int nonscaling;     /* module: NONSCALING */
+    bool nonscaling;    /* module: NONSCALING */
     uint32_t shards;    /* bitmap: 0 or 1 one filter; 2..BG_REMOTE_MAX_SHARDS: that
                            many sub-filters (SHARDING below) */
 } bg_remote_filter_options;
@@ -307,10 +308,10 @@ BG_REMOTE_API int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filt
  * then the count {name}:shards, so a stale handle is refused at its first
  * shard before anything is deleted.
  * The handle stays to be closed; its operations then get BG_ENOTFOUND. */
-BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
+BG_REMOTE_API int bg_remote_filter_delete(bg_remote_filter *f);
 
 /* Deletes the filter `name` by its name, whatever state it is in: the
- * filter if it opens (as bg_remote_filter_drop), and for the bitmap backend
+ * filter if it opens (as bg_remote_filter_delete), and for the bitmap backend
  * also a sharded filter's count {name}:shards and every shard name:s<j>
  * still there, j < BG_REMOTE_MAX_SHARDS: those of a sharded filter that
  * lost some (a shard evicted, a drop that failed on one node), which does
@@ -322,8 +323,8 @@ BG_REMOTE_API int bg_remote_filter_drop(bg_remote_filter *f);
  * first error (BG_ECONN, BG_EREMOTE, BG_ESTALE if the filter changed
  * between the open and the drop, BG_ECORRUPT if a key there is not a
  * filter's), after which the rest is left. */
-BG_REMOTE_API int bg_remote_filter_destroy(bg_remote *r, const char *name,
-                                           bg_remote_backend backend);
+BG_REMOTE_API int bg_remote_filter_delete_named(bg_remote *r, const char *name,
+                                                bg_remote_backend backend);
 
 /* Sets a time to live of ttl_ms milliseconds (>= 1) on all the filter's keys
  * at once (PEXPIRE; bitmap: atomically with the generation check). */
@@ -459,8 +460,8 @@ BG_REMOTE_API int bg_remote_filter_fetch_shards(bg_remote_filter *f, bg_filter *
  * open (names have no braces), in name's cluster slot (the hash tag). Until
  * commit, `name` does not exist: others opening it get BG_ENOTFOUND, never a
  * filter that holds only part of the source (which would answer "absent"
- * for keys it should hold). The handle adds, queries, reads stats and drops
- * the staged filter (drop abandons it); expire is BG_EINVAL until commit.
+ * for keys it should hold). The handle adds, queries, reads stats and deletes
+ * the staged filter (delete abandons it); expire is BG_EINVAL until commit.
  * commit renames the staging key to `name` in one script if `name` still
  * does not exist, and removes its time to live; the handle is then an
  * ordinary handle on `name`. If `name` was created meanwhile, commit deletes

@@ -95,7 +95,7 @@ static int connect_url(const cli_url *u, bg_remote **out)
     int rc = bg_remote_connect(out, &ro);
     if (rc != BG_OK) {
         cli_remote_error(u->display, "cannot connect", rc, *out);
-        bg_remote_free(*out);
+        bg_remote_close(*out);
         *out = NULL;
         return -1;
     }
@@ -127,7 +127,7 @@ void cli_remote_close(cli_remote *rf)
     if (!rf)
         return;
     bg_remote_filter_close(rf->f);
-    bg_remote_free(rf->r);
+    bg_remote_close(rf->r);
     cli_url_free(&rf->url);
     free(rf);
 }

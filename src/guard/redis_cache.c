@@ -127,7 +127,7 @@ struct bg_guard_redis_cache {
 
 static void rc_thread_free(bg__thread_rec *r)
 {
-    bg_remote_free(((rc_thread *)r)->conn);
+    bg_remote_close(((rc_thread *)r)->conn);
 }
 
 void bg_guard_redis_cache_free(bg_guard_redis_cache *c)

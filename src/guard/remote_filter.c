@@ -99,7 +99,7 @@ static void close_handle(bg__guard_thread *t)
 void bg__guard_remote_thread_close(bg__guard_thread *t)
 {
     close_handle(t);
-    bg_remote_free(t->conn);
+    bg_remote_close(t->conn);
     t->conn = NULL;
 }
 
@@ -114,7 +114,7 @@ static int thread_conn(bg_guard *g, bg__guard_thread **out)
     if (!t->conn) {
         rc = bg_remote_connect(&t->conn, &g->ropts);
         if (rc != BG_OK) {
-            bg_remote_free(t->conn); /* set on BG_ECONN / BG_EREMOTE */
+            bg_remote_close(t->conn); /* set on BG_ECONN / BG_EREMOTE */
             t->conn = NULL;
             return rc;
         }
@@ -345,7 +345,7 @@ static int create_module(bg_guard *g, bg__guard_thread *t)
         return reopen(g, t);
     }
     if (rc != BG_OK && rc != BG_ECONN)
-        (void)bg_remote_filter_drop(t->rf); /* else its TTL removes it */
+        (void)bg_remote_filter_delete(t->rf); /* else its TTL removes it */
     return rc;
 }
 

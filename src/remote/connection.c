@@ -456,7 +456,7 @@ int bg_remote_connect(bg_remote **out, const bg_remote_options *o)
     r->password = bg__strdup(o->password);
     if (!r->host || (o->unix_socket && !r->unix_socket) || (o->username && !r->username) ||
         (o->password && !r->password)) {
-        bg_remote_free(r);
+        bg_remote_close(r);
         return BG_ENOMEM;
     }
     r->port = o->port ? o->port : 6379;
@@ -468,13 +468,13 @@ int bg_remote_connect(bg_remote **out, const bg_remote_options *o)
         r->cluster = 1;
         int sr = bg__cluster_init(r, o->seeds);
         if (sr != BG_OK) {
-            bg_remote_free(r);
+            bg_remote_close(r);
             return sr;
         }
     }
     int rc = do_connect(r);
     if (rc == BG_ENOMEM) {
-        bg_remote_free(r);
+        bg_remote_close(r);
         return rc;
     }
     *out = r;
@@ -488,7 +488,7 @@ int bg_remote_reconnect(bg_remote *r)
     return do_connect(r);
 }
 
-void bg_remote_free(bg_remote *r)
+void bg_remote_close(bg_remote *r)
 {
     if (!r)
         return;

@@ -139,14 +139,14 @@ int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filter_stats *out)
     return f->ops->stats(f, out);
 }
 
-int bg_remote_filter_drop(bg_remote_filter *f)
+int bg_remote_filter_delete(bg_remote_filter *f)
 {
     if (!f)
         return BG_EINVAL;
     return f->ops->drop(f);
 }
 
-int bg_remote_filter_destroy(bg_remote *r, const char *name, bg_remote_backend backend)
+int bg_remote_filter_delete_named(bg_remote *r, const char *name, bg_remote_backend backend)
 {
     if (!r || !name_ok(name) || !backend_ok(backend))
         return BG_EINVAL;
@@ -154,7 +154,7 @@ int bg_remote_filter_destroy(bg_remote *r, const char *name, bg_remote_backend b
     bg_remote_filter *f;
     int rc = bg_remote_filter_open(&f, r, name, backend);
     if (rc == BG_OK) {
-        rc = bg_remote_filter_drop(f);
+        rc = bg_remote_filter_delete(f);
         bg_remote_filter_close(f);
         found = 1;
     } else if (rc == BG_ENOTFOUND) {

@@ -280,7 +280,11 @@ alive() {
 # one has had its moment to die.
 gone() { wait_until "the end of: $(alive "$1")" none_alive "$1"; }
 none_alive() { [ -z "$(alive "$1")" ]; }
-some_alive() { [ -n "$(alive "$1")" ]; }
+# running CMD: a live process's whole command line is CMD. The CLI's own
+# command line (bloomgate rebuild ... --command "...; CMD") contains CMD
+# from its start, before it catches signals: only the command's own
+# process, running, says the CLI is reading its output.
+running() { ps -eo stat=,args= | grep -v '^Z' | sed 's/^[^ ]* *//' | grep -qxF -- "$1"; }
 
 # reading_stdin PID: the process waits in read(0, ...) (its input is empty).
 reading_stdin() { [[ "$(cat "/proc/$1/syscall" 2>/dev/null)" == "0 0x0 "* ]]; }
@@ -412,7 +416,7 @@ case_rebuild_command_fail() {
     # ends the CLI (it dies of the signal)
     "$BG" rebuild "$U" --command "echo e-1; sleep 64.25" >/dev/null 2>term.err &
     p=$!
-    wait_until "the command to start" some_alive 'sleep 64.25'
+    wait_until "the command to start" running 'sleep 64.25'
     kill -TERM $p
     rc=0
     wait $p || rc=$?

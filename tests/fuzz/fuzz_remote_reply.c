@@ -264,7 +264,7 @@ static void session(bg_remote *r, int module, int create)
         bg_remote_filter_options no = {.capacity = 200, .error_rate = 0.01};
         rebuild(r, f, &no, keys, lens);
     }
-    note("drop", bg_remote_filter_drop(f), r);
+    note("drop", bg_remote_filter_delete(f), r);
     bg_remote_filter_close(f);
     if (!module) {
         /* Then a sharded publish of the name: what it holds (EXISTS,
@@ -300,7 +300,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         note("connect", rc, r);
         if (rc == BG_OK)
             session(r, data[0] & 1, data[0] & 2);
-        bg_remote_free(r);
+        bg_remote_close(r);
     }
     if (write(wake[1], "x", 1) != 1)
         abort();

@@ -229,7 +229,7 @@ static void rebuild_taken_over(bg_guard *g, const bg_remote_options *ro, const c
     TU_EQ_I(bg_remote_filter_rebuild_abort(t.h), BG_OK);
     TU_EQ_I(bg_guard_rebuild(g), BG_OK);
     bg_remote_filter_close(t.h);
-    bg_remote_free(r);
+    bg_remote_close(r);
 }
 
 /* bg_guard_rebuild(g) on a thread of its own (its own thread record and
@@ -293,7 +293,7 @@ static void rebuild_abort_lost(bg_guard *g, const bg_remote_options *ro, const c
     TU_EQ_I(bg_guard_rebuild(g), BG_OK);
     TU_EQ_I(rebuild_on_new_thread(g), BG_OK);
     bg_remote_filter_close(h);
-    bg_remote_free(r);
+    bg_remote_close(r);
 }
 
 static void bitmap_rebuild(void **state)
@@ -370,10 +370,10 @@ static void sharded_rebuild(void **state)
     TU_EQ_U(st.layers, 4);  /* still 4 shards */
     TU_EQ_U(st.seed, 3);    /* and the same seed */
     TU_EQ_U(st.hashes, 10); /* resized for p = 0.001 (k was 7 for 0.01) */
-    TU_EQ_I(bg_remote_filter_drop(g2), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(g2), BG_OK);
     bg_remote_filter_close(g2);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
     bg_guard_free(a);
     bg_guard_free(b);
     ms_free(&src);
@@ -482,9 +482,9 @@ static void sharded_create(void **state)
     TU_EQ_I(shard_count(c, "gsc"), 3);
     bg_remote_filter_close(f); /* stale: the rebuilds resized the shards */
     TU_EQ_I(bg_remote_filter_open(&f, r, "gsc", BG_REMOTE_BITMAP), BG_OK);
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
     bg_guard_free(a);
     bg_guard_free(b);
     redisFree(c);

@@ -161,7 +161,7 @@ static void remote_allocates_through_it(void **state)
     TU_EQ_I(bg_remote_filter_add(f, "k", 1), BG_OK);
     TU_EQ_I(bg_remote_filter_contains(f, "k", 1), 1);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
     expect_all_freed("remote");
 }
 

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
                 best[mode][0] = add;
             if (get > best[mode][1])
                 best[mode][1] = get;
-            bg_remote_filter_drop(f);
+            bg_remote_filter_delete(f);
             bg_remote_filter_close(f);
         }
     printf("best of %d rounds, %zu keys, batch %d, capacity 1e6, p = 0.01:\n", rounds, n, BATCH);
@@ -123,8 +123,8 @@ int main(int argc, char **argv)
             printf("  %-21s add %9.0f items/s  contains %9.0f items/s\n", mode_name[mode],
                    best[mode][0], best[mode][1]);
     tu_batch_free(&b);
-    bg_remote_free(r);
-    bg_remote_free(rc);
+    bg_remote_close(r);
+    bg_remote_close(rc);
     if (cluster)
         tc_stop(cl, CLUSTER_N);
     ts_stop(&s);

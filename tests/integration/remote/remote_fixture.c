@@ -102,7 +102,7 @@ static void rebuild_adder(int port, const char *name, bg_remote_backend backend,
     }
     tu_batch_free(&b);
     bg_remote_filter_close(cf);
-    bg_remote_free(cr);
+    bg_remote_close(cr);
     _exit(ok ? 0 : 1);
 }
 

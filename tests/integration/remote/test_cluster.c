@@ -170,14 +170,14 @@ static void sharded_cross_process(void **state)
         TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, res), 1000);
     }
 
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     bg_remote_filter *h = NULL;
     TU_EQ_I(bg_remote_filter_open(&h, r2, "sh", BG_REMOTE_BITMAP), BG_ENOTFOUND);
     tu_batch_free(&b);
     bg_remote_filter_close(g);
     bg_remote_filter_close(f);
-    bg_remote_free(r2);
-    bg_remote_free(r);
+    bg_remote_close(r2);
+    bg_remote_close(r);
 }
 
 /* Keys matching `pattern` on every master. */
@@ -290,7 +290,7 @@ static void published_shards(void **state)
         TU_TRUE(per[j] >= 150 && per[j] <= 350); /* uniform: 250 each */
         bg_remote_filter_close(sub[j]);
     }
-    TU_EQ_I(bg_remote_filter_drop(sx), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(sx), BG_OK);
     bg_remote_filter_close(sx);
     TU_EQ_U(bg_remote_shard_of((bg_hash){1, 2}, 1), 0);
     TU_EQ_U(bg_remote_shard_of((bg_hash){1, 2}, 0), 0);
@@ -361,7 +361,7 @@ static void published_shards(void **state)
     bg_remote_filter *g2 = NULL;
     TU_EQ_I(bg_remote_filter_open(&g2, r2, "pub2", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(found(g2, 7, 0, N_KEYS), N_KEYS);
-    TU_EQ_I(bg_remote_filter_drop(g2), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(g2), BG_OK);
     bg_remote_filter_close(g2);
     for (uint32_t j = 0; j < PUB_S; j++)
         bg_filter_free(got[j]);
@@ -390,7 +390,7 @@ static void published_shards(void **state)
     TU_EQ_I(bg_remote_filter_open(&one, r, "one", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(bg_remote_filter_shards(one), 1);
     TU_EQ_I(bg_remote_filter_fetch_shards(one, got, 1), BG_EINVAL);
-    TU_EQ_I(bg_remote_filter_drop(one), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(one), BG_OK);
     bg_remote_filter_close(one);
 
     /* Published again from other keys (the second half of the set and a
@@ -403,13 +403,13 @@ static void published_shards(void **state)
     TU_TRUE(found(g, 7, 0, N_KEYS / 2) < N_KEYS / 2 / 20);
     TU_EQ_I(cluster_keys("{pub:s*}:bits:*"), PUB_S); /* the old bits deleted */
 
-    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
     TU_EQ_I(cluster_keys("*pub*"), 0);
     free_shards(sh);
     tu_batch_free(&b);
     bg_remote_filter_close(g);
-    bg_remote_free(r2);
-    bg_remote_free(r);
+    bg_remote_close(r2);
+    bg_remote_close(r);
 }
 
 /* The PTTL of the one key that matches `pattern` over the cluster (-2
@@ -494,7 +494,7 @@ static void shard_places(void **state)
     TU_EQ_I(publish_s(r, "pl", reseeded, PUB_S), BG_EEXIST);
     TU_EQ_I(found(g, 7, 0, N_KEYS), N_KEYS);
     TU_EQ_I(cluster_keys("*pl*"), left);
-    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
     bg_remote_filter_close(g);
 
     /* Shards created empty have their places as well. */
@@ -510,7 +510,7 @@ static void shard_places(void **state)
     TU_EQ_I(bg_remote_filter_open(&c, r2, "pc", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(found(c, 7, 0, N_KEYS), N_KEYS);
     TU_EQ_I(cluster_pttl("{pc:s3}:bits:*", 0), -1);
-    TU_EQ_I(bg_remote_filter_drop(c), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(c), BG_OK);
     bg_remote_filter_close(c);
     /* What is left: the bits the lost publish uploaded, which no meta hash
      * names (after a lost connection the client cannot delete them). */
@@ -521,8 +521,8 @@ static void shard_places(void **state)
     free_shards(sh);
     free_shards(reseeded);
     free_s_shards(four, 4);
-    bg_remote_free(r2);
-    bg_remote_free(r);
+    bg_remote_close(r2);
+    bg_remote_close(r);
 }
 
 /* The node of cl[] that owns `slot` (it answers a key there without MOVED). */
@@ -711,12 +711,12 @@ static void reshard_while_clients_run(void **state)
         tu_batch_fill(&b, 0, 3, i, n);
         TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, NULL), (int64_t)n);
     }
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     tu_batch_free(&b);
     redisFree(cs);
     redisFree(cd);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
 }
 
 /* Adds (or with `check`, expects present) keys 0..n-1 of `set`. */
@@ -824,14 +824,14 @@ static void module_on_cluster(void **state)
     for (int i = 0; i < NAMES; i++) {
         bg_remote_filter *f;
         TU_EQ_I(bg_remote_filter_open(&f, r, names[i], BG_REMOTE_MODULE), BG_OK);
-        TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+        TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
         bg_remote_filter_close(f);
     }
     free(want);
     free(got);
     bg_filter_free(local);
-    bg_remote_free(r);
-    bg_remote_free(r2);
+    bg_remote_close(r);
+    bg_remote_close(r2);
 }
 
 /* More seed nodes (bg_remote_options.seeds): a client whose first seed is
@@ -857,9 +857,9 @@ static void seeds(void **state)
     TU_EQ_I(bg_remote_filter_create(&f, r, "seeds", &fo), BG_OK);
     TU_EQ_I(bg_remote_filter_add(f, "k", 1), BG_OK);
     TU_EQ_I(bg_remote_filter_contains(f, "k", 1), 1);
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
 
     /* A keyless command (SCRIPT LOAD) first on a new handle goes to the
      * first node it knows, the dead seed here: it must go on to one that
@@ -868,13 +868,13 @@ static void seeds(void **state)
     TU_EQ_I(bg__remote_load_script(r, BG__SCRIPT_STATS, "return 1"), BG_OK);
     TU_EQ_I(strlen(r->sha[BG__SCRIPT_STATS]), 40);
     TU_TRUE(bg_remote_errstr(r)[0] == '\0');
-    bg_remote_free(r);
+    bg_remote_close(r);
 
     snprintf(list, sizeof list, "127.0.0.1:%d", dead2);
     TU_EQ_I(bg_remote_connect(&r, &o), BG_ECONN);
     print_message("all seeds down: %s\n", bg_remote_errstr(r));
     TU_TRUE(strstr(bg_remote_errstr(r), "no node of the cluster answers (2 tried") != NULL);
-    bg_remote_free(r);
+    bg_remote_close(r);
 
     const char *bad[] = {"", ",", "x", "127.0.0.1:", ":7000", "h:70000", "h:0", "h:7000,",
                          ",h:7000", "[::1", "[::1]7000", "[]:7000", "h:12a", "h:123456"};
@@ -976,7 +976,7 @@ static void master_fails_over(void **state)
     redisFree(c);
     tu_batch_free(&b);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
     ts_stop(&rep);
 }
 

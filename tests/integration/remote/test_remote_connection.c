@@ -17,7 +17,7 @@ static void connect_errors(void **state)
     TU_TRUE(strlen(bg_remote_errstr(r)) > 0);
     bg_remote_filter *f;
     TU_EQ_I(bg_remote_filter_open(&f, r, "x", BG_REMOTE_BITMAP), BG_ECONN);
-    bg_remote_free(r);
+    bg_remote_close(r);
     TU_EQ_I(bg_remote_connect(NULL, &o), BG_EINVAL);
     TU_EQ_I(bg_remote_connect(&r, NULL), BG_EINVAL);
     TU_TRUE(r == NULL);
@@ -26,7 +26,7 @@ static void connect_errors(void **state)
     o = (bg_remote_options){.port = srv.port, .password = "secret"};
     TU_EQ_I(bg_remote_connect(&r, &o), BG_EREMOTE);
     TU_TRUE(strstr(bg_remote_errstr(r), "AUTH") != NULL || strstr(bg_remote_errstr(r), "auth"));
-    bg_remote_free(r);
+    bg_remote_close(r);
     TU_TRUE(strcmp(bg_remote_errstr(NULL), "") == 0);
 }
 
@@ -111,7 +111,7 @@ static void dies_mid_batch(uint32_t shards)
     TU_EQ_I(bg_remote_filter_contains(f, b.keys[0], b.lens[0]), 1);
     tu_batch_free(&b);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
     ts_stop(&s);
 }
 

@@ -110,7 +110,7 @@ static void module_backend(void **state)
 
     TU_EQ_I(bg_remote_filter_expire(g, 60000), BG_OK);
     TU_TRUE(ts_int(c, "PTTL mod") > 50000);
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     /* A dropped filter is not re-created by an add, nor read as "every key
      * absent" (BF.MEXISTS's 0s for a missing key: QUERIES in module.c). */
     TU_EQ_I(bg_remote_filter_add(g, "x", 1), BG_ENOTFOUND);
@@ -128,20 +128,20 @@ static void module_backend(void **state)
     TU_TRUE(strstr(bg_remote_errstr(rs), "WRONGTYPE") != NULL);
     TU_EQ_I(ts_int(c, "DEL mod"), 1);
     bg_remote_filter_close(h);
-    bg_remote_free(rs);
+    bg_remote_close(rs);
     bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_open(&f, r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
-    TU_EQ_I(bg_remote_filter_drop(g), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_delete(g), BG_ENOTFOUND);
     /* By name: a module filter, then nothing. */
     TU_EQ_I(bg_remote_filter_create(&f, r, "mod", &o), BG_OK);
     bg_remote_filter_close(f);
-    TU_EQ_I(bg_remote_filter_destroy(r, "mod", BG_REMOTE_MODULE), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete_named(r, "mod", BG_REMOTE_MODULE), BG_OK);
     TU_EQ_I(ts_int(c, "EXISTS mod"), 0);
-    TU_EQ_I(bg_remote_filter_destroy(r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_delete_named(r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
     redisFree(c);
     bg_remote_filter_close(g);
-    bg_remote_free(r2);
-    bg_remote_free(r);
+    bg_remote_close(r2);
+    bg_remote_close(r);
     tu_batch_free(&b);
     ts_stop(&s);
 }
@@ -273,7 +273,7 @@ static void module_staged_create(void **state)
 
     /* A staged filter that expired or was dropped: adds and commit get
      * BG_ENOTFOUND, and nothing appears under the name. */
-    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
     TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 1);
     rep = redisCommand(c, "EVAL %s 0", "for _, k in ipairs(redis.call('KEYS', '{st}:staging:*'))"
@@ -285,15 +285,15 @@ static void module_staged_create(void **state)
     TU_EQ_I(ts_int(c, "EXISTS st"), 0);
     bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     TU_EQ_I(ts_count_keys(c, "*"), 0);
     TU_EQ_I(bg_remote_filter_stage_commit(f), BG_ENOTFOUND);
     bg_remote_filter_close(f);
 
     redisFree(c);
     bg_remote_filter_close(g);
-    bg_remote_free(r2);
-    bg_remote_free(r);
+    bg_remote_close(r2);
+    bg_remote_close(r);
     tu_batch_free(&b);
     ts_stop(&s);
 }

@@ -268,13 +268,13 @@ static void sharded_rebuild(void **state)
     bg_remote_filter_close(s1);
     bg_remote_filter_close(s2);
 
-    TU_EQ_I(bg_remote_filter_drop(a), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(a), BG_OK);
     TU_EQ_I(ts_count_keys(c, "*srb*"), 0);
     redisFree(c);
     bg_remote_filter_close(a);
     bg_remote_filter_close(w);
-    bg_remote_free(r);
-    bg_remote_free(rw);
+    bg_remote_close(r);
+    bg_remote_close(rw);
 }
 
 int main(void)

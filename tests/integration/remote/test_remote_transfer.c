@@ -122,14 +122,14 @@ static void bitmap_publish_fetch(void **state)
     same_image(f, big);
     bg_filter_free(big);
 
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{pub}*"), 0);
     bg_filter *back;
     TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_ENOTFOUND);
     TU_TRUE(back == NULL);
     bg_remote_filter_close(f);
     redisFree(c);
-    bg_remote_free(r);
+    bg_remote_close(r);
     tu_batch_free(&b);
     bg_filter_free(lf);
     bg_filter_free(lf2);
@@ -182,7 +182,7 @@ static void swap_reader(int port, int ready_fd, size_t K)
 done:
     tu_batch_free(&b);
     bg_remote_filter_close(cf);
-    bg_remote_free(cr);
+    bg_remote_close(cr);
     _exit(code);
 }
 
@@ -243,9 +243,9 @@ static void bitmap_swap_readers(void **state)
     redisFree(c);
     bg_remote_filter *f;
     TU_EQ_I(bg_remote_filter_open(&f, r, "swap", BG_REMOTE_BITMAP), BG_OK);
-    TU_EQ_I(bg_remote_filter_drop(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
     bg_remote_filter_close(f);
-    bg_remote_free(r);
+    bg_remote_close(r);
 }
 
 /* A scalable local filter (capacity of its first layer, p = 0.01) holding
@@ -396,7 +396,7 @@ static void module_publish_fetch(void **state)
     TU_EQ_I(bg_filter_contains(back, "staged", 6), 1);
     TU_EQ_U(bg_filter_items(back), 1);
     bg_filter_free(back);
-    TU_EQ_I(bg_remote_filter_drop(g), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
     bg_remote_filter_close(g);
 
     /* A key being loaded cannot be dumped; a dropped filter cannot be
@@ -421,8 +421,8 @@ static void module_publish_fetch(void **state)
     bg_filter_free(lf2);
     tu_batch_free(&b);
     redisFree(c);
-    bg_remote_free(r);
-    bg_remote_free(r2);
+    bg_remote_close(r);
+    bg_remote_close(r2);
     ts_stop(&s);
 }
 
