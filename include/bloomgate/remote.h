@@ -302,16 +302,9 @@ typedef struct bg_remote_filter_stats {
  * add. */
 BG_REMOTE_API int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filter_stats *out);
 
-/* Deletes the filter's keys, atomically with a pending rebuild's (bitmap:
- * only if the handle is not stale (ATOMICITY above): else BG_ESTALE,
- * nothing deleted; whatever became of its bit array). Sharded: each shard,
- * then the count {name}:shards, so a stale handle is refused at its first
- * shard before anything is deleted.
- * The handle stays to be closed; its operations then get BG_ENOTFOUND. */
-BG_REMOTE_API int bg_remote_filter_delete(bg_remote_filter *f);
-
-/* Deletes the filter `name` by its name, whatever state it is in: the
- * filter if it opens (as bg_remote_filter_delete), and for the bitmap backend
+/* Deletes the filter `name` on the server, whatever state it is in: the
+ * filter's keys if it opens, atomically with a pending rebuild's (sharded:
+ * each shard, then the count {name}:shards), and for the bitmap backend
  * also a sharded filter's count {name}:shards and every shard name:s<j>
  * still there, j < BG_REMOTE_MAX_SHARDS: those of a sharded filter that
  * lost some (a shard evicted, a drop that failed on one node), which does
@@ -323,8 +316,8 @@ BG_REMOTE_API int bg_remote_filter_delete(bg_remote_filter *f);
  * first error (BG_ECONN, BG_EREMOTE, BG_ESTALE if the filter changed
  * between the open and the drop, BG_ECORRUPT if a key there is not a
  * filter's), after which the rest is left. */
-BG_REMOTE_API int bg_remote_filter_delete_named(bg_remote *r, const char *name,
-                                                bg_remote_backend backend);
+BG_REMOTE_API int bg_remote_filter_delete(bg_remote *r, const char *name,
+                                          bg_remote_backend backend);
 
 /* Sets a time to live of ttl_ms milliseconds (>= 1) on all the filter's keys
  * at once (PEXPIRE; bitmap: atomically with the generation check). */
@@ -460,8 +453,9 @@ BG_REMOTE_API int bg_remote_filter_fetch_shards(bg_remote_filter *f, bg_filter *
  * open (names have no braces), in name's cluster slot (the hash tag). Until
  * commit, `name` does not exist: others opening it get BG_ENOTFOUND, never a
  * filter that holds only part of the source (which would answer "absent"
- * for keys it should hold). The handle adds, queries, reads stats and deletes
- * the staged filter (delete abandons it); expire is BG_EINVAL until commit.
+ * for keys it should hold). The handle adds, queries and reads stats of
+ * the staged filter; abort deletes it (the creator gives up: its source
+ * failed); expire is BG_EINVAL until commit.
  * commit renames the staging key to `name` in one script if `name` still
  * does not exist, and removes its time to live; the handle is then an
  * ordinary handle on `name`. If `name` was created meanwhile, commit deletes
@@ -479,11 +473,15 @@ BG_REMOTE_API int bg_remote_filter_fetch_shards(bg_remote_filter *f, bg_filter *
  * BG_EREMOTE. A commit that failed with BG_ECONN may have happened: a
  * retry commits if its request was lost, and answers BG_ENOTFOUND if it
  * ran (the staging key is gone); then open `name`, which holds the filter
- * (or, if the staged one had expired, whatever another client made). */
+ * (or, if the staged one had expired, whatever another client made).
+ * abort: BG_OK (the staging key is deleted; the handle stays to be closed,
+ * its operations then get BG_ENOTFOUND), BG_EINVAL (not a staged handle, or
+ * committed already), BG_ECONN, BG_EREMOTE. */
 #define BG_REMOTE_STAGE_TTL_MS 600000u
 BG_REMOTE_API int bg_remote_filter_stage(bg_remote_filter **out, bg_remote *r, const char *name,
                                          const bg_remote_filter_options *opts);
 BG_REMOTE_API int bg_remote_filter_stage_commit(bg_remote_filter *f);
+BG_REMOTE_API int bg_remote_filter_stage_abort(bg_remote_filter *f);
 
 /* REBUILD (both backends; bitmap filters sharded too)
  *

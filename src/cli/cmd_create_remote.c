@@ -113,7 +113,7 @@ int cli_remote_create(const char *url, const cli_remote_create_args *a)
         /* Drop what is there, also a sharded filter's shards in any state
          * and the leftovers of a failed create, and try again; if someone
          * else drops it first, nothing is found, which is as good. */
-        rc = bg_remote_filter_delete_named(rf->r, rf->url.name, b);
+        rc = bg_remote_filter_delete(rf->r, rf->url.name, b);
         if (rc != BG_OK && rc != BG_ENOTFOUND) {
             cli_remote_error(rf->url.display, "cannot drop the existing filter", rc, rf->r);
             cli_remote_close(rf);

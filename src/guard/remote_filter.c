@@ -345,7 +345,7 @@ static int create_module(bg_guard *g, bg__guard_thread *t)
         return reopen(g, t);
     }
     if (rc != BG_OK && rc != BG_ECONN)
-        (void)bg_remote_filter_delete(t->rf); /* else its TTL removes it */
+        (void)bg_remote_filter_stage_abort(t->rf); /* else its TTL removes it */
     return rc;
 }
 

@@ -50,6 +50,15 @@ int bg_remote_filter_stage_commit(bg_remote_filter *f)
     return f->ops->stage_commit(f);
 }
 
+/* Only a staged handle has stage_commit (a commit makes it an ordinary
+ * one), so the check refuses a committed handle too. */
+int bg_remote_filter_stage_abort(bg_remote_filter *f)
+{
+    if (!f || !f->ops->stage_commit)
+        return BG_EINVAL;
+    return f->ops->drop(f);
+}
+
 /* A bitmap name without {name}:meta may be a sharded filter's. */
 int bg_remote_filter_open(bg_remote_filter **out, bg_remote *r, const char *name,
                           bg_remote_backend backend)
@@ -139,14 +148,14 @@ int bg_remote_filter_stats_get(bg_remote_filter *f, bg_remote_filter_stats *out)
     return f->ops->stats(f, out);
 }
 
-int bg_remote_filter_delete(bg_remote_filter *f)
+int bg__remote_filter_drop(bg_remote_filter *f)
 {
     if (!f)
         return BG_EINVAL;
     return f->ops->drop(f);
 }
 
-int bg_remote_filter_delete_named(bg_remote *r, const char *name, bg_remote_backend backend)
+int bg_remote_filter_delete(bg_remote *r, const char *name, bg_remote_backend backend)
 {
     if (!r || !name_ok(name) || !backend_ok(backend))
         return BG_EINVAL;
@@ -154,7 +163,7 @@ int bg_remote_filter_delete_named(bg_remote *r, const char *name, bg_remote_back
     bg_remote_filter *f;
     int rc = bg_remote_filter_open(&f, r, name, backend);
     if (rc == BG_OK) {
-        rc = bg_remote_filter_delete(f);
+        rc = bg__remote_filter_drop(f);
         bg_remote_filter_close(f);
         found = 1;
     } else if (rc == BG_ENOTFOUND) {

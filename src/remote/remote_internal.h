@@ -263,6 +263,12 @@ int bg__parse_u64(const char *s, size_t len, uint64_t *out);
 
 char *bg__strdup(const char *s);
 
+/* Deletes the filter this handle is on (its kind's drop): only if the
+ * handle is not stale (bitmap: BG_ESTALE, nothing deleted). The handle
+ * stays to be closed. bg_remote_filter_delete and stage_abort use it; the
+ * tests use it to delete exactly the filter they opened. */
+int bg__remote_filter_drop(bg_remote_filter *f);
+
 /* Constructors of the backends. Each allocates a handle of its kind into
  * *out (NULL on failure; close with bg_remote_filter_close). */
 /* `place`: NULL for a filter of its own, or a shard's place "j/S" (shard

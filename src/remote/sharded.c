@@ -578,7 +578,7 @@ static int sharded_rebuild_abort(bg_remote_filter *handle)
 }
 
 /* Deletes {name}:shards and every shard name:s<j> there is, for
- * bg_remote_filter_delete_named: *found is set if any was. The shards are asked
+ * bg_remote_filter_delete: *found is set if any was. The shards are asked
  * for one by one, all BG_REMOTE_MAX_SHARDS of them, since a gap (a shard
  * evicted, a drop that failed on one node) does not end them: each is in a
  * slot of its own, so one EXISTS cannot ask for several in a cluster. */

@@ -41,6 +41,7 @@
 #include <bloomgate/remote.h>
 
 #include "fuzz_util.h"
+#include "remote/remote_internal.h" /* bg__remote_filter_drop: the handle's own delete */
 
 /* Fetch only filters up to this many bits (the shape comes from the input,
  * and a valid meta hash may name 2^32 bits: 512 MiB to download). */
@@ -264,7 +265,7 @@ static void session(bg_remote *r, int module, int create)
         bg_remote_filter_options no = {.capacity = 200, .error_rate = 0.01};
         rebuild(r, f, &no, keys, lens);
     }
-    note("drop", bg_remote_filter_delete(f), r);
+    note("drop", bg__remote_filter_drop(f), r);
     bg_remote_filter_close(f);
     if (!module) {
         /* Then a sharded publish of the name: what it holds (EXISTS,

@@ -370,7 +370,7 @@ static void sharded_rebuild(void **state)
     TU_EQ_U(st.layers, 4);  /* still 4 shards */
     TU_EQ_U(st.seed, 3);    /* and the same seed */
     TU_EQ_U(st.hashes, 10); /* resized for p = 0.001 (k was 7 for 0.01) */
-    TU_EQ_I(bg_remote_filter_delete(g2), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "gsh", BG_REMOTE_BITMAP), BG_OK);
     bg_remote_filter_close(g2);
     bg_remote_filter_close(f);
     bg_remote_close(r);
@@ -482,7 +482,7 @@ static void sharded_create(void **state)
     TU_EQ_I(shard_count(c, "gsc"), 3);
     bg_remote_filter_close(f); /* stale: the rebuilds resized the shards */
     TU_EQ_I(bg_remote_filter_open(&f, r, "gsc", BG_REMOTE_BITMAP), BG_OK);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "gsc", BG_REMOTE_BITMAP), BG_OK);
     bg_remote_filter_close(f);
     bg_remote_close(r);
     bg_guard_free(a);

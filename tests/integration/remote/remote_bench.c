@@ -114,7 +114,7 @@ int main(int argc, char **argv)
                 best[mode][0] = add;
             if (get > best[mode][1])
                 best[mode][1] = get;
-            bg_remote_filter_delete(f);
+            bg__remote_filter_drop(f);
             bg_remote_filter_close(f);
         }
     printf("best of %d rounds, %zu keys, batch %d, capacity 1e6, p = 0.01:\n", rounds, n, BATCH);

@@ -170,7 +170,7 @@ static void sharded_cross_process(void **state)
         TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, res), 1000);
     }
 
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     bg_remote_filter *h = NULL;
     TU_EQ_I(bg_remote_filter_open(&h, r2, "sh", BG_REMOTE_BITMAP), BG_ENOTFOUND);
     tu_batch_free(&b);
@@ -290,7 +290,7 @@ static void published_shards(void **state)
         TU_TRUE(per[j] >= 150 && per[j] <= 350); /* uniform: 250 each */
         bg_remote_filter_close(sub[j]);
     }
-    TU_EQ_I(bg_remote_filter_delete(sx), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(sx), BG_OK);
     bg_remote_filter_close(sx);
     TU_EQ_U(bg_remote_shard_of((bg_hash){1, 2}, 1), 0);
     TU_EQ_U(bg_remote_shard_of((bg_hash){1, 2}, 0), 0);
@@ -361,7 +361,7 @@ static void published_shards(void **state)
     bg_remote_filter *g2 = NULL;
     TU_EQ_I(bg_remote_filter_open(&g2, r2, "pub2", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(found(g2, 7, 0, N_KEYS), N_KEYS);
-    TU_EQ_I(bg_remote_filter_delete(g2), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(g2), BG_OK);
     bg_remote_filter_close(g2);
     for (uint32_t j = 0; j < PUB_S; j++)
         bg_filter_free(got[j]);
@@ -390,7 +390,7 @@ static void published_shards(void **state)
     TU_EQ_I(bg_remote_filter_open(&one, r, "one", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(bg_remote_filter_shards(one), 1);
     TU_EQ_I(bg_remote_filter_fetch_shards(one, got, 1), BG_EINVAL);
-    TU_EQ_I(bg_remote_filter_delete(one), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(one), BG_OK);
     bg_remote_filter_close(one);
 
     /* Published again from other keys (the second half of the set and a
@@ -403,7 +403,7 @@ static void published_shards(void **state)
     TU_TRUE(found(g, 7, 0, N_KEYS / 2) < N_KEYS / 2 / 20);
     TU_EQ_I(cluster_keys("{pub:s*}:bits:*"), PUB_S); /* the old bits deleted */
 
-    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(g), BG_OK);
     TU_EQ_I(cluster_keys("*pub*"), 0);
     free_shards(sh);
     tu_batch_free(&b);
@@ -494,7 +494,7 @@ static void shard_places(void **state)
     TU_EQ_I(publish_s(r, "pl", reseeded, PUB_S), BG_EEXIST);
     TU_EQ_I(found(g, 7, 0, N_KEYS), N_KEYS);
     TU_EQ_I(cluster_keys("*pl*"), left);
-    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(g), BG_OK);
     bg_remote_filter_close(g);
 
     /* Shards created empty have their places as well. */
@@ -510,7 +510,7 @@ static void shard_places(void **state)
     TU_EQ_I(bg_remote_filter_open(&c, r2, "pc", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(found(c, 7, 0, N_KEYS), N_KEYS);
     TU_EQ_I(cluster_pttl("{pc:s3}:bits:*", 0), -1);
-    TU_EQ_I(bg_remote_filter_delete(c), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(c), BG_OK);
     bg_remote_filter_close(c);
     /* What is left: the bits the lost publish uploaded, which no meta hash
      * names (after a lost connection the client cannot delete them). */
@@ -711,7 +711,7 @@ static void reshard_while_clients_run(void **state)
         tu_batch_fill(&b, 0, 3, i, n);
         TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, b.count, NULL), (int64_t)n);
     }
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     tu_batch_free(&b);
     redisFree(cs);
     redisFree(cd);
@@ -824,7 +824,7 @@ static void module_on_cluster(void **state)
     for (int i = 0; i < NAMES; i++) {
         bg_remote_filter *f;
         TU_EQ_I(bg_remote_filter_open(&f, r, names[i], BG_REMOTE_MODULE), BG_OK);
-        TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+        TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
         bg_remote_filter_close(f);
     }
     free(want);
@@ -857,7 +857,7 @@ static void seeds(void **state)
     TU_EQ_I(bg_remote_filter_create(&f, r, "seeds", &fo), BG_OK);
     TU_EQ_I(bg_remote_filter_add(f, "k", 1), BG_OK);
     TU_EQ_I(bg_remote_filter_contains(f, "k", 1), 1);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     bg_remote_filter_close(f);
     bg_remote_close(r);
 

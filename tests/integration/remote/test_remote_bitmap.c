@@ -60,13 +60,13 @@ static void bitmap_basics(void **state)
     TU_EQ_I(bg_remote_filter_expire(f, 0), BG_EINVAL);
 
     /* Drop: everything goes, and the handles are told. */
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     TU_EQ_I(ts_int(c, "EXISTS {basics}:meta"), 0);
     TU_EQ_I(ts_count_keys(c, "{basics}*"), 0);
     TU_EQ_I(bg_remote_filter_add(g, "x", 1), BG_ENOTFOUND);
     TU_EQ_I(bg_remote_filter_contains(f, "x", 1), BG_ENOTFOUND);
     TU_EQ_I(ts_count_keys(c, "{basics}*"), 0); /* nothing recreated */
-    TU_EQ_I(bg_remote_filter_delete(f), BG_ENOTFOUND);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_ENOTFOUND);
     bg_remote_filter_close(g);
     bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_open(&f, r, "basics", BG_REMOTE_BITMAP), BG_ENOTFOUND);
@@ -137,7 +137,7 @@ static void bitmap_cross_process(void **state)
     for (size_t i = 0; i < 100; i++)
         TU_EQ_I(bg_remote_filter_contains(f1, b.keys[i], b.lens[i]), 1);
     tu_batch_free(&b);
-    TU_EQ_I(bg_remote_filter_delete(f1), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f1), BG_OK);
     bg_remote_filter_close(f1);
     bg_remote_filter_close(f2);
     bg_remote_close(r1);
@@ -179,7 +179,7 @@ static void bitmap_fp_rate(void **state)
     TU_IN_RANGE_D(rate, 0.8 * p, 1.2 * p);
     TU_IN_RANGE_D(p, 0.009, 0.0105);
     tu_batch_free(&b);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     bg_remote_filter_close(f);
     bg_remote_close(r);
 }
@@ -200,7 +200,7 @@ static void bitmap_stale(void **state)
     TU_EQ_I(bg_remote_filter_open(&a, ra, "stale", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(bg_remote_filter_add(a, "before", 6), BG_OK);
 
-    TU_EQ_I(bg_remote_filter_delete(b), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(b), BG_OK);
     bg_remote_filter_close(b);
     TU_EQ_I(bg_remote_filter_create(&b, rb, "stale", &o2), BG_OK);
     TU_TRUE(bg_remote_filter_generation(b) != bg_remote_filter_generation(a));
@@ -216,7 +216,7 @@ static void bitmap_stale(void **state)
     bg_remote_filter_stats st;
     TU_EQ_I(bg_remote_filter_stats_get(a, &st), BG_ESTALE);
     TU_EQ_I(bg_remote_filter_expire(a, 1000), BG_ESTALE);
-    TU_EQ_I(bg_remote_filter_delete(a), BG_ESTALE);
+    TU_EQ_I(bg__remote_filter_drop(a), BG_ESTALE);
 
     /* Nothing was written: B's filter is empty and A's old array is gone. */
     TU_EQ_I(bg_remote_filter_stats_get(b, &st), BG_OK);
@@ -234,7 +234,7 @@ static void bitmap_stale(void **state)
     TU_EQ_U(bg_remote_filter_bits(a), bg_remote_filter_bits(b));
     TU_EQ_I(bg_remote_filter_add(a, "x", 1), BG_OK);
     TU_EQ_I(bg_remote_filter_contains(b, "x", 1), 1);
-    TU_EQ_I(bg_remote_filter_delete(a), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(a), BG_OK);
     bg_remote_filter_close(a);
     bg_remote_filter_close(b);
     bg_remote_close(ra);
@@ -299,8 +299,8 @@ static void bitmap_local_agrees(void **state)
     TU_TRUE(memcmp(rep->str, payload, rep->len) == 0);
     freeReplyObject(rep);
 
-    TU_EQ_I(bg_remote_filter_delete(up), BG_OK);
-    TU_EQ_I(bg_remote_filter_delete(fresh), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(up), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(fresh), BG_OK);
     bg_remote_filter_close(up);
     bg_remote_filter_close(fresh);
     redisFree(c);
@@ -340,7 +340,7 @@ static void bitmap_limits(void **state)
     TU_EQ_I(bg_remote_filter_stats_get(f, &ts), BG_OK);
     TU_EQ_U(ts.bits, 64);
     TU_EQ_D(ts.error_rate, 1.0);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     bg_remote_filter_close(f);
 
     static const struct {
@@ -422,15 +422,15 @@ static void destroy_blocked(bg_remote *r, redisContext *c, const char *name, con
                                   .error_rate = 0.01, .shards = 2};
     TU_EQ_I(bg_remote_filter_open(&f, r, name, BG_REMOTE_BITMAP), BG_ENOTFOUND);
     TU_EQ_I(bg_remote_filter_create(&f, r, name, &o), BG_EEXIST);
-    TU_EQ_I(bg_remote_filter_delete_named(r, name, BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, name, BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(ts_count_keys(c, keys), 0);
     TU_EQ_I(bg_remote_filter_create(&f, r, name, &o), BG_OK);
     bg_remote_filter_close(f);
-    TU_EQ_I(bg_remote_filter_delete_named(r, name, BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, name, BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(ts_count_keys(c, keys), 0);
 }
 
-/* bg_remote_filter_delete_named: a filter by its name, whatever state it is in,
+/* bg_remote_filter_delete: a filter by its name, whatever state it is in,
  * so that a create of the name succeeds after it. */
 static void bitmap_destroy(void **state)
 {
@@ -438,10 +438,10 @@ static void bitmap_destroy(void **state)
     tu_ctx("bitmap: destroy by name");
     bg_remote *r = conn(&srv, 0);
     redisContext *c = ts_raw(&srv);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "none", BG_REMOTE_BITMAP), BG_ENOTFOUND);
-    TU_EQ_I(bg_remote_filter_delete_named(NULL, "none", BG_REMOTE_BITMAP), BG_EINVAL);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "a{b}", BG_REMOTE_BITMAP), BG_EINVAL);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "none", (bg_remote_backend)7), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_delete(r, "none", BG_REMOTE_BITMAP), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_delete(NULL, "none", BG_REMOTE_BITMAP), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_delete(r, "a{b}", BG_REMOTE_BITMAP), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_delete(r, "none", (bg_remote_backend)7), BG_EINVAL);
 
     /* An unsharded filter with a rebuild pending: all three keys go. */
     bg_remote_filter *f;
@@ -451,7 +451,7 @@ static void bitmap_destroy(void **state)
     TU_EQ_I(bg_remote_filter_rebuild_begin(f, NULL), BG_OK);
     bg_remote_filter_close(f);
     TU_EQ_I(ts_count_keys(c, "{d1}*"), 3);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "d1", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "d1", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{d1}*"), 0);
 
     /* A sharded filter that lost shard 2 (evicted, say). */
@@ -468,20 +468,20 @@ static void bitmap_destroy(void **state)
     create_sharded(r, "d4");
     TU_EQ_I(bg_remote_filter_create(&f, r, "d4:s1000", &o), BG_OK);
     bg_remote_filter_close(f);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "d4", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "d4", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{d4*"), 0);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "d4", BG_REMOTE_BITMAP), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_delete(r, "d4", BG_REMOTE_BITMAP), BG_ENOTFOUND);
 
     /* A filter whose bit array is gone (evicted, say): its meta hash goes
      * too, and the name can be created again. */
     TU_EQ_I(bg_remote_filter_create(&f, r, "d5", &o), BG_OK);
     bg_remote_filter_close(f);
     del_keys(c, "{d5}:bits:*");
-    TU_EQ_I(bg_remote_filter_delete_named(r, "d5", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "d5", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{d5}*"), 0);
     TU_EQ_I(bg_remote_filter_create(&f, r, "d5", &o), BG_OK);
     bg_remote_filter_close(f);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "d5", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "d5", BG_REMOTE_BITMAP), BG_OK);
 
     /* A stale handle's drop deletes nothing of the filter that replaced
      * its own, sharded or not. */
@@ -491,14 +491,14 @@ static void bitmap_destroy(void **state)
     for (int sharded = 0; sharded < 2; sharded++) {
         const bg_remote_filter_options *oo = sharded ? &so : &o;
         TU_EQ_I(bg_remote_filter_create(&stale, r, "d6", oo), BG_OK);
-        TU_EQ_I(bg_remote_filter_delete_named(r, "d6", BG_REMOTE_BITMAP), BG_OK);
+        TU_EQ_I(bg_remote_filter_delete(r, "d6", BG_REMOTE_BITMAP), BG_OK);
         TU_EQ_I(bg_remote_filter_create(&now, r, "d6", oo), BG_OK);
         TU_EQ_I(bg_remote_filter_add(now, "kept", 4), BG_OK);
-        TU_EQ_I(bg_remote_filter_delete(stale), BG_ESTALE);
+        TU_EQ_I(bg__remote_filter_drop(stale), BG_ESTALE);
         bg_remote_filter_close(now);
         TU_EQ_I(bg_remote_filter_open(&now, r, "d6", BG_REMOTE_BITMAP), BG_OK);
         TU_EQ_I(bg_remote_filter_contains(now, "kept", 4), 1);
-        TU_EQ_I(bg_remote_filter_delete(now), BG_OK);
+        TU_EQ_I(bg__remote_filter_drop(now), BG_OK);
         TU_EQ_I(ts_count_keys(c, "{d6*"), 0);
         bg_remote_filter_close(now);
         bg_remote_filter_close(stale);

@@ -2,6 +2,7 @@
  * bloomgate.so (skipped otherwise): the same operations through BF.*, and
  * staged creation. */
 #include "remote_fixture.h"
+#include "remote/remote_internal.h" /* bg__remote_filter_drop: deletes the filter a handle is on */
 
 #include <bloomgate/remote.h>
 
@@ -110,7 +111,7 @@ static void module_backend(void **state)
 
     TU_EQ_I(bg_remote_filter_expire(g, 60000), BG_OK);
     TU_TRUE(ts_int(c, "PTTL mod") > 50000);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     /* A dropped filter is not re-created by an add, nor read as "every key
      * absent" (BF.MEXISTS's 0s for a missing key: QUERIES in module.c). */
     TU_EQ_I(bg_remote_filter_add(g, "x", 1), BG_ENOTFOUND);
@@ -131,13 +132,13 @@ static void module_backend(void **state)
     bg_remote_close(rs);
     bg_remote_filter_close(f);
     TU_EQ_I(bg_remote_filter_open(&f, r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
-    TU_EQ_I(bg_remote_filter_delete(g), BG_ENOTFOUND);
+    TU_EQ_I(bg__remote_filter_drop(g), BG_ENOTFOUND);
     /* By name: a module filter, then nothing. */
     TU_EQ_I(bg_remote_filter_create(&f, r, "mod", &o), BG_OK);
     bg_remote_filter_close(f);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "mod", BG_REMOTE_MODULE), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "mod", BG_REMOTE_MODULE), BG_OK);
     TU_EQ_I(ts_int(c, "EXISTS mod"), 0);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
+    TU_EQ_I(bg_remote_filter_delete(r, "mod", BG_REMOTE_MODULE), BG_ENOTFOUND);
     redisFree(c);
     bg_remote_filter_close(g);
     bg_remote_close(r2);
@@ -213,6 +214,8 @@ static void module_staged_create(void **state)
      * as a handle on the name. */
     TU_EQ_I(bg_remote_filter_stage_commit(f), BG_OK);
     TU_EQ_I(bg_remote_filter_stage_commit(f), BG_EINVAL);
+    TU_EQ_I(bg_remote_filter_stage_abort(f), BG_EINVAL); /* committed: not staged */
+    TU_EQ_I(bg_remote_filter_stage_abort(NULL), BG_EINVAL);
     TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 0);
     TU_EQ_I(ts_int(c, "EXISTS st"), 1);
     TU_EQ_I(ts_int(c, "PTTL st"), -1);
@@ -273,7 +276,7 @@ static void module_staged_create(void **state)
 
     /* A staged filter that expired or was dropped: adds and commit get
      * BG_ENOTFOUND, and nothing appears under the name. */
-    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(g), BG_OK);
     TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 1);
     rep = redisCommand(c, "EVAL %s 0", "for _, k in ipairs(redis.call('KEYS', '{st}:staging:*'))"
@@ -284,8 +287,11 @@ static void module_staged_create(void **state)
     TU_EQ_I(bg_remote_filter_stage_commit(f), BG_ENOTFOUND);
     TU_EQ_I(ts_int(c, "EXISTS st"), 0);
     bg_remote_filter_close(f);
+    /* Abort: the creator gives up; its staging key goes at once. */
     TU_EQ_I(bg_remote_filter_stage(&f, r, "st", &o), BG_OK);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg_remote_filter_add(f, "x", 1), BG_OK);
+    TU_EQ_I(ts_count_keys(c, "{st}:staging:*"), 1);
+    TU_EQ_I(bg_remote_filter_stage_abort(f), BG_OK);
     TU_EQ_I(ts_count_keys(c, "*"), 0);
     TU_EQ_I(bg_remote_filter_stage_commit(f), BG_ENOTFOUND);
     bg_remote_filter_close(f);

@@ -2,6 +2,7 @@
  * lost bit arrays, the rebuild lease, and the module backend's rebuild when
  * $BLOOMGATE_MODULE names bloomgate.so. */
 #include "remote_fixture.h"
+#include "remote/remote_internal.h" /* bg__remote_filter_drop: deletes the filter a handle is on */
 
 #include <bloomgate/remote.h>
 
@@ -102,7 +103,7 @@ static void bitmap_rebuild(void **state)
     TU_EQ_I(bg_remote_filter_add(a, "z", 1), BG_OK);
     tu_batch_free(&b);
 
-    TU_EQ_I(bg_remote_filter_delete(a), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(a), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{rb}*"), 0);
     redisFree(c);
     bg_remote_filter_close(a);
@@ -154,7 +155,7 @@ static void bitmap_lost_bits(void **state)
     TU_EQ_I(bg_remote_filter_contains(f, "k", 1), BG_EREMOTE);
     TU_TRUE(strstr(bg_remote_errstr(r), "WRONGTYPE") != NULL);
     TU_EQ_I(ts_int(c, "DEL %s", bits), 1);
-    TU_EQ_I(bg_remote_filter_delete_named(r, "lost", BG_REMOTE_BITMAP), BG_OK);
+    TU_EQ_I(bg_remote_filter_delete(r, "lost", BG_REMOTE_BITMAP), BG_OK);
     bg_remote_filter_close(f);
 
     /* A rebuild whose bit array is deleted midway: the next add cancels it
@@ -197,7 +198,7 @@ static void bitmap_lost_bits(void **state)
     expect_all(f, 21, 100);
     expect_all(g, 23, 100);
     tu_batch_free(&b);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     bg_remote_filter_close(f);
     bg_remote_filter_close(g);
     redisFree(c);
@@ -343,11 +344,11 @@ static void bitmap_rebuild_lease(void **state)
     add_set(m2, 11, 0, 100, 0); /* reaches both shards: both run out */
     TU_EQ_I(ts_int(c, "HEXISTS {rls:s0}:meta next"), 0);
     TU_EQ_I(ts_int(c, "HEXISTS {rls:s1}:meta next"), 0);
-    TU_EQ_I(bg_remote_filter_delete(m), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(m), BG_OK);
     bg_remote_filter_close(m);
     bg_remote_filter_close(m2);
 
-    TU_EQ_I(bg_remote_filter_delete(a), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(a), BG_OK);
     redisFree(c);
     bg_remote_filter_close(a);
     bg_remote_filter_close(w);
@@ -498,7 +499,7 @@ static void module_rebuild(void **state)
     /* A drop takes a pending rebuild with it; its commit then fails. */
     TU_EQ_I(bg_remote_filter_set_rebuild_lease(w, BG_REMOTE_REBUILD_LEASE_MS), BG_OK);
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
-    TU_EQ_I(bg_remote_filter_delete(a), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(a), BG_OK);
     TU_EQ_I(ts_count_keys(c, "*"), 0);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ENOTFOUND);
     TU_EQ_I(ts_count_keys(c, "*"), 0);

@@ -3,6 +3,7 @@
  * and publish and fetch on the module backend when $BLOOMGATE_MODULE names
  * bloomgate.so. */
 #include "remote_fixture.h"
+#include "remote/remote_internal.h" /* bg__remote_filter_drop: deletes the filter a handle is on */
 
 #include <bloomgate/file.h>
 #include <bloomgate/remote.h>
@@ -122,7 +123,7 @@ static void bitmap_publish_fetch(void **state)
     same_image(f, big);
     bg_filter_free(big);
 
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     TU_EQ_I(ts_count_keys(c, "{pub}*"), 0);
     bg_filter *back;
     TU_EQ_I(bg_remote_filter_fetch(f, &back), BG_ENOTFOUND);
@@ -243,7 +244,7 @@ static void bitmap_swap_readers(void **state)
     redisFree(c);
     bg_remote_filter *f;
     TU_EQ_I(bg_remote_filter_open(&f, r, "swap", BG_REMOTE_BITMAP), BG_OK);
-    TU_EQ_I(bg_remote_filter_delete(f), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(f), BG_OK);
     bg_remote_filter_close(f);
     bg_remote_close(r);
 }
@@ -396,7 +397,7 @@ static void module_publish_fetch(void **state)
     TU_EQ_I(bg_filter_contains(back, "staged", 6), 1);
     TU_EQ_U(bg_filter_items(back), 1);
     bg_filter_free(back);
-    TU_EQ_I(bg_remote_filter_delete(g), BG_OK);
+    TU_EQ_I(bg__remote_filter_drop(g), BG_OK);
     bg_remote_filter_close(g);
 
     /* A key being loaded cannot be dumped; a dropped filter cannot be

@@ -157,7 +157,7 @@ int main(int argc, char **argv)
                 rc = bg_remote_filter_fetch(f, &back);
                 keep(&best[i][m][FETCH], t0, rc, c, r, op_name);
                 bg_filter_free(back);
-                (void)bg_remote_filter_delete(f);
+                (void)bg_remote_filter_delete(r, name, be);
                 bg_remote_filter_close(f);
 
                 bg_remote_filter_options co =
@@ -171,7 +171,7 @@ int main(int argc, char **argv)
                 t0 = start(c);
                 rc = bg_remote_filter_create(&f, r, name, &co);
                 keep(&best[i][m][CREATE], t0, rc, c, r, op_name);
-                (void)bg_remote_filter_delete(f);
+                (void)bg_remote_filter_delete(r, name, be);
                 bg_remote_filter_close(f);
             }
 
