@@ -284,7 +284,7 @@ int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen)
     }
     const char *p;
     if (strncmp(url, "redis+cluster://", 16) == 0) {
-        out->cluster = 1;
+        out->cluster = true;
         p = url + 16;
     } else if (strncmp(url, "redis://", 8) == 0) {
         p = url + 8;
@@ -308,7 +308,7 @@ int redis_url_parse(const char *url, redis_url *out, char *err, size_t errlen)
         }
         copy(out->username, sizeof(out->username), p, (size_t)(colon - p));
         copy(out->password, sizeof(out->password), colon + 1, (size_t)(at - colon - 1));
-        out->has_password = 1;
+        out->has_password = true;
         p = at + 1;
     }
     size_t rest = strlen(p);

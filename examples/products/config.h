@@ -3,6 +3,7 @@
 #ifndef PRODUCTS_CONFIG_H
 #define PRODUCTS_CONFIG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -20,8 +21,8 @@ typedef struct redis_url {
     char unix_socket[256]; /* "" unless unix:// */
     char username[128];    /* "" : none */
     char password[256];    /* "" : none */
-    int has_password;
-    int cluster;           /* redis+cluster:// */
+    bool has_password;
+    bool cluster;          /* redis+cluster:// */
     char seeds[1024];      /* cluster: the other seed nodes as bg_remote_options.seeds
                               wants them, "host:port,[v6]:port"; "" : none */
 } redis_url;
