@@ -1,5 +1,15 @@
 /* The bitmap backend: a standard filter as a plain Redis string.
  *
+ * This file holds the handle (create, open, close), the add and query
+ * batches, stats, drop, expire and the ops table: everything a filter of
+ * a fixed generation needs. Making a new generation is in two files of its
+ * own, publish and fetch (upload and download of a local filter) in
+ * bitmap_transfer.c and the rebuild in bitmap_rebuild.c, because each is a
+ * protocol of several scripts that the add and query path never runs. The
+ * helpers they share with this file are bg__bitmap_* (bitmap.h); the ones
+ * the batch path calls per key are inline there, so the split costs that
+ * path no call.
+ *
  * HOW IT WORKS
  * The client hashes each key (bg_hash_key, the filter's seed) and computes
  * the k probe positions exactly as src/core/standard.c does, so the string
@@ -49,10 +59,10 @@
  * names, then one script adopts it. A connection lost in between leaves
  * the key behind (the client cannot delete it: it has no connection), up
  * to 512 MiB of server memory that nothing would ever free. So such a key
- * is made with a time to live of BG_REMOTE_STAGE_TTL_MS (stage_bits),
- * renewed by every chunk of an upload, and the adopting script removes it
- * (PERSIST) or gives it the filter's. A publish whose upload outlived it
- * gets BGNOTFOUND.
+ * is made with a time to live of BG_REMOTE_STAGE_TTL_MS
+ * (bg__bitmap_stage_bits), renewed by every chunk of an upload, and the
+ * adopting script removes it (PERSIST) or gives it the filter's. A publish
+ * whose upload outlived it gets BGNOTFOUND.
  *
  * SHARD PLACES
  * The shards of a sharded filter (sharded.c, SHARDING in remote.h) are
@@ -66,21 +76,7 @@
  * with other counts or seeds would both pass that check and then overwrite
  * each other's shards. Each writes s0 first, so the first to get there
  * keeps the name and the other is refused there. A meta hash without
- * `shard` (made before it existed) is taken for the right place.
- *
- * THE REBUILD'S LEASE
- * A pending rebuild holds a lease: meta field next_lease, a deadline in the
- * server's clock (TIME, ms), set by begin and pushed on by every
- * rebuild_add to now + next_lease_ms. An add that finds the deadline passed
- * takes the rebuilder for dead: it deletes the rebuild (UNLINK, so a large
- * bit array is freed off Redis's main thread) and answers BGREBUILD, so
- * that the client reads the meta hash again and writes the current
- * generation only; begin does the same before starting its own. Until
- * someone does, a late rebuilder may go on: every add has written both
- * generations all along, so its rebuild is still complete, and once it is
- * gone its next call gets BGSTALE. The clock is the server's, so clients'
- * clocks do not matter; scripts replicate their effects (Redis >= 5), so
- * TIME in a script is safe on replicas. */
+ * `shard` (made before it existed) is taken for the right place. */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE
 #endif
@@ -93,27 +89,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bloomgate/file.h>
 #include <bloomgate/hash.h>
-#include <bloomgate/layout.h>
 #include <bloomgate/sizing.h>
 
 #include "common/alloc.h"
 #include "bitmap.h"
 
-/* Bytes per SETRANGE or GETRANGE of publish and fetch: a few ms of Redis. */
-#define BG__TRANSFER_CHUNK ((uint64_t)4 << 20)
-
-/* EVALSHA script `idx` with argv[0..1] left for "EVALSHA" and the sha,
- * argv[2] = the number of keys, then the keys and the arguments. The
- * scripts are files, src/remote/lua/<name>.lua (BG__SCRIPT_<NAME>), each
- * runnable on its own with redis-cli --eval and specified in
- * docs/PROTOCOL.md; the build embeds them as bg__script_src. */
-static int run_script(bg_remote *r, int idx, int argc, const char **argv, size_t *lens,
-                      redisReply **reply)
-{
-    return bg__remote_script(r, idx, bg__script_src[idx], argc, argv, lens, reply);
-}
 
 /* Generations and staging keys: getrandom, or the clock and pid. */
 uint64_t bg__random_u63(void)
@@ -129,13 +110,7 @@ uint64_t bg__random_u63(void)
     return g ? g : 1;
 }
 
-static void no_next(bg__gen *g)
-{
-    memset(g, 0, sizeof *g);
-    g->str[0] = '0';
-}
-
-static int set_bits_key(bg__bitmap_filter *f)
+int bg__bitmap_set_bits_key(bg__bitmap_filter *f)
 {
     snprintf(f->gen_str, sizeof f->gen_str, "%" PRIu64, f->base.generation);
     size_t n = strlen(f->name) + strlen(f->gen_str) + 10;
@@ -148,7 +123,7 @@ static int set_bits_key(bg__bitmap_filter *f)
 }
 
 /* One command whose reply is only checked for not being an error. */
-static int command_ok(bg_remote *r, int argc, const char **argv, const size_t *lens)
+int bg__bitmap_command_ok(bg_remote *r, int argc, const char **argv, const size_t *lens)
 {
     redisReply *rep;
     int rc = bg__remote_command(r, argc, argv, lens, &rep, 0);
@@ -163,20 +138,20 @@ static int command_ok(bg_remote *r, int argc, const char **argv, const size_t *l
  * filter's time to live): so a call whose connection is lost before that
  * leaves no array behind for good (ORPHANS). One SET, then one SETRANGE at
  * the last byte: see CREATION for why not in steps. */
-static int stage_bits(bg_remote *r, const char *key, const void *first, size_t n,
-                      uint64_t bytes)
+int bg__bitmap_stage_bits(bg_remote *r, const char *key, const void *first, size_t n,
+                          uint64_t bytes)
 {
     char ttl[16], last[24];
     snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
     const char *set[5] = {"SET", key, first, "PX", ttl};
     size_t setl[5] = {3, strlen(key), n, 2, strlen(ttl)};
-    int rc = command_ok(r, 5, set, setl);
+    int rc = bg__bitmap_command_ok(r, 5, set, setl);
     if (rc != BG_OK || n >= bytes)
         return rc;
     snprintf(last, sizeof last, "%" PRIu64, bytes - 1);
     const char *sa[4] = {"SETRANGE", key, last, "\0"};
     size_t sl[4] = {8, strlen(key), strlen(last), 1};
-    return command_ok(r, 4, sa, sl);
+    return bg__bitmap_command_ok(r, 4, sa, sl);
 }
 
 static const bg__remote_filter_ops bitmap_ops;
@@ -200,8 +175,8 @@ static int bitmap_new(bg__bitmap_filter **out, bg_remote *r, const char *name)
         return BG_ENOMEM;
     }
     snprintf(f->meta_key, n, "{%s}:meta", name);
-    no_next(&f->next);
-    no_next(&f->rb);
+    bg__bitmap_no_next(&f->next);
+    bg__bitmap_no_next(&f->rb);
     *out = f;
     return BG_OK;
 }
@@ -242,10 +217,10 @@ static int create(bg__bitmap_filter *f, const bg_remote_filter_options *o, const
     f->base.capacity = o->capacity ? s.n : 0;
     f->base.error_rate = o->capacity ? s.p : 0;
     f->base.generation = bg__random_u63();
-    if ((rc = set_bits_key(f)) != BG_OK)
+    if ((rc = bg__bitmap_set_bits_key(f)) != BG_OK)
         return rc;
     memcpy(f->lineage, f->gen_str, sizeof f->lineage);
-    no_next(&f->next);
+    bg__bitmap_no_next(&f->next);
 
     redisReply *rep;
     const char *ea[2] = {"EXISTS", f->meta_key};
@@ -258,7 +233,7 @@ static int create(bg__bitmap_filter *f, const bg_remote_filter_options *o, const
         return bg__remote_fail(r, BG_EEXIST, "%s exists", f->meta_key);
 
     uint64_t bytes = (f->base.m + 7) / 8;
-    if ((rc = stage_bits(r, f->bits_key, "", 0, bytes)) != BG_OK)
+    if ((rc = bg__bitmap_stage_bits(r, f->bits_key, "", 0, bytes)) != BG_OK)
         goto orphan;
 
     char a[5][32];
@@ -274,7 +249,7 @@ static int create(bg__bitmap_filter *f, const bg_remote_filter_options *o, const
     size_t cl[13];
     for (int i = 2; i < 13; i++)
         cl[i] = strlen(ca[i]);
-    rc = run_script(r, BG__SCRIPT_CREATE, 13, ca, cl, &rep);
+    rc = bg__bitmap_script(r, BG__SCRIPT_CREATE, 13, ca, cl, &rep);
     if (rc != BG_OK)
         goto orphan;
     freeReplyObject(rep);
@@ -290,23 +265,17 @@ orphan:
     }
     return rc;
 }
-
-static int field_u64(const redisReply *e, uint64_t *out)
-{
-    return e->type == REDIS_REPLY_STRING && bg__parse_u64(e->str, e->len, out) == 0 ? 0 : -1;
-}
-
 /* The pending rebuild from the meta fields next, next_bits, next_hashes,
  * next_seed (all nil: none). */
 static int parse_next(bg__bitmap_filter *f, redisReply **e)
 {
-    no_next(&f->next);
+    bg__bitmap_no_next(&f->next);
     if (e[0]->type == REDIS_REPLY_NIL)
         return BG_OK;
     uint64_t g, m, k, seed;
-    if (field_u64(e[0], &g) != 0 || field_u64(e[1], &m) != 0 || field_u64(e[2], &k) != 0 ||
-        field_u64(e[3], &seed) != 0 || g == 0 || m < BG_MIN_BITS || m > BG_REMOTE_MAX_BITS ||
-        k < 1 || k > BG_MAX_K)
+    if (bg__bitmap_field_u64(e[0], &g) != 0 || bg__bitmap_field_u64(e[1], &m) != 0 ||
+        bg__bitmap_field_u64(e[2], &k) != 0 || bg__bitmap_field_u64(e[3], &seed) != 0 || g == 0 ||
+        m < BG_MIN_BITS || m > BG_REMOTE_MAX_BITS || k < 1 || k > BG_MAX_K)
         return bg__remote_fail(f->base.r, BG_ECORRUPT, "%s: the pending rebuild's fields are bad",
                                f->meta_key);
     f->next.gen = g;
@@ -377,7 +346,7 @@ static int open_meta(bg__bitmap_filter *f)
         goto out;
     }
     uint64_t format, m, k, gen, cap;
-    if (field_u64(e[0], &format) != 0) {
+    if (bg__bitmap_field_u64(e[0], &format) != 0) {
         rc = bg__remote_fail(r, BG_ECORRUPT, "%s: no format field", f->meta_key);
         goto out;
     }
@@ -391,9 +360,9 @@ static int open_meta(bg__bitmap_filter *f)
                              f->meta_key);
         goto out;
     }
-    if (field_u64(e[2], &m) != 0 || field_u64(e[3], &k) != 0 ||
-        field_u64(e[4], &f->base.seed) != 0 ||
-        field_u64(e[5], &gen) != 0 || field_u64(e[6], &cap) != 0 ||
+    if (bg__bitmap_field_u64(e[2], &m) != 0 || bg__bitmap_field_u64(e[3], &k) != 0 ||
+        bg__bitmap_field_u64(e[4], &f->base.seed) != 0 ||
+        bg__bitmap_field_u64(e[5], &gen) != 0 || bg__bitmap_field_u64(e[6], &cap) != 0 ||
         e[7]->type != REDIS_REPLY_STRING || m < BG_MIN_BITS || k < 1 || k > BG_MAX_K ||
         gen == 0 || gen > (uint64_t)INT64_MAX) {
         rc = bg__remote_fail(r, BG_ECORRUPT, "%s: fields missing or out of range", f->meta_key);
@@ -417,7 +386,7 @@ static int open_meta(bg__bitmap_filter *f)
     f->base.generation = gen;
     f->base.capacity = cap;
     f->base.error_rate = p;
-    if ((rc = set_bits_key(f)) != BG_OK)
+    if ((rc = bg__bitmap_set_bits_key(f)) != BG_OK)
         goto out;
     /* A filter created before lineages existed: its generation stands in. */
     if (e[8]->type == REDIS_REPLY_STRING && e[8]->len < sizeof f->lineage)
@@ -429,39 +398,9 @@ out:
     freeReplyObject(rep);
     return rc;
 }
-
-/* Writes a key's k positions in an array of m bits as decimal strings into
- * buf, pointers into argv. */
-static char *write_positions(uint64_t m, uint32_t k, bg_hash h, char *buf, const char **argv,
-                             size_t *lens)
-{
-    bg_layout_probe p = bg_layout_probe_first(h, m); /* the standard layout */
-    for (;;) {
-        char tmp[24];
-        int n = 0;
-        uint64_t v = p.x;
-        do {
-            tmp[n++] = (char)('0' + v % 10);
-            v /= 10;
-        } while (v);
-        argv[p.j] = buf;
-        lens[p.j] = (size_t)n;
-        while (n)
-            *buf++ = tmp[--n];
-        if (p.j + 1 == k)
-            break;
-        bg_layout_probe_next(&p);
-    }
-    return buf;
-}
-
-/* The handle's shape as script arguments (check_generation's ARGV[1..5]). */
-typedef struct shape_args {
-    char k[12], m[24], seed[24];
-} shape_args;
-
-static void common_args(const bg__bitmap_filter *f, shape_args *s, const char **argv,
-                        size_t *lens)
+/* The handle's shape as script arguments (bg__shape_args). */
+void bg__bitmap_common_args(const bg__bitmap_filter *f, bg__shape_args *s, const char **argv,
+                            size_t *lens)
 {
     snprintf(s->k, sizeof s->k, "%" PRIu32, f->base.k);
     snprintf(s->m, sizeof s->m, "%" PRIu64, f->base.m);
@@ -477,7 +416,7 @@ static void common_args(const bg__bitmap_filter *f, shape_args *s, const char **
 
 /* After a script followed a swap (same shape): adopt the generation it
  * reported, so that later calls name the current bits key. */
-static int follow(bg__bitmap_filter *f, const redisReply *e)
+int bg__bitmap_follow(bg__bitmap_filter *f, const redisReply *e)
 {
     uint64_t g;
     if (e->type != REDIS_REPLY_STRING || bg__parse_u64(e->str, e->len, &g) != 0 || g == 0)
@@ -485,9 +424,8 @@ static int follow(bg__bitmap_filter *f, const redisReply *e)
     if (g == f->base.generation)
         return BG_OK;
     f->base.generation = g;
-    return set_bits_key(f);
+    return bg__bitmap_set_bits_key(f);
 }
-
 /* One batch as a command: EVALSHA sha 2 meta bits gen k m seed lineage
  * next nk pos... (argv[0..1] left to run_script or the fanout), or for
  * the bench's raw mode BITFIELD(_RO) bits (SET u1 pos 1 | GET u1 pos)... */
@@ -499,7 +437,7 @@ typedef struct batch_cmd {
     char *digits;
     const char **pos;
     size_t *plen;
-    shape_args sa;
+    bg__shape_args sa;
     char nkbuf[12];
 } batch_cmd;
 
@@ -546,13 +484,14 @@ static int batch_build(bg__bitmap_filter *f, int add, const void *const *keys, c
     for (size_t i = 0; i < count; i++) {
         bg_hash h;
         bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->base.seed, &h);
-        d = write_positions(f->base.m, f->base.k, h, d, pv + i * k, pl + i * k);
+        d = bg__bitmap_write_positions(f->base.m, f->base.k, h, d, pv + i * k, pl + i * k);
     }
     for (size_t i = 0; nk && i < count; i++) {
         bg_hash h;
         bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->next.seed, &h);
-        d = write_positions(f->next.m, f->next.k, h, d, argv + head + count * k + i * nk,
-                            alen + head + count * k + i * nk);
+        d = bg__bitmap_write_positions(f->next.m, f->next.k, h, d,
+                                       argv + head + count * k + i * nk,
+                                       alen + head + count * k + i * nk);
     }
     if (raw) {
         argv[0] = add ? "BITFIELD" : "BITFIELD_RO";
@@ -580,7 +519,7 @@ static int batch_build(bg__bitmap_filter *f, int add, const void *const *keys, c
     argv[4] = f->bits_key;
     for (int i = 2; i < 5; i++)
         alen[i] = strlen(argv[i]);
-    common_args(f, &b->sa, argv + 5, alen + 5);
+    bg__bitmap_common_args(f, &b->sa, argv + 5, alen + 5);
     snprintf(b->nkbuf, sizeof b->nkbuf, "%zu", nk);
     argv[10] = nk ? f->next.str : "0";
     alen[10] = strlen(argv[10]);
@@ -601,7 +540,7 @@ static int64_t batch_parse(bg__bitmap_filter *f, int add, const batch_cmd *b,
         (rep->elements != want && (b->raw || rep->elements != want + 1)))
         return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to a batch");
     int rc;
-    if (rep->elements == want + 1 && (rc = follow(f, rep->element[want])) != BG_OK)
+    if (rep->elements == want + 1 && (rc = bg__bitmap_follow(f, rep->element[want])) != BG_OK)
         return rc;
     int64_t hits = 0;
     for (size_t i = 0; i < b->count; i++) {
@@ -633,7 +572,7 @@ static int64_t run_once(bg__bitmap_filter *f, int add, const void *const *keys, 
     if (b.raw)
         rc = bg__remote_command(f->base.r, (int)b.argc, b.argv, b.alen, &rep, 0);
     else
-        rc = run_script(f->base.r, b.idx, (int)b.argc, b.argv, b.alen, &rep);
+        rc = bg__bitmap_script(f->base.r, b.idx, (int)b.argc, b.argv, b.alen, &rep);
     if (rc == BG_OK)
         rc = batch_parse(f, add, &b, rep, results);
     if (rep)
@@ -747,11 +686,11 @@ static int simple_script(bg__bitmap_filter *f, int idx, const char *extra, redis
     size_t lens[11];
     for (int i = 2; i < 5; i++)
         lens[i] = strlen(argv[i]);
-    shape_args sa;
-    common_args(f, &sa, argv + 5, lens + 5);
+    bg__shape_args sa;
+    bg__bitmap_common_args(f, &sa, argv + 5, lens + 5);
     argv[10] = extra;
     lens[10] = extra ? strlen(extra) : 0;
-    return run_script(f->base.r, idx, extra ? 11 : 10, argv, lens, rep);
+    return bg__bitmap_script(f->base.r, idx, extra ? 11 : 10, argv, lens, rep);
 }
 
 int bg__bitmap_stats(bg_remote_filter *handle, bg_remote_filter_stats *out)
@@ -763,12 +702,12 @@ int bg__bitmap_stats(bg_remote_filter *handle, bg_remote_filter_stats *out)
         return rc;
     uint64_t items;
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 ||
-        field_u64(rep->element[0], &items) != 0 || rep->element[1]->type != REDIS_REPLY_INTEGER ||
-        rep->element[1]->integer < 0) {
+        bg__bitmap_field_u64(rep->element[0], &items) != 0 ||
+        rep->element[1]->type != REDIS_REPLY_INTEGER || rep->element[1]->integer < 0) {
         freeReplyObject(rep);
         return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to stats");
     }
-    rc = follow(f, rep->element[2]);
+    rc = bg__bitmap_follow(f, rep->element[2]);
     out->bits = f->base.m;
     out->hashes = f->base.k;
     out->seed = f->base.seed;
@@ -804,11 +743,8 @@ int bg__bitmap_expire(bg_remote_filter *handle, uint64_t ttl_ms)
         freeReplyObject(rep);
     return rc;
 }
-
-/* ---- generations: publish, fetch, rebuild (SWAPS at the top) ---------- */
-
 /* "{name}:bits:<gen>", or "{name}:meta" for gen 0. Allocates. */
-static char *key_for(const char *name, uint64_t gen)
+char *bg__bitmap_key_for(const char *name, uint64_t gen)
 {
     size_t n = strlen(name) + 40;
     char *k = bg__malloc(n);
@@ -818,389 +754,6 @@ static char *key_for(const char *name, uint64_t gen)
         snprintf(k, n, "{%s}:meta", name);
     return k;
 }
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = v << 8 | p[i];
-    return v;
-}
-
-/* Offsets in a version-1 image (docs/FORMAT.md). */
-#define BG__IMG_CAPACITY 40
-#define BG__IMG_ITEMS 48
-#define BG__IMG_PAYLOAD_OFFSET 56
-#define BG__IMG_CHECKSUM 120
-
-int bg__bitmap_publish(bg_remote *r, const char *name, const bg_filter *local, const char *place)
-{
-    bg_filter_stats st;
-    int rc = bg_filter_stats_get(local, &st);
-    if (rc != BG_OK)
-        return rc;
-    if (st.variant != BG_VARIANT_STANDARD)
-        return bg__remote_fail(r, BG_EVARIANT, "only a standard filter can be published");
-    if (st.bits > BG_REMOTE_MAX_BITS)
-        return bg__remote_fail(r, BG_ETOOBIG, "%" PRIu64 " bits: a bitmap filter has at most 2^32",
-                               st.bits);
-    uint64_t bytes = (st.bits + 7) / 8, size;
-    uint8_t off8[8];
-    if ((rc = bg_filter_encoded_size(local, &size)) != BG_OK ||
-        (rc = bg_filter_encode_range(local, BG__IMG_PAYLOAD_OFFSET, off8, 8)) != BG_OK)
-        return rc;
-    uint64_t poff = get_le64(off8);
-    if (poff > size || size - poff != bytes)
-        return bg__remote_fail(r, BG_ECORRUPT, "unexpected image layout");
-
-    uint64_t gen = bg__random_u63();
-    char *meta = key_for(name, 0), *bits = key_for(name, gen);
-    size_t chunk = bytes < BG__TRANSFER_CHUNK ? (size_t)bytes : (size_t)BG__TRANSFER_CHUNK;
-    uint8_t *buf = bg__malloc(chunk);
-    if (!meta || !bits || !buf) {
-        rc = BG_ENOMEM;
-        goto out;
-    }
-
-    /* Upload under a key no meta hash names yet: invisible to readers. The
-     * first piece makes the whole string (stage_bits), so the SETRANGEs
-     * below write in place (CREATION); each renews its time to live. */
-    char o[24], ttl[16];
-    snprintf(ttl, sizeof ttl, "%u", BG_REMOTE_STAGE_TTL_MS);
-    for (uint64_t done = 0; done < bytes;) {
-        size_t n = bytes - done > chunk ? chunk : (size_t)(bytes - done);
-        if ((rc = bg_filter_encode_range(local, poff + done, buf, n)) != BG_OK)
-            goto orphan;
-        snprintf(o, sizeof o, "%" PRIu64, done);
-        const char *sa[4] = {"SETRANGE", bits, o, (const char *)buf};
-        size_t sl[4] = {8, strlen(bits), strlen(o), n};
-        const char *pa[3] = {"PEXPIRE", bits, ttl};
-        size_t pl[3] = {7, strlen(bits), strlen(ttl)};
-        if (done == 0)
-            rc = stage_bits(r, bits, buf, n, bytes);
-        else if ((rc = command_ok(r, 4, sa, sl)) == BG_OK)
-            rc = command_ok(r, 3, pa, pl);
-        if (rc != BG_OK)
-            goto orphan;
-        done += n;
-    }
-
-    char a[7][32];
-    snprintf(a[0], sizeof a[0], "%" PRIu64, gen);
-    snprintf(a[1], sizeof a[1], "%" PRIu64, st.bits);
-    snprintf(a[2], sizeof a[2], "%" PRIu32, st.hashes);
-    snprintf(a[3], sizeof a[3], "%" PRIu64, st.seed);
-    snprintf(a[4], sizeof a[4], "%" PRIu64, bytes);
-    snprintf(a[5], sizeof a[5], "%" PRIu64, st.capacity);
-    snprintf(a[6], sizeof a[6], "%" PRIu64, st.items);
-    char p[40];
-    snprintf(p, sizeof p, "%.17g", st.error_rate);
-    const char *ca[14] = {NULL, NULL, "2", meta, bits, a[0], a[1], a[2], a[3], a[4], a[5], p, a[6],
-                          place ? place : ""};
-    size_t cl[14];
-    for (int i = 2; i < 14; i++)
-        cl[i] = strlen(ca[i]);
-    redisReply *rep;
-    if ((rc = run_script(r, BG__SCRIPT_PUBLISH, 14, ca, cl, &rep)) != BG_OK)
-        goto orphan;
-    freeReplyObject(rep);
-    goto out;
-orphan:
-    bg__remote_discard(r, bits, rc);
-out:
-    bg__free(meta);
-    bg__free(bits);
-    bg__free(buf);
-    return rc;
-}
-
-int bg__bitmap_fetch(bg_remote_filter *handle, bg_filter **out)
-{
-    bg__bitmap_filter *f = bg__bitmap_of(handle);
-    bg_remote *r = f->base.r;
-    uint64_t bytes = (f->base.m + 7) / 8, size = 0;
-    /* An empty filter of this shape gives the image's header (not the
-     * checksum field: that would be a pass over it); calloc'd pages that
-     * are never written cost no memory. */
-    bg_filter *tmp;
-    bg_filter_options fo = {.variant = BG_VARIANT_STANDARD, .bits = f->base.m, .hashes = f->base.k,
-                            .seed = f->base.seed, .max_bytes = bytes + 64,
-                            .concurrency = BG_CONCURRENT_WRITERS};
-    int rc = bg_filter_new(&tmp, &fo);
-    if (rc != BG_OK)
-        return rc;
-    uint8_t head[BG__IMG_CHECKSUM];
-    if ((rc = bg_filter_encoded_size(tmp, &size)) == BG_OK)
-        rc = bg_filter_encode_range(tmp, 0, head, sizeof head);
-    bg_filter_free(tmp);
-    if (rc != BG_OK)
-        return rc;
-    uint64_t poff = get_le64(head + BG__IMG_PAYLOAD_OFFSET);
-    if (poff < BG__IMG_CHECKSUM + 8 || poff > size || size - poff != bytes || size > SIZE_MAX)
-        return bg__remote_fail(r, BG_ECORRUPT, "unexpected image layout");
-    uint8_t *img = bg__malloc((size_t)size);
-    if (!img)
-        return BG_ENOMEM;
-    memset(img, 0, (size_t)poff);
-    memcpy(img, head, sizeof head);
-
-    uint64_t first = 0, items = 0;
-    char lo[24], hi[24];
-    for (uint64_t done = 0; done < bytes;) {
-        uint64_t n = bytes - done > BG__TRANSFER_CHUNK ? BG__TRANSFER_CHUNK : bytes - done;
-        snprintf(lo, sizeof lo, "%" PRIu64, done);
-        snprintf(hi, sizeof hi, "%" PRIu64, done + n - 1);
-        const char *argv[12] = {NULL, NULL, "2", f->meta_key, f->bits_key};
-        size_t lens[12];
-        for (int i = 2; i < 5; i++)
-            lens[i] = strlen(argv[i]);
-        shape_args sa;
-        common_args(f, &sa, argv + 5, lens + 5);
-        argv[10] = lo;
-        lens[10] = strlen(lo);
-        argv[11] = hi;
-        lens[11] = strlen(hi);
-        redisReply *rep;
-        if ((rc = run_script(r, BG__SCRIPT_FETCH, 12, argv, lens, &rep)) != BG_OK)
-            goto out;
-        uint64_t g;
-        redisReply **e = rep->element;
-        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 3 || field_u64(e[0], &g) != 0 ||
-            field_u64(e[1], &items) != 0 || e[2]->type != REDIS_REPLY_STRING ||
-            e[2]->len != n) {
-            freeReplyObject(rep);
-            rc = bg__remote_fail(r, BG_EREMOTE, "unexpected reply to a download");
-            goto out;
-        }
-        if (done == 0)
-            first = g;
-        if (g != first) {
-            freeReplyObject(rep);
-            rc = bg__remote_fail(r, BG_ESTALE,
-                                 "BGSTALE the filter was swapped during the download: "
-                                 "generation %" PRIu64 ", then %" PRIu64,
-                                 first, g);
-            goto out;
-        }
-        memcpy(img + poff + done, e[2]->str, (size_t)n);
-        rc = follow(f, e[0]);
-        freeReplyObject(rep);
-        if (rc != BG_OK)
-            goto out;
-        done += n;
-    }
-    put_le64(img + BG__IMG_CAPACITY, f->base.capacity);
-    put_le64(img + BG__IMG_ITEMS, items);
-    /* No checksum to verify: the bytes came from Redis, not from a file. */
-    rc = bg_filter_decode(out, img, (size_t)size, BG_FILE_NO_VERIFY);
-    if (rc != BG_OK)
-        bg__remote_fail(r, rc, "the downloaded bits do not decode (%s)", bg_err_name(rc));
-out:
-    bg__free(img);
-    return rc;
-}
-
-static void rb_clear(bg__bitmap_filter *f)
-{
-    no_next(&f->rb);
-    bg__free(f->rb_bits_key);
-    f->rb_bits_key = NULL;
-}
-
-int bg__bitmap_rebuild_begin(bg_remote_filter *handle, const bg_remote_filter_options *o)
-{
-    bg__bitmap_filter *f = bg__bitmap_of(handle);
-    bg_remote *r = f->base.r;
-    if (f->rb.gen)
-        return bg__remote_fail(r, BG_EEXIST, "this handle's rebuild is pending");
-    bg__gen nx;
-    no_next(&nx);
-    if (!o) {
-        nx.m = f->base.m;
-        nx.k = f->base.k;
-        nx.seed = f->base.seed;
-        nx.capacity = f->base.capacity;
-        nx.error_rate = f->base.error_rate;
-    } else {
-        if (o->expansion || o->nonscaling ||
-            (o->backend != 0 && o->backend != BG_REMOTE_BITMAP))
-            return BG_EINVAL;
-        if (o->bits > BG_REMOTE_MAX_BITS)
-            return BG_ETOOBIG;
-        bg_sizing s = {.n = o->capacity, .p = o->error_rate, .m = o->bits, .k = o->hashes};
-        int rc = bg_sizing_solve(BG_VARIANT_STANDARD, &s, BG_REMOTE_MAX_BITS);
-        if (rc != BG_OK)
-            return rc;
-        if (s.m > BG_REMOTE_MAX_BITS)
-            return BG_ETOOBIG;
-        nx.m = s.m;
-        nx.k = s.k;
-        nx.seed = o->seed;
-        nx.capacity = o->capacity ? s.n : 0;
-        nx.error_rate = o->capacity ? s.p : 0;
-    }
-    nx.gen = bg__random_u63();
-    snprintf(nx.str, sizeof nx.str, "%" PRIu64, nx.gen);
-    char *key = key_for(f->name, nx.gen);
-    if (!key)
-        return BG_ENOMEM;
-    uint64_t bytes = (nx.m + 7) / 8;
-    int rc = stage_bits(r, key, "", 0, bytes);
-    if (rc != BG_OK)
-        goto fail;
-
-    char a[7][40];
-    snprintf(a[0], sizeof a[0], "%" PRIu64, nx.m);
-    snprintf(a[1], sizeof a[1], "%" PRIu32, nx.k);
-    snprintf(a[2], sizeof a[2], "%" PRIu64, nx.seed);
-    snprintf(a[3], sizeof a[3], "%" PRIu64, bytes);
-    snprintf(a[4], sizeof a[4], "%" PRIu64, nx.capacity);
-    snprintf(a[5], sizeof a[5], "%.17g", nx.error_rate);
-    snprintf(a[6], sizeof a[6], "%" PRIu64, f->base.rb_lease_ms);
-    const char *argv[19] = {NULL, NULL, "3", f->meta_key, f->bits_key, key};
-    size_t lens[19];
-    for (int i = 2; i < 6; i++)
-        lens[i] = strlen(argv[i]);
-    shape_args sa;
-    common_args(f, &sa, argv + 6, lens + 6);
-    argv[11] = nx.str;
-    for (int i = 0; i < 7; i++)
-        argv[12 + i] = a[i];
-    for (int i = 11; i < 19; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep;
-    if ((rc = run_script(r, BG__SCRIPT_REBUILD_BEGIN, 19, argv, lens, &rep)) != BG_OK)
-        goto fail;
-    rc = follow(f, rep);
-    freeReplyObject(rep);
-    f->rb = nx;
-    f->rb_bits_key = key;
-    f->next = nx; /* this handle's adds write both from now on */
-    return rc;
-fail:
-    bg__remote_discard(r, key, rc);
-    bg__free(key);
-    return rc;
-}
-
-int64_t bg__bitmap_rebuild_add(bg_remote_filter *handle, const void *const *keys,
-                               const size_t *lens, size_t count, uint8_t *results)
-{
-    bg__bitmap_filter *f = bg__bitmap_of(handle);
-    bg_remote *r = f->base.r;
-    if (!f->rb.gen)
-        return bg__remote_fail(r, BG_EINVAL, "no rebuild begun on this handle");
-    size_t k = f->rb.k, head = 7;
-    if (count > (SIZE_MAX / 16 - head) / k || count * k + head > (size_t)INT32_MAX)
-        return BG_EOVERFLOW;
-    size_t argc = head + count * k;
-    const char **argv = bg__malloc(argc * sizeof *argv);
-    size_t *alen = bg__malloc(argc * sizeof *alen);
-    char *digits = bg__malloc(count * k * 11 + 1);
-    int64_t rc;
-    redisReply *rep = NULL;
-    if (!argv || !alen || !digits) {
-        rc = BG_ENOMEM;
-        goto out;
-    }
-    char *d = digits;
-    for (size_t i = 0; i < count; i++) {
-        bg_hash h;
-        bg_hash_key(keys[i] ? keys[i] : "", lens[i], f->rb.seed, &h);
-        d = write_positions(f->rb.m, f->rb.k, h, d, argv + head + i * k, alen + head + i * k);
-    }
-    char kbuf[12];
-    snprintf(kbuf, sizeof kbuf, "%zu", k);
-    argv[2] = "2";
-    argv[3] = f->meta_key;
-    argv[4] = f->rb_bits_key;
-    argv[5] = f->rb.str;
-    argv[6] = kbuf;
-    for (int i = 2; i < 7; i++)
-        alen[i] = strlen(argv[i]);
-    rc = run_script(r, BG__SCRIPT_REBUILD_ADD, (int)argc, argv, alen, &rep);
-    if (rc != BG_OK) {
-        if (rc == BG_ESTALE || rc == BG_ENOTFOUND)
-            rb_clear(f);
-        goto out;
-    }
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements != count) {
-        rc = bg__remote_fail(r, BG_EREMOTE, "unexpected reply to a batch");
-        goto out;
-    }
-    int64_t hits = 0;
-    for (size_t i = 0; i < count; i++) {
-        int v = rep->element[i]->type == REDIS_REPLY_INTEGER && rep->element[i]->integer != 0;
-        hits += v;
-        if (results)
-            results[i] = (uint8_t)v;
-    }
-    rc = hits;
-out:
-    if (rep)
-        freeReplyObject(rep);
-    bg__free(argv);
-    bg__free(alen);
-    bg__free(digits);
-    return rc;
-}
-
-int bg__bitmap_rebuild_commit(bg_remote_filter *handle)
-{
-    bg__bitmap_filter *f = bg__bitmap_of(handle);
-    bg_remote *r = f->base.r;
-    if (!f->rb.gen)
-        return bg__remote_fail(r, BG_EINVAL, "no rebuild begun on this handle");
-    const char *argv[6] = {NULL, NULL, "2", f->meta_key, f->rb_bits_key, f->rb.str};
-    size_t lens[6];
-    for (int i = 2; i < 6; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep;
-    int rc = run_script(r, BG__SCRIPT_REBUILD_COMMIT, 6, argv, lens, &rep);
-    if (rc != BG_OK) {
-        if (rc == BG_ESTALE || rc == BG_ENOTFOUND) {
-            rb_clear(f);
-            no_next(&f->next);
-        }
-        return rc;
-    }
-    freeReplyObject(rep);
-    /* This handle takes the new shape: it knows it. */
-    f->base.m = f->rb.m;
-    f->base.k = f->rb.k;
-    f->base.seed = f->rb.seed;
-    f->base.capacity = f->rb.capacity;
-    f->base.error_rate = f->rb.error_rate;
-    f->base.generation = f->rb.gen;
-    rb_clear(f);
-    no_next(&f->next);
-    return set_bits_key(f);
-}
-
-int bg__bitmap_rebuild_abort(bg_remote_filter *handle)
-{
-    bg__bitmap_filter *f = bg__bitmap_of(handle);
-    const char *argv[5] = {NULL, NULL, "1", f->meta_key, f->rb.gen ? f->rb.str : ""};
-    size_t lens[5];
-    for (int i = 2; i < 5; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep;
-    int rc = run_script(f->base.r, BG__SCRIPT_REBUILD_ABORT, 5, argv, lens, &rep);
-    if (rc != BG_OK)
-        return rc;
-    int done = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-    freeReplyObject(rep);
-    rb_clear(f);
-    no_next(&f->next);
-    return done ? BG_OK : bg__remote_fail(f->base.r, BG_ENOTFOUND, "no such rebuild is pending");
-}
-
 static void bitmap_close(bg_remote_filter *handle)
 {
     bg__bitmap_filter *f = bg__bitmap_of(handle);
