@@ -46,3 +46,8 @@ int tu_decode_status(const uint8_t *buf, size_t len, unsigned flags)
     TU_EQ_I(rc2, rc); /* the header-only check agrees */
     return rc;
 }
+
+void tu_standard_probes(bg_hash h, uint64_t m, uint32_t k, uint64_t *out)
+{
+    TU_EQ_I(bg_layout_positions(h, m, k, out), BG_OK);
+}

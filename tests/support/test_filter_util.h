@@ -22,4 +22,8 @@ void tu_put_le(uint8_t *p, uint64_t v, unsigned n);
  * bg_file_inspect_buffer agrees. A decoded filter is freed at once. */
 int tu_decode_status(const uint8_t *buf, size_t len, unsigned flags);
 
+/* The standard variant's probe positions (<bloomgate/layout.h>), asserting
+ * that bg_layout_positions accepts (m, k): k positions into out. */
+void tu_standard_probes(bg_hash h, uint64_t m, uint32_t k, uint64_t *out);
+
 #endif

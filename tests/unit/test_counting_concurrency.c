@@ -16,6 +16,7 @@
  * problems in atomics, which the main thread asserts after joining.
  * BG_TEST_CONC_KEYS sets the keys per writer (TSan is ~10x slower). */
 #include "test_util.h"
+#include "test_counting_util.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -237,28 +238,6 @@ static void add_set(bg_filter *f, uint64_t set, uint64_t count)
     tu_batch_free(&b);
 }
 
-static void expect_same_payload(const bg_filter *a, const bg_filter *b)
-{
-    uint64_t na, nb;
-    TU_EQ_I(bg_filter_encoded_size(a, &na), BG_OK);
-    TU_EQ_I(bg_filter_encoded_size(b, &nb), BG_OK);
-    TU_EQ_U(na, nb);
-    uint8_t *ia = malloc((size_t)na), *ib = malloc((size_t)nb);
-    assert_non_null(ia);
-    assert_non_null(ib);
-    TU_EQ_I(bg_filter_encode(a, ia, (size_t)na, NULL), BG_OK);
-    TU_EQ_I(bg_filter_encode(b, ib, (size_t)nb, NULL), BG_OK);
-    /* The payload only: the item count (header) depends on which add of a
-     * shared counter came first. */
-    uint64_t diff = 0;
-    for (size_t i = BG_FILE_HEADER_BYTES; i < (size_t)na; i++)
-        diff += ia[i] != ib[i];
-    if (diff)
-        TU_FAIL_("%" PRIu64 " payload bytes differ from the sequential replay\n", diff);
-    free(ia);
-    free(ib);
-}
-
 static bg_filter *make(const bg_filter_options *o, bg_concurrency mode)
 {
     bg_filter_options x = *o;
@@ -357,7 +336,9 @@ static void run(bg_concurrency mode, int writers)
     add_set(seq.f, SET_PRELOADED, sh.preloaded);
     for (int w = 0; w < writers; w++)
         TU_EQ_U(run_writer(&seq, w, false), 0);
-    expect_same_payload(sh.f, seq.f);
+    /* The payload only: the item count (header) depends on which add of a
+     * shared counter came first. */
+    tu_expect_same_payload(sh.f, seq.f);
     print_message("    %s, %d writers + %d readers, %" PRIu64 " keys each: %.2f s, %lu keys "
                   "checked by readers\n",
                   mode == BG_SINGLE_WRITER ? "single writer" : "concurrent writers", writers,
@@ -482,7 +463,7 @@ static void hot_counters(void **state)
     TU_EQ_U(atomic_load(&h.errors), 0);
     TU_TRUE(atomic_load(&h.unions) >= 15);
     TU_EQ_I(bg_filter_contains(h.f, "resident", 8), 1);
-    expect_same_payload(h.f, want);
+    tu_expect_same_payload(h.f, want);
     print_message("    %d threads x %" PRIu64 " rounds of 5 operations on 4 words, %lu unions: "
                   "%.2f s\n",
                   THREADS, h.rounds, (unsigned long)atomic_load(&h.unions), t1 - t0);
