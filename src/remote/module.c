@@ -1,7 +1,14 @@
 /* The module backend: RedisBloom's BF.* commands, answered by bloomgate.so
  * or RedisBloom. The server keeps the parameters (and scales the filter), so
  * there is nothing to go stale: the key `name` is the filter (a staged one's
- * is its staging key until commit: STAGED CREATION below). */
+ * is its staging key until commit: STAGED CREATION below).
+ *
+ * This file holds the handle (create, open, stage and its commit, close),
+ * adds and queries, stats, drop, expire and the ops tables. Publish and
+ * fetch (module_transfer.c) and the rebuild (module_rebuild.c) are files of
+ * their own: each is a protocol of several scripts and hidden keys that the
+ * add and query path does not run. What the three share is bg__module_* in
+ * module.h. */
 #define _POSIX_C_SOURCE 200809L
 
 #include <inttypes.h>
@@ -9,34 +16,12 @@
 #include <string.h>
 #include <time.h>
 
-#include <bloomgate/file.h>
-
 #include "common/alloc.h"
 #include "common/clock.h"
-#include "remote_internal.h"
-
-/* A module filter's handle. The server keeps the shape; base holds the
- * capacity and error rate it was created (or rebuilt) with. */
-typedef struct bg__module_filter {
-    bg_remote_filter base;
-    char *name;             /* the key (a staged filter's staging key) */
-    char *final_name;       /* staged: the name commit gives it; else NULL */
-    uint64_t stage_touched; /* staged: when its TTL was last renewed (ms) */
-    char *rb_marker;        /* {name}:rebuild, which names a pending rebuild */
-    char *rb_key;           /* the rebuild this handle began: its key; else NULL */
-    uint64_t rb_capacity;   /* ... and its shape */
-    double rb_error_rate;
-} bg__module_filter;
-
-static bg__module_filter *module_of(bg_remote_filter *f)
-{
-    return (bg__module_filter *)(void *)f;
-}
+#include "module.h"
 
 /* A staged handle's operations until its commit, then an ordinary one's. */
 static const bg__remote_filter_ops module_ops, staged_ops;
-
-static char *marker_key(const char *name);
 
 static int module_new(bg__module_filter **out, bg_remote *r, const char *name)
 {
@@ -49,7 +34,7 @@ static int module_new(bg__module_filter **out, bg_remote *r, const char *name)
     f->base.shards = 1;
     f->base.rb_lease_ms = BG_REMOTE_REBUILD_LEASE_MS;
     f->name = bg__strdup(name);
-    f->rb_marker = marker_key(name);
+    f->rb_marker = bg__module_marker_key(name);
     if (!f->name || !f->rb_marker) {
         bg_remote_filter_close(&f->base);
         return BG_ENOMEM;
@@ -82,16 +67,7 @@ static int not_found(bg__module_filter *f, int rc)
     return rc;
 }
 
-/* BF.RESERVE's arguments after the key: error rate, capacity, then
- * EXPANSION e and NONSCALING as asked. */
-typedef struct reserve_args {
-    const char *argv[5];
-    size_t lens[5];
-    int argc;
-    char p[40], n[24], e[16];
-} reserve_args;
-
-static int reserve_args_make(reserve_args *a, const bg_remote_filter_options *o)
+int bg__module_reserve_args_make(bg__reserve_args *a, const bg_remote_filter_options *o)
 {
     if (o->bits || o->hashes || o->seed || !o->capacity || !(o->error_rate > 0 && o->error_rate < 1))
         return BG_EINVAL;
@@ -114,8 +90,8 @@ static int reserve_args_make(reserve_args *a, const bg_remote_filter_options *o)
 
 static int create(bg__module_filter *f, const bg_remote_filter_options *o)
 {
-    reserve_args a;
-    int rc = reserve_args_make(&a, o);
+    bg__reserve_args a;
+    int rc = bg__module_reserve_args_make(&a, o);
     if (rc != BG_OK)
         return rc;
     const char *argv[7] = {"BF.RESERVE", f->name};
@@ -134,13 +110,6 @@ static int create(bg__module_filter *f, const bg_remote_filter_options *o)
     return BG_OK;
 }
 
-/* Runs script idx (src/remote/lua/module_<name>.lua): bg__remote_script. */
-static int run_script(bg_remote *r, int idx, int argc, const char **argv, size_t *lens,
-                      redisReply **rep)
-{
-    return bg__remote_script(r, idx, bg__script_src[idx], argc, argv, lens, rep);
-}
-
 /* STAGED CREATION (remote.h)
  * The filter is reserved under {name}:staging:<16 hex digits> with a time to
  * live, in one script, so that no staging key is ever left without one. A
@@ -154,7 +123,7 @@ static int run_script(bg_remote *r, int idx, int argc, const char **argv, size_t
 
 /* A key no name can open, in name's cluster slot: {name}:<what>:<16 hex
  * digits>, random. NULL if out of memory. */
-static char *hidden_key(const char *name, const char *what)
+char *bg__module_hidden_key(const char *name, const char *what)
 {
     size_t n = strlen(name) + strlen(what) + 22;
     char *key = bg__malloc(n);
@@ -163,7 +132,7 @@ static char *hidden_key(const char *name, const char *what)
     return key;
 }
 
-static char *marker_key(const char *name)
+char *bg__module_marker_key(const char *name)
 {
     size_t n = strlen(name) + 11;
     char *key = bg__malloc(n);
@@ -174,11 +143,11 @@ static char *marker_key(const char *name)
 
 static int stage(bg__module_filter *f, const bg_remote_filter_options *o)
 {
-    reserve_args a;
-    int rc = reserve_args_make(&a, o);
+    bg__reserve_args a;
+    int rc = bg__module_reserve_args_make(&a, o);
     if (rc != BG_OK)
         return rc;
-    char *staging = hidden_key(f->name, "staging");
+    char *staging = bg__module_hidden_key(f->name, "staging");
     if (!staging)
         return BG_ENOMEM;
     char ttl[24];
@@ -206,11 +175,11 @@ static int stage(bg__module_filter *f, const bg_remote_filter_options *o)
 
 static int module_stage_commit(bg_remote_filter *handle)
 {
-    bg__module_filter *f = module_of(handle);
+    bg__module_filter *f = bg__module_of(handle);
     const char *argv[5] = {NULL, NULL, "2", f->name, f->final_name};
     size_t lens[5] = {0, 0, 1, strlen(f->name), strlen(f->final_name)};
     redisReply *rep;
-    int rc = run_script(f->base.r, BG__SCRIPT_MODULE_STAGE_COMMIT, 5, argv, lens, &rep);
+    int rc = bg__module_script(f->base.r, BG__SCRIPT_MODULE_STAGE_COMMIT, 5, argv, lens, &rep);
     if (rc != BG_OK)
         return rc;
     long long won = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
@@ -311,27 +280,14 @@ static int open_info(bg__module_filter *f, const bg_remote_filter_options *o)
 
 static int module_stats(bg_remote_filter *handle, bg_remote_filter_stats *out)
 {
-    bg__module_filter *f = module_of(handle);
+    bg__module_filter *f = bg__module_of(handle);
     int rc = info(f, out);
     if (rc == BG_OK)
         out->error_rate = f->base.error_rate;
     return rc;
 }
 
-/* REBUILD (remote.h)
- * A rebuild is a second filter, {name}:rebuild:<16 hex digits>, reserved
- * with the new shape and named by the marker {name}:rebuild (a hash: key,
- * lease). Both live for the lease, renewed by every rebuild_add; they are
- * set in one script, so they expire together (a script sees one frozen
- * clock) and a dead rebuilder's rebuild goes away by itself. Commit renames
- * the rebuild over `name` in one script, so readers switch from the
- * complete old filter to the complete new one at once, and leaves the
- * marker holding only `done` (the rebuild's key) for a lease: a commit
- * retried after its reply was lost finds it and succeeds, as the bitmap
- * backend's does (its generation says the same). All three keys have
- * name's cluster slot (names have no braces).
- *
- * ADDS WHILE A REBUILD IS PENDING
+/* ADDS WHILE A REBUILD IS PENDING (REBUILD in module_rebuild.c)
  * A key added after the rebuild began must reach the rebuild too: the scan
  * of the source may have passed it. An add sends HGET marker and BF.INSERT
  * name in one round trip (pipelined, in that order). If the marker was
@@ -363,15 +319,15 @@ static int module_stats(bg_remote_filter *handle, bg_remote_filter_stats *out)
  * keys: ~46,000 calls/s against ~135,000 on one core, redis-benchmark;
  * docs/REMOTE.md). */
 
-static int script(bg__module_filter *f, int idx, int argc, const char **argv, size_t *lens,
-                  redisReply **rep)
+int bg__module_key_script(bg__module_filter *f, int idx, int argc, const char **argv,
+                          size_t *lens, redisReply **rep)
 {
-    return not_found(f, run_script(f->base.r, idx, argc, argv, lens, rep));
+    return not_found(f, bg__module_script(f->base.r, idx, argc, argv, lens, rep));
 }
 
 /* A batch's reply: one integer per key. Returns the hits, or a status. */
-static int64_t batch_results(bg__module_filter *f, const redisReply *rep, size_t count,
-                             uint8_t *results)
+int64_t bg__module_batch_results(bg__module_filter *f, const redisReply *rep, size_t count,
+                                 uint8_t *results)
 {
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements > count)
         return bg__remote_fail(f->base.r, BG_EREMOTE, "unexpected reply to a batch");
@@ -394,15 +350,8 @@ static int64_t batch_results(bg__module_filter *f, const redisReply *rep, size_t
     return hits;
 }
 
-/* argv/lens with `head` slots first, then the keys. */
-typedef struct key_args {
-    const char **argv;
-    size_t *lens;
-    int argc;
-} key_args;
-
-static int key_args_make(key_args *a, size_t head, const void *const *keys, const size_t *lens,
-                         size_t count)
+int bg__module_key_args_make(bg__key_args *a, size_t head, const void *const *keys,
+                             const size_t *lens, size_t count)
 {
     if (count > (size_t)INT32_MAX - head)
         return BG_EOVERFLOW;
@@ -421,22 +370,16 @@ static int key_args_make(key_args *a, size_t head, const void *const *keys, cons
     return BG_OK;
 }
 
-static void key_args_free(key_args *a)
+void bg__module_key_args_free(bg__key_args *a)
 {
     bg__free(a->argv);
     bg__free(a->lens);
 }
 
-static void set_arg(key_args *a, int i, const char *s)
-{
-    a->argv[i] = s;
-    a->lens[i] = strlen(s);
-}
-
 /* The add of a filter that may be rebuilt (ADDS WHILE A REBUILD IS PENDING):
  * HGET marker and BF.INSERT pipelined; the script when a rebuild is pending
  * (or when a cluster redirection separated the two). */
-static int64_t add_checked(bg__module_filter *f, key_args *ins, size_t count, uint8_t *results)
+static int64_t add_checked(bg__module_filter *f, bg__key_args *ins, size_t count, uint8_t *results)
 {
     const char *hget[3] = {"HGET", f->rb_marker, "key"};
     size_t hlen[3] = {4, strlen(f->rb_marker), 3};
@@ -453,7 +396,7 @@ static int64_t add_checked(bg__module_filter *f, key_args *ins, size_t count, ui
         hits = not_found(f, bg__remote_error_reply(f->base.r, b));
     else if (m && b) {
         pending = m->type != REDIS_REPLY_NIL;
-        hits = batch_results(f, b, count, results);
+        hits = bg__module_batch_results(f, b, count, results);
     }
     int redirected = !m || !b;
     for (int i = 0; i < 2; i++)
@@ -462,20 +405,21 @@ static int64_t add_checked(bg__module_filter *f, key_args *ins, size_t count, ui
     if (hits < 0 || !pending)
         return hits;
 
-    key_args both;
-    if ((rc = key_args_make(&both, 5, (const void *const *)(ins->argv + 4), ins->lens + 4,
-                                count)) != BG_OK)
+    bg__key_args both;
+    if ((rc = bg__module_key_args_make(&both, 5, (const void *const *)(ins->argv + 4),
+                                       ins->lens + 4, count)) != BG_OK)
         return rc;
-    set_arg(&both, 2, "2");
-    set_arg(&both, 3, f->name);
-    set_arg(&both, 4, f->rb_marker);
+    bg__module_set_arg(&both, 2, "2");
+    bg__module_set_arg(&both, 3, f->name);
+    bg__module_set_arg(&both, 4, f->rb_marker);
     redisReply *rep;
-    rc = script(f, BG__SCRIPT_MODULE_ADD_BOTH, both.argc, both.argv, both.lens, &rep);
-    key_args_free(&both);
+    rc = bg__module_key_script(f, BG__SCRIPT_MODULE_ADD_BOTH, both.argc, both.argv, both.lens,
+                               &rep);
+    bg__module_key_args_free(&both);
     if (rc != BG_OK)
         return rc;
     if (redirected)
-        hits = batch_results(f, rep, count, results);
+        hits = bg__module_batch_results(f, rep, count, results);
     freeReplyObject(rep);
     return hits;
 }
@@ -488,26 +432,26 @@ static int no_bg_mexists(const char *e)
 }
 
 /* QUERIES: `a` has the keys after 4 free slots. */
-static int64_t query(bg__module_filter *f, key_args *a, size_t count, uint8_t *results)
+static int64_t query(bg__module_filter *f, bg__key_args *a, size_t count, uint8_t *results)
 {
     redisReply *rep;
     int64_t hits = BG_EREMOTE;
     if (!f->base.r->query_script) {
-        set_arg(a, 2, "BG.MEXISTS");
-        set_arg(a, 3, f->name);
+        bg__module_set_arg(a, 2, "BG.MEXISTS");
+        bg__module_set_arg(a, 3, f->name);
         hits = not_found(f, bg__remote_command(f->base.r, a->argc - 2, a->argv + 2, a->lens + 2,
                                                &rep, 0));
         if (hits == BG_EREMOTE && no_bg_mexists(f->base.r->errstr))
             f->base.r->query_script = 1;
     }
     if (f->base.r->query_script) {
-        set_arg(a, 2, "1");
-        set_arg(a, 3, f->name);
-        hits = script(f, BG__SCRIPT_MODULE_QUERY, a->argc, a->argv, a->lens, &rep);
+        bg__module_set_arg(a, 2, "1");
+        bg__module_set_arg(a, 3, f->name);
+        hits = bg__module_key_script(f, BG__SCRIPT_MODULE_QUERY, a->argc, a->argv, a->lens, &rep);
     }
     if (hits != BG_OK)
         return hits;
-    hits = batch_results(f, rep, count, results);
+    hits = bg__module_batch_results(f, rep, count, results);
     freeReplyObject(rep);
     return hits;
 }
@@ -515,34 +459,34 @@ static int64_t query(bg__module_filter *f, key_args *a, size_t count, uint8_t *r
 static int64_t module_run(bg_remote_filter *handle, int add, const void *const *keys,
                           const size_t *lens, size_t count, uint8_t *results)
 {
-    bg__module_filter *f = module_of(handle);
+    bg__module_filter *f = bg__module_of(handle);
     /* BF.MADD creates a missing filter: a dropped one must not come back,
      * so adds use BF.INSERT NOCREATE. */
-    key_args a;
-    int rc = key_args_make(&a, 4, keys, lens, count);
+    bg__key_args a;
+    int rc = bg__module_key_args_make(&a, 4, keys, lens, count);
     if (rc != BG_OK)
         return rc;
     int64_t hits;
     if (!add) {
         hits = query(f, &a, count, results);
-        key_args_free(&a);
+        bg__module_key_args_free(&a);
         return hits;
     }
-    set_arg(&a, 0, "BF.INSERT");
-    set_arg(&a, 1, f->name);
-    set_arg(&a, 2, "NOCREATE");
-    set_arg(&a, 3, "ITEMS");
+    bg__module_set_arg(&a, 0, "BF.INSERT");
+    bg__module_set_arg(&a, 1, f->name);
+    bg__module_set_arg(&a, 2, "NOCREATE");
+    bg__module_set_arg(&a, 3, "ITEMS");
     if (!f->final_name) {
         hits = add_checked(f, &a, count, results);
     } else {
         redisReply *rep;
         hits = not_found(f, bg__remote_command(f->base.r, a.argc, a.argv, a.lens, &rep, 0));
         if (hits == BG_OK) {
-            hits = batch_results(f, rep, count, results);
+            hits = bg__module_batch_results(f, rep, count, results);
             freeReplyObject(rep);
         }
     }
-    key_args_free(&a);
+    bg__module_key_args_free(&a);
     if (hits >= 0 && f->final_name) {
         int renewed = stage_renew(f); /* a staged filter is never rebuilt */
         if (renewed != BG_OK)
@@ -551,126 +495,9 @@ static int64_t module_run(bg_remote_filter *handle, int add, const void *const *
     return hits;
 }
 
-static void rb_clear(bg__module_filter *f)
-{
-    bg__free(f->rb_key);
-    f->rb_key = NULL;
-}
-
-static int module_rebuild_begin(bg_remote_filter *handle, const bg_remote_filter_options *o)
-{
-    bg__module_filter *f = module_of(handle);
-    if (f->rb_key)
-        return bg__remote_fail(f->base.r, BG_EEXIST, "this handle's rebuild is pending");
-    /* BF.INFO does not report the error rate, so "the same shape" is
-     * unknown: the caller gives it. */
-    if (!o)
-        return bg__remote_fail(f->base.r, BG_EINVAL,
-                               "%s: give the rebuild's capacity and error rate", f->name);
-    if (o->backend != 0 && o->backend != BG_REMOTE_MODULE)
-        return BG_EINVAL;
-    reserve_args ra;
-    int rc = reserve_args_make(&ra, o);
-    if (rc != BG_OK)
-        return rc;
-    char *key = hidden_key(f->name, "rebuild");
-    if (!key)
-        return BG_ENOMEM;
-    char lease[24];
-    snprintf(lease, sizeof lease, "%" PRIu64, f->base.rb_lease_ms);
-    const char *argv[12] = {NULL, NULL, "3", f->name, f->rb_marker, key, lease};
-    size_t lens[12];
-    for (int i = 2; i < 7; i++)
-        lens[i] = strlen(argv[i]);
-    memcpy(argv + 7, ra.argv, (size_t)ra.argc * sizeof *argv);
-    memcpy(lens + 7, ra.lens, (size_t)ra.argc * sizeof *lens);
-    redisReply *rep;
-    rc = script(f, BG__SCRIPT_MODULE_REBUILD_BEGIN, 7 + ra.argc, argv, lens, &rep);
-    if (rc != BG_OK) {
-        bg__free(key);
-        return rc;
-    }
-    freeReplyObject(rep);
-    f->rb_key = key;
-    f->rb_capacity = o->capacity;
-    f->rb_error_rate = o->error_rate;
-    return BG_OK;
-}
-
-static int64_t module_rebuild_add(bg_remote_filter *handle, const void *const *keys,
-                                  const size_t *lens, size_t count, uint8_t *results)
-{
-    bg__module_filter *f = module_of(handle);
-    if (!f->rb_key)
-        return bg__remote_fail(f->base.r, BG_EINVAL, "no rebuild begun on this handle");
-    key_args a;
-    int rc = key_args_make(&a, 6, keys, lens, count);
-    if (rc != BG_OK)
-        return rc;
-    char lease[24];
-    snprintf(lease, sizeof lease, "%" PRIu64, f->base.rb_lease_ms);
-    set_arg(&a, 2, "2");
-    set_arg(&a, 3, f->rb_marker);
-    set_arg(&a, 4, f->rb_key);
-    set_arg(&a, 5, lease);
-    redisReply *rep;
-    int64_t hits =
-        run_script(f->base.r, BG__SCRIPT_MODULE_REBUILD_ADD, a.argc, a.argv, a.lens, &rep);
-    key_args_free(&a);
-    if (hits == BG_ESTALE)
-        rb_clear(f);
-    if (hits != BG_OK)
-        return hits;
-    hits = batch_results(f, rep, count, results);
-    freeReplyObject(rep);
-    return hits;
-}
-
-static int module_rebuild_commit(bg_remote_filter *handle)
-{
-    bg__module_filter *f = module_of(handle);
-    if (!f->rb_key)
-        return bg__remote_fail(f->base.r, BG_EINVAL, "no rebuild begun on this handle");
-    char lease[24];
-    snprintf(lease, sizeof lease, "%" PRIu64, f->base.rb_lease_ms);
-    const char *argv[7] = {NULL, NULL, "3", f->rb_marker, f->rb_key, f->name, lease};
-    size_t lens[7];
-    for (int i = 2; i < 7; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep;
-    int rc = run_script(f->base.r, BG__SCRIPT_MODULE_REBUILD_COMMIT, 7, argv, lens, &rep);
-    if (rc == BG_ESTALE || rc == BG_ENOTFOUND)
-        rb_clear(f);
-    if (rc != BG_OK)
-        return rc;
-    freeReplyObject(rep);
-    f->base.capacity = f->rb_capacity;
-    f->base.error_rate = f->rb_error_rate;
-    rb_clear(f);
-    return BG_OK;
-}
-
-static int module_rebuild_abort(bg_remote_filter *handle)
-{
-    bg__module_filter *f = module_of(handle);
-    const char *mine = f->rb_key ? f->rb_key : "";
-    const char *argv[5] = {NULL, NULL, "1", f->rb_marker, mine};
-    size_t lens[5];
-    for (int i = 2; i < 5; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep;
-    int rc = run_script(f->base.r, BG__SCRIPT_MODULE_REBUILD_ABORT, 5, argv, lens, &rep);
-    if (rc != BG_OK)
-        return rc;
-    int done = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1;
-    freeReplyObject(rep);
-    rb_clear(f);
-    return done ? BG_OK : bg__remote_fail(f->base.r, BG_ENOTFOUND, "no such rebuild is pending");
-}
-
 static int module_drop(bg_remote_filter *handle)
 {
-    bg__module_filter *f = module_of(handle);
+    bg__module_filter *f = bg__module_of(handle);
     int rc;
     if (f->final_name) {
         rc = key_command(f, "UNLINK", NULL); /* a staged filter: its staging key */
@@ -680,12 +507,12 @@ static int module_drop(bg_remote_filter *handle)
         for (int i = 2; i < 5; i++)
             lens[i] = strlen(argv[i]);
         redisReply *rep;
-        rc = run_script(f->base.r, BG__SCRIPT_MODULE_DROP, 5, argv, lens, &rep);
+        rc = bg__module_script(f->base.r, BG__SCRIPT_MODULE_DROP, 5, argv, lens, &rep);
         if (rc == BG_OK) {
             rc = rep->type == REDIS_REPLY_INTEGER && rep->integer == 1 ? BG_OK : BG_ENOTFOUND;
             freeReplyObject(rep);
         }
-        rb_clear(f);
+        bg__module_rb_clear(f);
     }
     if (rc == BG_ENOTFOUND)
         return bg__remote_fail(f->base.r, BG_ENOTFOUND, "%s does not exist", f->name);
@@ -694,247 +521,11 @@ static int module_drop(bg_remote_filter *handle)
 
 static int module_expire(bg_remote_filter *handle, uint64_t ttl_ms)
 {
-    bg__module_filter *f = module_of(handle);
+    bg__module_filter *f = bg__module_of(handle);
     int rc = pexpire(f, ttl_ms);
     if (rc == BG_ENOTFOUND)
         return bg__remote_fail(f->base.r, BG_ENOTFOUND, "%s does not exist", f->name);
     return rc;
-}
-
-/* PUBLISH AND FETCH (remote.h UPLOAD AND DOWNLOAD)
- * The module's value is its own type, moved in and out as bloomgate's file
- * image (docs/FORMAT.md) by BF.LOADCHUNK and BF.SCANDUMP (docs/REDIS.md):
- * the bytes bg_filter_encode writes and bg_filter_decode reads.
- *
- * Publish loads the image under a hidden key, one chunk per script that also
- * renews the key's lease (the module sets the value anew when the last
- * chunk completes it, so the lease is set after every chunk: no moment
- * leaves a hidden key without one), then renames it over name in one
- * script. The module decodes the whole image, checksum included, before the
- * key holds a filter, so a damaged upload never replaces anything.
- *
- * Fetch first copies name to a hidden key in one script (COPY: an instant's
- * filter), then dumps the copy: dumping name itself would mix chunks from
- * before and after concurrent adds, which the image's checksum (computed at
- * BF.SCANDUMP's first call) refuses; a filter that is written to while it is
- * downloaded would then never download. */
-#define BG__CHUNK ((size_t)4 << 20)
-
-int bg__module_publish(bg_remote *r, const char *name, const bg_filter *local)
-{
-    if (bg_filter_variant(local) != BG_VARIANT_SCALABLE)
-        return bg__remote_fail(r, BG_EVARIANT,
-                               "only a scalable filter can be published to the module backend "
-                               "(the module's filters are scalable)");
-    uint64_t size;
-    int rc = bg_filter_encoded_size(local, &size);
-    if (rc != BG_OK)
-        return rc;
-    if (size <= BG_FILE_HEADER_BYTES || size > (uint64_t)INT64_MAX - 1)
-        return bg__remote_fail(r, BG_ECORRUPT, "unexpected image size %" PRIu64, size);
-    size_t bufsize = size - BG_FILE_HEADER_BYTES > BG__CHUNK ? BG__CHUNK
-                                                            : (size_t)(size - BG_FILE_HEADER_BYTES);
-    if (bufsize < BG_FILE_HEADER_BYTES)
-        bufsize = BG_FILE_HEADER_BYTES;
-    char *upload = hidden_key(name, "publish"), *marker = marker_key(name);
-    uint8_t *buf = bg__malloc(bufsize);
-    if (!upload || !marker || !buf) {
-        rc = BG_ENOMEM;
-        goto out;
-    }
-
-    char lease[24], it[24];
-    snprintf(lease, sizeof lease, "%u", BG_REMOTE_STAGE_TTL_MS);
-    /* The header first (iterator 1), then the rest in order: each chunk's
-     * iterator is the image offset of its end, plus one. */
-    for (uint64_t done = 0; done < size;) {
-        size_t n = done == 0 ? BG_FILE_HEADER_BYTES
-                             : (size - done > bufsize ? bufsize : (size_t)(size - done));
-        if ((rc = bg_filter_encode_range(local, done, buf, n)) != BG_OK)
-            goto out;
-        snprintf(it, sizeof it, "%" PRIu64, done == 0 ? 1 : done + n + 1);
-        const char *argv[7] = {NULL, NULL, "1", upload, lease, it, (const char *)buf};
-        size_t lens[7] = {0, 0, 1, strlen(upload), strlen(lease), strlen(it), n};
-        redisReply *rep;
-        rc = run_script(r, BG__SCRIPT_MODULE_PUBLISH_CHUNK, 7, argv, lens, &rep);
-        if (rc == BG_EREMOTE && done == 0 && strstr(r->errstr, "bad data")) {
-            bg_filter_scaling sc = {0};
-            (void)bg_filter_scaling_get(local, &sc);
-            bg__remote_fail(r, rc, "the server refused the filter's header: bloomgate.so refuses "
-                                   "a filter that may grow past its MAX_BYTES (512 MiB unless "
-                                   "configured; this one's max_bytes is %" PRIu64 "), and "
-                                   "RedisBloom cannot load bloomgate's image", sc.max_bytes);
-        }
-        if (rc != BG_OK)
-            goto out;
-        freeReplyObject(rep);
-        done += n;
-    }
-    const char *argv[6] = {NULL, NULL, "3", upload, name, marker};
-    size_t lens[6];
-    for (int i = 2; i < 6; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep;
-    rc = run_script(r, BG__SCRIPT_MODULE_PUBLISH_COMMIT, 6, argv, lens, &rep);
-    if (rc == BG_OK)
-        freeReplyObject(rep);
-out:
-    if (rc != BG_OK && upload)
-        bg__remote_discard(r, upload, rc);
-    bg__free(upload);
-    bg__free(marker);
-    bg__free(buf);
-    return rc;
-}
-
-/* BF.SCANDUMP key it: [next iterator, bytes]. BG_OK and the reply (the
- * caller's), or a status. */
-static int scandump(bg_remote *r, const char *key, uint64_t it, uint64_t *next,
-                    redisReply **rep)
-{
-    char its[24];
-    snprintf(its, sizeof its, "%" PRIu64, it);
-    const char *argv[3] = {"BF.SCANDUMP", key, its};
-    size_t lens[3] = {11, strlen(key), strlen(its)};
-    int rc = bg__remote_command(r, 3, argv, lens, rep, 0);
-    if (rc != BG_OK)
-        return rc;
-    const redisReply *a = *rep;
-    if (a->type != REDIS_REPLY_ARRAY || a->elements != 2 ||
-        a->element[0]->type != REDIS_REPLY_INTEGER || a->element[0]->integer < 0 ||
-        a->element[1]->type != REDIS_REPLY_STRING) {
-        freeReplyObject(*rep);
-        *rep = NULL;
-        return bg__remote_fail(r, BG_EREMOTE, "unexpected reply to BF.SCANDUMP");
-    }
-    *next = (uint64_t)a->element[0]->integer;
-    return BG_OK;
-}
-
-/* Reads the dump of `key` into a new buffer *img of *size bytes. The buffer
- * grows with what the server sends (up to the size its header announces),
- * so a server that announces more than it sends costs nothing. */
-static int dump_image(bg_remote *r, const char *key, uint8_t **img, uint64_t *size)
-{
-    *img = NULL;
-    redisReply *rep;
-    uint64_t next, total;
-    int rc = scandump(r, key, 0, &next, &rep);
-    if (rc != BG_OK)
-        return rc;
-    const redisReply *data = rep->element[1];
-    if (next != 1 || data->len != BG_FILE_HEADER_BYTES) {
-        size_t len = data->len;
-        freeReplyObject(rep);
-        return bg__remote_fail(r, BG_EREMOTE, "BF.SCANDUMP: unexpected first chunk (%zu bytes)",
-                               len);
-    }
-    rc = bg_file_image_size(data->str, data->len, &total);
-    if (rc == BG_OK && total > SIZE_MAX)
-        rc = BG_ETOOBIG;
-    if (rc != BG_OK) {
-        freeReplyObject(rep);
-        return bg__remote_fail(r, rc, "%s: the dump is not a bloomgate filter image: %s (a "
-                                      "RedisBloom filter cannot be fetched)",
-                               key, bg_strerror(rc));
-    }
-    size_t cap = BG__CHUNK + BG_FILE_HEADER_BYTES < total ? BG__CHUNK + BG_FILE_HEADER_BYTES
-                                                         : (size_t)total;
-    uint8_t *buf = bg__malloc(cap);
-    if (!buf) {
-        freeReplyObject(rep);
-        return BG_ENOMEM;
-    }
-    memcpy(buf, data->str, BG_FILE_HEADER_BYTES);
-    freeReplyObject(rep);
-    uint64_t have = BG_FILE_HEADER_BYTES;
-    for (;;) {
-        if ((rc = scandump(r, key, next, &next, &rep)) != BG_OK)
-            break;
-        data = rep->element[1];
-        if (next == 0) {
-            rc = data->len == 0 && have == total
-                     ? BG_OK
-                     : bg__remote_fail(r, BG_EREMOTE, "BF.SCANDUMP ended at byte %" PRIu64
-                                                      " of %" PRIu64, have, total);
-            freeReplyObject(rep);
-            break;
-        }
-        /* A chunk's iterator is the image offset of its end, plus one. */
-        if (data->len == 0 || data->len > total - have || next != have + data->len + 1) {
-            freeReplyObject(rep);
-            rc = bg__remote_fail(r, BG_EREMOTE, "BF.SCANDUMP: unexpected chunk at byte %" PRIu64,
-                                 have);
-            break;
-        }
-        if (have + data->len > cap) {
-            size_t grown = cap > total / 2 ? (size_t)total : cap * 2;
-            if (grown < have + data->len)
-                grown = (size_t)(have + data->len);
-            uint8_t *more = bg__malloc(grown);
-            if (!more) {
-                freeReplyObject(rep);
-                rc = BG_ENOMEM;
-                break;
-            }
-            memcpy(more, buf, (size_t)have);
-            bg__free(buf);
-            buf = more;
-            cap = grown;
-        }
-        memcpy(buf + have, data->str, data->len);
-        have += data->len;
-        freeReplyObject(rep);
-    }
-    if (rc != BG_OK) {
-        bg__free(buf);
-        return rc;
-    }
-    *img = buf;
-    *size = total;
-    return BG_OK;
-}
-
-static int module_fetch(bg_remote_filter *handle, bg_filter **out)
-{
-    bg__module_filter *f = module_of(handle);
-    bg_remote *r = f->base.r;
-    /* In the name's cluster slot (a staged handle's key is hidden itself). */
-    char *copy = hidden_key(f->final_name ? f->final_name : f->name, "fetch");
-    if (!copy)
-        return BG_ENOMEM;
-    char lease[24];
-    snprintf(lease, sizeof lease, "%u", BG_REMOTE_STAGE_TTL_MS);
-    const char *argv[6] = {NULL, NULL, "2", f->name, copy, lease};
-    size_t lens[6];
-    for (int i = 2; i < 6; i++)
-        lens[i] = strlen(argv[i]);
-    redisReply *rep;
-    int rc = script(f, BG__SCRIPT_MODULE_FETCH_COPY, 6, argv, lens, &rep);
-    if (rc != BG_OK) {
-        bg__free(copy);
-        return rc;
-    }
-    freeReplyObject(rep);
-    uint8_t *img;
-    uint64_t size = 0;
-    rc = dump_image(r, copy, &img, &size);
-    bg__remote_discard(r, copy, rc);
-    bg__free(copy);
-    if (rc != BG_OK)
-        return rc;
-    rc = bg_filter_decode(out, img, (size_t)size, 0);
-    bg__free(img);
-    if (rc != BG_OK)
-        return bg__remote_fail(r, rc, "%s: the downloaded image does not decode: %s", f->name,
-                               bg_strerror(rc));
-    if (bg_filter_variant(*out) != BG_VARIANT_SCALABLE) { /* not what a module holds */
-        bg_filter_free(*out);
-        *out = NULL;
-        return bg__remote_fail(r, BG_EVARIANT, "%s: the server sent a filter that is not "
-                                               "scalable", f->name);
-    }
-    return BG_OK;
 }
 
 int bg__module_create(bg_remote_filter **out, bg_remote *r, const char *name,
@@ -956,7 +547,7 @@ int bg__module_open(bg_remote_filter **out, bg_remote *r, const char *name)
 
 static void module_close(bg_remote_filter *handle)
 {
-    bg__module_filter *f = module_of(handle);
+    bg__module_filter *f = bg__module_of(handle);
     bg__free(f->name);
     bg__free(f->final_name);
     bg__free(f->rb_marker);
@@ -969,11 +560,11 @@ static const bg__remote_filter_ops module_ops = {
     .stats = module_stats,
     .drop = module_drop,
     .expire = module_expire,
-    .fetch = module_fetch,
-    .rebuild_begin = module_rebuild_begin,
-    .rebuild_add = module_rebuild_add,
-    .rebuild_commit = module_rebuild_commit,
-    .rebuild_abort = module_rebuild_abort,
+    .fetch = bg__module_fetch,
+    .rebuild_begin = bg__module_rebuild_begin,
+    .rebuild_add = bg__module_rebuild_add,
+    .rebuild_commit = bg__module_rebuild_commit,
+    .rebuild_abort = bg__module_rebuild_abort,
     .close = module_close,
 };
 
@@ -983,9 +574,9 @@ static const bg__remote_filter_ops staged_ops = {
     .run = module_run,
     .stats = module_stats,
     .drop = module_drop,
-    .fetch = module_fetch,
-    .rebuild_add = module_rebuild_add,
-    .rebuild_commit = module_rebuild_commit,
+    .fetch = bg__module_fetch,
+    .rebuild_add = bg__module_rebuild_add,
+    .rebuild_commit = bg__module_rebuild_commit,
     .stage_commit = module_stage_commit,
     .close = module_close,
 };
