@@ -13,5 +13,8 @@ BG__SHARED void *bg__malloc(size_t size);
 BG__SHARED void *bg__calloc(size_t count, size_t size);
 /* NULL is a no-op. */
 BG__SHARED void bg__free(void *ptr);
+/* A copy of the string s through the hooks (release with bg__free). NULL
+ * for NULL, or when out of memory. */
+BG__SHARED char *bg__strdup(const char *s);
 
 #endif

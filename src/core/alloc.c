@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <bloomgate/alloc.h>
 
@@ -41,6 +42,17 @@ void bg__free(void *ptr)
 {
     if (ptr != NULL)
         bg__allocator.free_fn(ptr);
+}
+
+char *bg__strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = bg__malloc(n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
 }
 
 /* What bg__aligned_free needs, kept just below the aligned block. */

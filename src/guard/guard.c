@@ -62,14 +62,9 @@ static void buf_clear(bg_guard_buf *b)
 
 char *bg__guard_strdup(const char *s, int *fail)
 {
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = bg__malloc(n);
-    if (!d)
+    char *d = bg__strdup(s);
+    if (s && !d)
         *fail = 1;
-    else
-        memcpy(d, s, n);
     return d;
 }
 

@@ -248,8 +248,8 @@ int bg__batch_scan(bg_guard *g, bg__key_batch *b);
  * source.count() * headroom (at least 1024). */
 int bg__guard_capacity(bg_guard *g, uint64_t *out);
 
-/* A copy of s (NULL for NULL) through the library allocator; sets *fail
- * when out of memory, so that several copies can be checked once. */
+/* A copy of s (NULL for NULL), bg__strdup; sets *fail when out of memory,
+ * so that several copies can be checked once. */
 char *bg__guard_strdup(const char *s, int *fail);
 
 #endif

@@ -41,17 +41,6 @@ int bg__remote_fail(bg_remote *r, int status, const char *fmt, ...)
     return status;
 }
 
-char *bg__strdup(const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = bg__malloc(n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 int bg__parse_u64(const char *s, size_t len, uint64_t *out)
 {
     if (!s || len == 0 || len > 20)

@@ -261,8 +261,6 @@ int bg__remote_error_reply(bg_remote *r, const redisReply *reply);
 /* Parses a whole decimal uint64. 0 on success, -1 if not one. */
 int bg__parse_u64(const char *s, size_t len, uint64_t *out);
 
-char *bg__strdup(const char *s);
-
 /* Deletes the filter this handle is on (its kind's drop): only if the
  * handle is not stale (bitmap: BG_ESTALE, nothing deleted). The handle
  * stays to be closed. bg_remote_filter_delete and stage_abort use it; the
