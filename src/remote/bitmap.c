@@ -95,7 +95,6 @@
 #include "common/alloc.h"
 #include "bitmap.h"
 
-
 /* Generations and staging keys: getrandom, or the clock and pid. */
 uint64_t bg__random_u63(void)
 {
@@ -265,6 +264,7 @@ orphan:
     }
     return rc;
 }
+
 /* The pending rebuild from the meta fields next, next_bits, next_hashes,
  * next_seed (all nil: none). */
 static int parse_next(bg__bitmap_filter *f, redisReply **e)
@@ -398,6 +398,7 @@ out:
     freeReplyObject(rep);
     return rc;
 }
+
 /* The handle's shape as script arguments (bg__shape_args). */
 void bg__bitmap_common_args(const bg__bitmap_filter *f, bg__shape_args *s, const char **argv,
                             size_t *lens)
@@ -426,9 +427,10 @@ int bg__bitmap_follow(bg__bitmap_filter *f, const redisReply *e)
     f->base.generation = g;
     return bg__bitmap_set_bits_key(f);
 }
+
 /* One batch as a command: EVALSHA sha 2 meta bits gen k m seed lineage
- * next nk pos... (argv[0..1] left to run_script or the fanout), or for
- * the bench's raw mode BITFIELD(_RO) bits (SET u1 pos 1 | GET u1 pos)... */
+ * next nk pos... (argv[0..1] left to bg__bitmap_script or the fanout), or
+ * for the bench's raw mode BITFIELD(_RO) bits (SET u1 pos 1 | GET u1 pos)... */
 typedef struct batch_cmd {
     int raw, idx;
     size_t count, k, argc;
@@ -743,6 +745,7 @@ int bg__bitmap_expire(bg_remote_filter *handle, uint64_t ttl_ms)
         freeReplyObject(rep);
     return rc;
 }
+
 /* "{name}:bits:<gen>", or "{name}:meta" for gen 0. Allocates. */
 char *bg__bitmap_key_for(const char *name, uint64_t gen)
 {
@@ -754,6 +757,7 @@ char *bg__bitmap_key_for(const char *name, uint64_t gen)
         snprintf(k, n, "{%s}:meta", name);
     return k;
 }
+
 static void bitmap_close(bg_remote_filter *handle)
 {
     bg__bitmap_filter *f = bg__bitmap_of(handle);
