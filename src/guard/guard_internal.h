@@ -163,17 +163,6 @@ typedef struct bg__guard_thread {
                                        failed: it may be pending still */
 } bg__guard_thread;
 
-/* ---- the Redis cache adapter (redis_cache.c) --------------------------- */
-
-/* Its circuit breaker's state, for tests. */
-typedef struct bg__guard_breaker_state {
-    uint64_t attempts;      /* calls sent to Redis */
-    uint64_t rejected;      /* calls refused without I/O */
-    uint64_t backoff_ms;    /* the back-off in force; 0: closed */
-    uint64_t open_until_ms; /* its end (bg__now_ms); 0: closed */
-} bg__guard_breaker_state;
-void bg__guard_redis_cache_breaker(bg_guard_redis_cache *c, bg__guard_breaker_state *out);
-
 /* ---- the guard -------------------------------------------------------- */
 
 struct bg_guard {

@@ -90,6 +90,7 @@
 
 #include "common/alloc.h"
 #include "guard_internal.h"
+#include "guard_testing.h"
 
 #define RC_DEFAULT_TTL_MS UINT64_C(300000)
 #define RC_DEFAULT_PREFIX "bg:"
@@ -122,7 +123,9 @@ struct bg_guard_redis_cache {
     pthread_mutex_t breaker_mu;      /* transitions; guards backoff_ms */
     int breaker_mu_ok;
     uint64_t backoff_ms;             /* the back-off in force; 0: closed */
-    atomic_uint_fast64_t attempts, rejected; /* calls sent, calls refused */
+#ifdef BG_TESTING
+    bg__guard_testing_counts testing; /* calls sent and refused (guard_testing.h) */
+#endif
 };
 
 static void rc_thread_free(bg__thread_rec *r)
@@ -216,7 +219,7 @@ static int breaker_admit(bg_guard_redis_cache *c, int *probe)
             return BG_OK;
         }
     }
-    atomic_fetch_add_explicit(&c->rejected, 1, memory_order_relaxed);
+    BG__GUARD_TESTING_COUNT(c, rejected);
     return BG_ECONN;
 }
 
@@ -246,15 +249,19 @@ static void breaker_report(bg_guard_redis_cache *c, int probe, int rc)
     pthread_mutex_unlock(&c->breaker_mu);
 }
 
-void bg__guard_redis_cache_breaker(bg_guard_redis_cache *c, bg__guard_breaker_state *out)
+#ifdef BG_TESTING
+/* The breaker's state for the tests (guard_testing.h): here, because only
+ * this file knows the adapter's struct. */
+void bg__guard_testing_breaker(bg_guard_redis_cache *c, bg__guard_testing_breaker_state *out)
 {
-    out->attempts = atomic_load(&c->attempts);
-    out->rejected = atomic_load(&c->rejected);
+    out->attempts = atomic_load(&c->testing.attempts);
+    out->rejected = atomic_load(&c->testing.rejected);
     pthread_mutex_lock(&c->breaker_mu);
     out->backoff_ms = c->backoff_ms;
     out->open_until_ms = atomic_load(&c->open_until);
     pthread_mutex_unlock(&c->breaker_mu);
 }
+#endif
 
 /* One command on the calling thread's connection, through the breaker. */
 static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, const size_t *lens,
@@ -265,7 +272,7 @@ static int rc_command(bg_guard_redis_cache *c, int argc, const char **argv, cons
     int rc = breaker_admit(c, &probe);
     if (rc != BG_OK)
         return rc;
-    atomic_fetch_add_explicit(&c->attempts, 1, memory_order_relaxed);
+    BG__GUARD_TESTING_COUNT(c, attempts);
     bg_remote *r;
     rc = rc_conn(c, &r);
     if (rc == BG_OK) {
@@ -411,8 +418,10 @@ int bg_guard_redis_cache_new(bg_guard_redis_cache **out, const bg_remote_options
     atomic_init(&c->threads.head, NULL); /* freed before bg__thread_recs_init on OOM */
     atomic_init(&c->open_until, 0);
     atomic_init(&c->probing, 0);
-    atomic_init(&c->attempts, 0);
-    atomic_init(&c->rejected, 0);
+#ifdef BG_TESTING
+    atomic_init(&c->testing.attempts, 0);
+    atomic_init(&c->testing.rejected, 0);
+#endif
     int oom = 0;
     c->ro = *ro;
     c->host = bg__guard_strdup(ro->host, &oom);

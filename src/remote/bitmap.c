@@ -24,7 +24,8 @@
  * nothing. The same script with one BITFIELD / BITFIELD_RO per batch (in
  * calls of at most 1024 operations, Lua's unpack limit) measured slower,
  * and a bare BITFIELD cannot check anything: docs/REMOTE.md. Both other
- * ways stay here for the bench (bg__bitmap_mode).
+ * ways stay here for the bench, in the testing build only (remote_testing.h,
+ * BITMAP MODES; without BG_TESTING `raw` below is a constant 0).
  *
  * Scripts are loaded with SCRIPT LOAD the first time a connection needs
  * them; EVALSHA answering NOSCRIPT (a restarted server, SCRIPT FLUSH) falls
@@ -457,7 +458,7 @@ static int batch_build(bg__bitmap_filter *f, int add, const void *const *keys, c
 {
     memset(b, 0, sizeof *b);
     size_t k = f->base.k;
-    int raw = f->mode == BG__BITMAP_RAW_BITFIELD;
+    int raw = BG__REMOTE_TESTING_RAW(&f->base);
     /* A pending rebuild's positions go with adds (add_next). */
     size_t nk = add && !raw ? f->next.k : 0;
     size_t per = raw ? (add ? 4 : 3) : 1;
@@ -527,9 +528,9 @@ static int batch_build(bg__bitmap_filter *f, int add, const void *const *keys, c
     alen[10] = strlen(argv[10]);
     argv[11] = b->nkbuf;
     alen[11] = strlen(b->nkbuf);
-    b->idx = f->mode == BG__BITMAP_LUA_SETBIT
-                 ? (add ? BG__SCRIPT_ADD_SETBIT : BG__SCRIPT_GET_SETBIT)
-                 : (add ? BG__SCRIPT_ADD_BITFIELD : BG__SCRIPT_GET_BITFIELD);
+    b->idx = BG__REMOTE_TESTING_BITFIELD(&f->base)
+                 ? (add ? BG__SCRIPT_ADD_BITFIELD : BG__SCRIPT_GET_BITFIELD)
+                 : (add ? BG__SCRIPT_ADD_SETBIT : BG__SCRIPT_GET_SETBIT);
     return BG_OK;
 }
 
@@ -611,8 +612,8 @@ static int64_t bitmap_run(bg_remote_filter *handle, int add, const void *const *
  * BG_ECONN, not a resend. */
 int64_t bg__bitmap_run_parts(int add, const bg__part *parts, size_t n)
 {
-    if (n == 1 || bg__bitmap_of(parts[0].f)->mode == BG__BITMAP_RAW_BITFIELD ||
-        parts[0].f->r->no_fanout) {
+    if (n == 1 || BG__REMOTE_TESTING_RAW(parts[0].f) ||
+        BG__REMOTE_TESTING_NO_FANOUT(parts[0].f->r)) {
         int64_t hits = 0;
         for (size_t i = 0; i < n; i++) {
             int64_t h = bitmap_run(parts[i].f, add, parts[i].keys, parts[i].lens,
@@ -780,9 +781,3 @@ static const bg__remote_filter_ops bitmap_ops = {
     .rebuild_abort = bg__bitmap_rebuild_abort,
     .close = bitmap_close,
 };
-
-void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode)
-{
-    if (f && f->ops == &bitmap_ops)
-        bg__bitmap_of(f)->mode = mode;
-}

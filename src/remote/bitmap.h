@@ -34,7 +34,6 @@ typedef struct bg__bitmap_filter {
     bg__gen next;      /* the pending rebuild as last seen (adds write it too) */
     bg__gen rb;        /* the rebuild this handle began */
     char *rb_bits_key; /* {name}:bits:<rb.gen> */
-    bg__bitmap_mode mode;
 } bg__bitmap_filter;
 
 /* The bitmap handle behind f, which must be one (base is its first member). */

@@ -152,7 +152,7 @@ static int node_ready(bg_remote *r, size_t i)
     if (now < n->retry_at)
         return bg__remote_fail(r, BG_ECONN, "%s (held down for %" PRIu64 " ms more)", n->why,
                                n->retry_at - now);
-    r->connects++;
+    BG__REMOTE_TESTING_COUNT(r, connects);
     int rc = bg__remote_open_context(r, n->host, n->port, NULL, &n->c);
     if (rc == BG_ECONN) {
         n->failures++;
@@ -302,7 +302,7 @@ static int slot_master(bg_remote *r, unsigned slot, size_t *out)
     if (refresh_slots(r, ni) == BG_OK && r->slot_node[slot] != BG__NO_NODE &&
         r->slot_node[slot] != ni) {
         ni = r->slot_node[slot];
-        r->redirects++;
+        BG__REMOTE_TESTING_COUNT(r, redirects);
         if ((rc = node_ready(r, ni)) == BG_OK)
             *out = ni;
         return rc;
@@ -371,7 +371,7 @@ int bg__cluster_command(bg_remote *r, int argc, const char **argv, const size_t 
                 return BG_OK;
             }
             freeReplyObject(rep);
-            r->redirects++;
+            BG__REMOTE_TESTING_COUNT(r, redirects);
             settle_pause(tries, 0);
             (void)refresh_slots(r, BG__NO_NODE);
             r->slot_node[s] = (uint16_t)to; /* the redirect is the freshest word */
@@ -383,14 +383,14 @@ int bg__cluster_command(bg_remote *r, int argc, const char **argv, const size_t 
                 return BG_OK;
             }
             freeReplyObject(rep);
-            r->redirects++;
+            BG__REMOTE_TESTING_COUNT(r, redirects);
             settle_pause(tries, 0);
             asking = 1;
             ni = to;
         } else if (strncmp(rep->str, "TRYAGAIN", 8) == 0 ||
                    strncmp(rep->str, "CLUSTERDOWN", 11) == 0) {
             freeReplyObject(rep);
-            r->redirects++;
+            BG__REMOTE_TESTING_COUNT(r, redirects);
             settle_pause(tries, 1);
         } else {
             *reply = rep;

@@ -17,7 +17,6 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,7 +381,7 @@ int bg__remote_fanout(bg_remote *r, bg__call *calls, size_t n)
         }
         if (must_resend(rep)) {
             freeReplyObject(rep);
-            r->redirects++;
+            BG__REMOTE_TESTING_COUNT(r, redirects);
             continue;
         }
         calls[i].reply = rep;
@@ -522,23 +521,6 @@ int bg__remote_load_script(bg_remote *r, int idx, const char *src)
     return BG_OK;
 }
 
-_Atomic(bg__script_fault_fn) bg__remote_script_fault; /* NULL: zero-initialized */
-
-/* Closes the connection the last command used, as a network fault would. */
-static int lose_connection(bg_remote *r)
-{
-    if (r->cluster) {
-        for (size_t i = 0; i < r->nnodes; i++)
-            if (r->c && r->nodes[i].c == r->c)
-                bg__cluster_node_close(r, i);
-    } else if (r->c) {
-        redisFree(r->c);
-        r->c = NULL;
-        r->broken = 1;
-    }
-    return bg__remote_fail(r, BG_ECONN, "connection lost (injected fault)");
-}
-
 int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const char **argv,
                       size_t *lens, redisReply **reply)
 {
@@ -547,11 +529,12 @@ int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const ch
     int rc = bg__remote_load_script(r, idx, src);
     if (rc != BG_OK)
         return rc;
-    bg__script_fault_fn fault = atomic_load_explicit(&bg__remote_script_fault,
-                                                     memory_order_relaxed);
-    int inject = fault ? fault(idx) : BG__FAULT_NONE;
-    if (inject == BG__FAULT_LOSE_REQUEST)
-        return lose_connection(r);
+#ifdef BG_TESTING
+    /* FAULT INJECTION (remote_testing.h): absent from the production build. */
+    int inject = bg__remote_testing_script_fault(idx);
+    if (inject == BG__REMOTE_TESTING_LOSE_REQUEST)
+        return bg__remote_testing_lose_connection(r);
+#endif
     argv[0] = "EVALSHA";
     lens[0] = 7;
     argv[1] = r->sha[idx];
@@ -569,10 +552,12 @@ int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const ch
         if (rc != BG_OK)
             return rc;
     }
-    if (inject == BG__FAULT_LOSE_REPLY) {
+#ifdef BG_TESTING
+    if (inject == BG__REMOTE_TESTING_LOSE_REPLY) {
         freeReplyObject(rep);
-        return lose_connection(r);
+        return bg__remote_testing_lose_connection(r);
     }
+#endif
     if (rep->type == REDIS_REPLY_ERROR) {
         rc = bg__remote_error_reply(r, rep);
         freeReplyObject(rep);

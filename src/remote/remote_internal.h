@@ -3,7 +3,6 @@
 #ifndef BG_REMOTE_INTERNAL_H
 #define BG_REMOTE_INTERNAL_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,6 +10,8 @@
 
 #include <bloomgate/hash.h>
 #include <bloomgate/remote.h>
+
+#include "remote_testing.h" /* the hooks of the testing build (BG_TESTING) */
 
 #define BG__REMOTE_ERRSTR 256
 
@@ -82,10 +83,7 @@ struct bg_remote {
     bg__node *nodes;           /* cluster: the masters known so far */
     size_t nnodes;
     uint16_t *slot_node;       /* cluster: BG__SLOTS node indices, or BG__NO_NODE */
-    uint64_t redirects;        /* cluster: MOVED/ASK/TRYAGAIN followed (tests read it) */
-    uint64_t connects;         /* cluster: connects tried (tests read it) */
     uint64_t slots_read_at;    /* cluster: CLUSTER SLOTS last read for a down master */
-    int no_fanout;             /* bench only: send a sharded batch's parts one by one */
     int query_script;          /* module queries by script: no BG.MEXISTS here (module.c) */
     /* REPLY LIMITS (connection.c): every context's reader builds arrays
      * through reply_fn, whose createArray refuses more than array_cap
@@ -94,6 +92,9 @@ struct bg_remote {
     void *(*hiredis_create_array)(const redisReadTask *, int);
     size_t array_cap;
     long long array_refused; /* -1: none refused */
+#ifdef BG_TESTING
+    bg__remote_testing_conn testing; /* counters and the bench's switch (remote_testing.h) */
+#endif
 };
 
 /* The most elements any array reply may have outside a batch (CLUSTER SLOTS
@@ -141,14 +142,6 @@ int bg__cluster_route(bg_remote *r, int argc, const char **argv, const size_t *l
 /* Closes master i's connection (r->c too if it is that one). */
 void bg__cluster_node_close(bg_remote *r, size_t i);
 
-/* How bitmap operations reach the bits (docs/REMOTE.md, the measurement).
- * Only the bench switches away from the default. */
-typedef enum bg__bitmap_mode {
-    BG__BITMAP_LUA_SETBIT = 0,   /* default: checked script, SETBIT/GETBIT per probe */
-    BG__BITMAP_LUA_BITFIELD = 1, /* checked script, one BITFIELD per batch */
-    BG__BITMAP_RAW_BITFIELD = 2, /* bench only: BITFIELD without the check (unsafe) */
-} bg__bitmap_mode;
-
 /* FILTER HANDLES
  * A handle is one of three kinds, each a private struct whose first member
  * is struct bg_remote_filter: a bitmap filter (bitmap.h), a module filter
@@ -188,6 +181,9 @@ struct bg_remote_filter {
     uint32_t k;
     double error_rate;
     uint64_t rb_lease_ms; /* the lease of the rebuilds it begins */
+#ifdef BG_TESTING
+    bg__remote_testing_bitmap_mode testing_mode; /* bitmap: the bench's (remote_testing.h) */
+#endif
 };
 
 /* Sets r->errstr (printf-style, truncated) and returns status. */
@@ -232,21 +228,10 @@ int bg__remote_load_script(bg_remote *r, int idx, const char *src);
  * "EVALSHA" and the SHA1 (or "EVAL" and the source after NOSCRIPT), then
  * argv[2] is the number of keys, the keys and the arguments. An error reply
  * is returned as its status (bg__remote_error_reply); else *reply is the
- * caller's (freeReplyObject). */
+ * caller's (freeReplyObject). The testing build's fault hook may lose the
+ * request or the reply (remote_testing.h, FAULT INJECTION). */
 int bg__remote_script(bg_remote *r, int idx, const char *src, int argc, const char **argv,
                       size_t *lens, redisReply **reply);
-
-/* FAULT INJECTION, for tests only (nothing in the library sets it).
- * A lost request or reply cannot be made to happen at a chosen command with
- * a real server and socket, so bg__remote_script asks this hook, when set,
- * before each script: BG__FAULT_NONE runs it; BG__FAULT_LOSE_REQUEST breaks
- * the connection without sending (the script did not run);
- * BG__FAULT_LOSE_REPLY runs it, then breaks the connection and drops the
- * reply (it ran). The caller gets BG_ECONN either way, as after a real
- * network fault, and the next call reconnects. */
-enum { BG__FAULT_NONE, BG__FAULT_LOSE_REQUEST, BG__FAULT_LOSE_REPLY };
-typedef int (*bg__script_fault_fn)(int idx);
-extern _Atomic(bg__script_fault_fn) bg__remote_script_fault;
 
 /* Best-effort UNLINK of a key no reader looks at (an upload, a copy, an
  * orphan bit array) after a call that ended with `status`, keeping errstr
@@ -296,8 +281,5 @@ uint32_t bg__shard_of(const bg_hash *h, uint32_t shards);
 
 /* A random number in [1, 2^63): getrandom, or the clock and pid (bitmap.c). */
 uint64_t bg__random_u63(void);
-
-/* For the bench: which script variant a bitmap handle uses. */
-void bg__remote_filter_set_mode(bg_remote_filter *f, bg__bitmap_mode mode);
 
 #endif

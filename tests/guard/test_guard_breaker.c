@@ -28,7 +28,8 @@
 #include "redis_server.h"
 #include "guard_fixtures.h"
 
-#include "guard/guard_internal.h"
+#include "common/clock.h" /* bg__now_ms */
+#include "guard/guard_testing.h" /* the breaker's counters (testing build) */
 
 #define TIMEOUT_MS 1000u
 #define BACKOFF_MIN_MS 200u  /* RC_BACKOFF_MIN_MS */
@@ -84,19 +85,19 @@ static void hang_server(void)
     }
 }
 
-static bg__guard_breaker_state bstate(bg_guard_redis_cache *rc)
+static bg__guard_testing_breaker_state bstate(bg_guard_redis_cache *rc)
 {
-    bg__guard_breaker_state s;
-    bg__guard_redis_cache_breaker(rc, &s);
+    bg__guard_testing_breaker_state s;
+    bg__guard_testing_breaker(rc, &s);
     return s;
 }
 
 /* Whether the breaker is open now and has been since `before` was read:
  * the same back-off, not yet over (a probe in between would have set
  * another end, or closed it). */
-static int open_since(bg_guard_redis_cache *rc, const bg__guard_breaker_state *before)
+static int open_since(bg_guard_redis_cache *rc, const bg__guard_testing_breaker_state *before)
 {
-    bg__guard_breaker_state now = bstate(rc);
+    bg__guard_testing_breaker_state now = bstate(rc);
     return before->open_until_ms != 0 && now.open_until_ms == before->open_until_ms &&
            bg__now_ms() < now.open_until_ms;
 }
@@ -163,12 +164,12 @@ static void adapter_breaker(void **state)
     TU_EQ_I(c.get(c.ctx, "up", 2, &b), BG_ECONN);
     double first = tu_now() - t0;
     TU_TRUE(first >= 0.9 * TIMEOUT_MS / 1000.0);
-    bg__guard_breaker_state s0 = bstate(rc);
+    bg__guard_testing_breaker_state s0 = bstate(rc);
     TU_EQ_U(s0.backoff_ms, BACKOFF_MIN_MS);
 
     /* Open: every call fails at once, with no network I/O (no call counted
      * as sent, every one as refused). */
-    bg__guard_breaker_state s1;
+    bg__guard_testing_breaker_state s1;
     double open;
     for (int burst = 0;; burst++) {
         s0 = bstate(rc);
@@ -207,7 +208,7 @@ static void adapter_breaker(void **state)
     enum { N = 8 };
     pthread_t t[N];
     prober p[N];
-    bg__guard_breaker_state s2;
+    bg__guard_testing_breaker_state s2;
     int slow;
     for (int round = 0;; round++) {
         wait_backoff_over(rc);
@@ -286,7 +287,7 @@ static void guard_with_hung_cache(void **state)
      * back-off between the two makes the SET a probe, rightly: then a get
      * in the next back-off, whose GET probes, shows the same. */
     char k[64];
-    bg__guard_breaker_state s0, s1;
+    bg__guard_testing_breaker_state s0, s1;
     double t0, first;
     uint64_t first_gets = 0;
     for (int tries = 0;; tries++) {

@@ -260,7 +260,7 @@ static int rebuild_on_new_thread(bg_guard *g)
 static void rebuild_left_pending(bg_guard *g, int abort_script)
 {
     atomic_store(&src.fail_scan, BG_EIO);
-    sf_arm(abort_script, BG__FAULT_LOSE_REQUEST, 1);
+    sf_arm(abort_script, BG__REMOTE_TESTING_LOSE_REQUEST, 1);
     TU_EQ_I(bg_guard_rebuild(g), BG_EIO);
     TU_EQ_I(sf_disarm(), 1);
     atomic_store(&src.fail_scan, 0);
@@ -436,7 +436,7 @@ static void sharded_create(void **state)
 
     /* The third shard's upload lost: two shards there, but no count, so
      * nobody opens a filter missing a third of the keys. */
-    sf_arm_after(BG__SCRIPT_PUBLISH, BG__FAULT_LOSE_REQUEST, 2, 1);
+    sf_arm_after(BG__SCRIPT_PUBLISH, BG__REMOTE_TESTING_LOSE_REQUEST, 2, 1);
     TU_EQ_I(bg_guard_new(&g, &o), BG_ECONN);
     TU_EQ_I(sf_disarm(), 1);
     TU_EQ_I(ts_count_keys(c, "{gsc:s*}:meta"), 2);
@@ -877,10 +877,10 @@ static void lost_commit(const bg_remote_options *ro, const char *name, bg_remote
     ms_add_range(&src, "p", NKEYS);
     bg_guard *a = remote_guard(ro, name, be, 0);
     bg_guard *b = remote_guard(ro, name, be, 0);
-    rebuild_with_lost_commit(a, b, script, BG__FAULT_LOSE_REPLY, 1, BG_OK, 0, 100);
-    rebuild_with_lost_commit(a, b, script, BG__FAULT_LOSE_REQUEST, 1, BG_OK, 100, 200);
+    rebuild_with_lost_commit(a, b, script, BG__REMOTE_TESTING_LOSE_REPLY, 1, BG_OK, 0, 100);
+    rebuild_with_lost_commit(a, b, script, BG__REMOTE_TESTING_LOSE_REQUEST, 1, BG_OK, 100, 200);
     TU_EQ_U(gc(a).rebuilds, 2);
-    rebuild_with_lost_commit(a, b, script, BG__FAULT_LOSE_REQUEST, 2, BG_ECONN, 200, 300);
+    rebuild_with_lost_commit(a, b, script, BG__REMOTE_TESTING_LOSE_REQUEST, 2, BG_ECONN, 200, 300);
     TU_EQ_U(gc(a).rebuild_errors, 1);
     TU_TRUE(absent_in(b, "p", 200, 300) == 0); /* not committed */
     TU_EQ_I(bg_guard_rebuild(b), BG_OK);
@@ -909,7 +909,7 @@ static void module_lost_commit(void **state)
     /* Creation: the staged filter's commit loses its reply (it ran: the
      * retry finds the staging key gone, the guard opens the name) or its
      * request (the retry commits). Either way bg_guard_new succeeds. */
-    const int kinds[2] = {BG__FAULT_LOSE_REPLY, BG__FAULT_LOSE_REQUEST};
+    const int kinds[2] = {BG__REMOTE_TESTING_LOSE_REPLY, BG__REMOTE_TESTING_LOSE_REQUEST};
     const char *names[2] = {"lostc1", "lostc2"};
     redisContext *c = ts_raw(&ms);
     ms_init(&src);

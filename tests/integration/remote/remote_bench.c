@@ -22,7 +22,7 @@
 #include "redis_server.h"
 #include "redis_cluster.h"
 
-#include "remote/remote_internal.h"
+#include "remote/remote_internal.h" /* remote_testing.h: the script modes, the fanout switch */
 
 #define BATCH 100
 #define SHARDS 8
@@ -65,7 +65,7 @@ int main(int argc, char **argv)
             if ((on_module && !module) || (mode >= CL_SHARDED && !cluster))
                 continue;
             bg_remote *on = mode >= CL_SHARDED ? rc : r;
-            on->no_fanout = mode == SHARDED_SEQ || mode == CL_SHARDED_SEQ;
+            bg__remote_testing_set_no_fanout(on, mode == SHARDED_SEQ || mode == CL_SHARDED_SEQ);
             char name[32];
             snprintf(name, sizeof name, "bench%d", mode);
             bg_remote_filter *f;
@@ -80,7 +80,7 @@ int main(int argc, char **argv)
                 return 1;
             }
             if (mode <= RAW_BITFIELD)
-                bg__remote_filter_set_mode(f, (bg__bitmap_mode)mode);
+                bg__remote_testing_set_bitmap_mode(f, (bg__remote_testing_bitmap_mode)mode);
             if (mode == MODULE_REBUILDING) {
                 /* A rebuild pending (begun through another handle): every
                  * add also goes to the rebuild, through a script. */

@@ -459,7 +459,7 @@ static void shard_places(void **state)
     build_s_shards(reseeded, PUB_S, 22, 7, 0, N_KEYS);
 
     /* The third shard's publish is lost: two shards, no count. */
-    sf_arm_after(BG__SCRIPT_PUBLISH, BG__FAULT_LOSE_REQUEST, 2, 1);
+    sf_arm_after(BG__SCRIPT_PUBLISH, BG__REMOTE_TESTING_LOSE_REQUEST, 2, 1);
     TU_EQ_I(publish_s(r, "pl", sh, PUB_S), BG_ECONN);
     TU_EQ_I(sf_disarm(), 1);
     TU_EQ_I(cluster_keys("{pl:s*}:meta"), 2);
@@ -622,7 +622,8 @@ static void reshard_while_clients_run(void **state)
             }
         }
         char line[64];
-        int n = snprintf(line, sizeof line, "%" PRIu64 " %" PRIu64 "\n", cr->redirects, added);
+        int n = snprintf(line, sizeof line, "%" PRIu64 " %" PRIu64 "\n",
+                         bg__remote_testing_redirects(cr), added);
         (void)!write(back[1], line, (size_t)n);
         _exit(code);
     }
@@ -935,14 +936,14 @@ static void master_fails_over(void **state)
      * more connects than the holds allow in that time (one more as slack),
      * and every other call was held. */
     enum { HELD_CALLS = 50 };
-    uint64_t connects = r->connects, t0 = bg__now_ms();
+    uint64_t connects = bg__remote_testing_connects(r), t0 = bg__now_ms();
     int held = 0;
     for (int i = 0; i < HELD_CALLS; i++) {
         TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, 100, NULL), BG_ECONN);
         held += strstr(bg_remote_errstr(r), "Connection refused (held down for") != NULL;
         sleep_ms(2);
     }
-    uint64_t took = bg__now_ms() - t0, tried = r->connects - connects;
+    uint64_t took = bg__now_ms() - t0, tried = bg__remote_testing_connects(r) - connects;
     print_message("held down: %d calls in %" PRIu64 " ms, %d held, %" PRIu64 " connects (%u "
                   "allowed)\n", HELD_CALLS, took, held, tried, connects_allowed(took) + 1);
     TU_TRUE(tried <= connects_allowed(took) + 1);
@@ -951,7 +952,7 @@ static void master_fails_over(void **state)
 
     redisContext *c = ts_raw(&rep);
     ok_reply(c, redisCommand(c, "CLUSTER FAILOVER TAKEOVER"), "FAILOVER TAKEOVER");
-    uint64_t redirects = r->redirects;
+    uint64_t redirects = bg__remote_testing_redirects(r);
     int64_t h = BG_ECONN;
     int failed = 0;
     for (int t = 0; t < 250; t++) { /* 5 s: the other masters learn it in ms */
@@ -966,9 +967,10 @@ static void master_fails_over(void **state)
     if (h < 0)
         print_message("  %s: %s\n", bg_err_name((int)h), bg_remote_errstr(r));
     print_message("after the takeover: %d calls failed, then %" PRId64 " of %d keys found,"
-                  " %" PRIu64 " re-routes\n", failed, h, N, r->redirects - redirects);
+                  " %" PRIu64 " re-routes\n",
+                  failed, h, N, bg__remote_testing_redirects(r) - redirects);
     TU_EQ_I(h, N);
-    TU_TRUE(r->redirects > redirects);
+    TU_TRUE(bg__remote_testing_redirects(r) > redirects);
     tu_batch_fill(&b, 0, 5, 0, MORE);
     TU_EQ_I(bg_remote_filter_add_many(f, b.keys, b.lens, MORE, NULL), MORE);
     TU_EQ_I(bg_remote_filter_contains_many(f, b.keys, b.lens, MORE, NULL), MORE);

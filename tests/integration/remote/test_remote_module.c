@@ -239,7 +239,7 @@ static void module_staged_create(void **state)
     /* A commit whose reply is lost ran: a retry finds the staging key gone
      * (BG_ENOTFOUND), and the name holds the filter. One whose request is
      * lost did not: a retry commits. */
-    const int kinds[2] = {BG__FAULT_LOSE_REPLY, BG__FAULT_LOSE_REQUEST};
+    const int kinds[2] = {BG__REMOTE_TESTING_LOSE_REPLY, BG__REMOTE_TESTING_LOSE_REQUEST};
     const char *lost[2] = {"st-reply", "st-request"};
     for (int i = 0; i < 2; i++) {
         bg_remote_filter *h = NULL;

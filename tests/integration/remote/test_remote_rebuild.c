@@ -52,7 +52,7 @@ static void bitmap_rebuild(void **state)
     fill_while_adding(&ad, w, a, SRC); /* and DURING keys of set 8 */
     expect_all(a, 8, DURING); /* queries read the current generation */
     /* The commit runs but its reply is lost: a retry finds it done. */
-    sf_arm(BG__SCRIPT_REBUILD_COMMIT, BG__FAULT_LOSE_REPLY, 1);
+    sf_arm(BG__SCRIPT_REBUILD_COMMIT, BG__REMOTE_TESTING_LOSE_REPLY, 1);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ECONN);
     TU_EQ_I(sf_disarm(), 1);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
@@ -421,7 +421,7 @@ static void module_rebuild(void **state)
     expect_all(a, 8, DURING);
     TU_EQ_I(ts_int(c, "BF.EXISTS %s %s", next, "never-added"), 0);
     /* The commit runs but its reply is lost: a retry finds it done. */
-    sf_arm(BG__SCRIPT_MODULE_REBUILD_COMMIT, BG__FAULT_LOSE_REPLY, 1);
+    sf_arm(BG__SCRIPT_MODULE_REBUILD_COMMIT, BG__REMOTE_TESTING_LOSE_REPLY, 1);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ECONN);
     TU_EQ_I(sf_disarm(), 1);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_OK);
@@ -457,7 +457,7 @@ static void module_rebuild(void **state)
     /* A commit whose request was lost, retried after someone aborted the
      * rebuild: stale, and the filter is the committed one still. */
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, &no), BG_OK);
-    sf_arm(BG__SCRIPT_MODULE_REBUILD_COMMIT, BG__FAULT_LOSE_REQUEST, 1);
+    sf_arm(BG__SCRIPT_MODULE_REBUILD_COMMIT, BG__REMOTE_TESTING_LOSE_REQUEST, 1);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ECONN);
     TU_EQ_I(sf_disarm(), 1);
     TU_EQ_I(bg_remote_filter_rebuild_abort(a), BG_OK);

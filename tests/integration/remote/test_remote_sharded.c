@@ -253,7 +253,7 @@ static void sharded_rebuild(void **state)
     TU_EQ_I(bg_remote_filter_open(&s0, r, "srb:s0", BG_REMOTE_BITMAP), BG_OK);
     TU_EQ_I(bg_remote_filter_rebuild_begin(w, NULL), BG_OK);
     add_set(w, 6, 0, SRC, 1);
-    sf_arm_after(BG__SCRIPT_REBUILD_COMMIT, BG__FAULT_LOSE_REQUEST, 2, 1);
+    sf_arm_after(BG__SCRIPT_REBUILD_COMMIT, BG__REMOTE_TESTING_LOSE_REQUEST, 2, 1);
     TU_EQ_I(bg_remote_filter_rebuild_commit(w), BG_ECONN);
     TU_EQ_I(sf_disarm(), 1);
     TU_EQ_I(bg_remote_filter_rebuild_begin(s0, NULL), BG_OK);

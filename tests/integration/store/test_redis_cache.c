@@ -7,7 +7,8 @@
 #include <bloomgate/guard.h>
 
 #include "redis_server.h"
-#include "guard/guard_internal.h"
+#include "common/clock.h" /* bg__now_ms */
+#include "guard/guard_testing.h" /* the breaker's counters (testing build) */
 
 static ts_server srv;
 
@@ -355,14 +356,14 @@ static void test_down_and_back(void **state)
      * host that stalled past it (the set may then rightly probe) runs it
      * again in the next, doubled, back-off. Inside one, it cannot take a
      * timeout either. */
-    bg__guard_breaker_state b1, b2;
+    bg__guard_testing_breaker_state b1, b2;
     for (int tries = 0;; tries++) {
-        bg__guard_redis_cache_breaker(f.rc, &b1);
+        bg__guard_testing_breaker(f.rc, &b1);
         t0 = now_s();
         rc = f.c.set(f.c.ctx, "x", 1, "y", 1, 0);
         dt = now_s() - t0;
         assert_int_equal(rc, BG_ECONN);
-        bg__guard_redis_cache_breaker(f.rc, &b2);
+        bg__guard_testing_breaker(f.rc, &b2);
         if (b1.open_until_ms != 0 && b2.open_until_ms == b1.open_until_ms &&
             bg__now_ms() < b2.open_until_ms)
             break;
@@ -486,10 +487,10 @@ static void test_restart_between_calls(void **state)
     assert_int_equal(f.c.set(f.c.ctx, "up", 2, "1", 1, 0), BG_OK);
     ts_kill(&srv);
     ts_spawn(&srv); /* the same port, empty */
-    bg__guard_breaker_state b1, b2;
-    bg__guard_redis_cache_breaker(f.rc, &b1);
+    bg__guard_testing_breaker_state b1, b2;
+    bg__guard_testing_breaker(f.rc, &b1);
     assert_int_equal(cget(&f, "up", &b), BG_GUARD_CACHE_MISS);
-    bg__guard_redis_cache_breaker(f.rc, &b2);
+    bg__guard_testing_breaker(f.rc, &b2);
     assert_int_equal(b2.attempts, b1.attempts + 1);
     assert_int_equal(b2.backoff_ms, 0); /* closed */
     assert_int_equal(f.c.set(f.c.ctx, "up", 2, "2", 1, 0), BG_OK);
