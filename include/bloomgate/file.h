@@ -9,7 +9,7 @@
  * parameters, then each layer as the version-1 image of that layer (padded
  * to a multiple of 64 bytes), one checksum over all of it. Every call below
  * works on both. The layout, field by field, is in docs/FORMAT.md;
- * tests/unit/test_file.c and test_scalable.c pin it with golden bytes.
+ * tests/unit/test_file.c and test_scalable_files.c pin it with golden bytes.
  *
  *   bg_filter_save(f, "users.bgf");                    crash-safe replace
  *   bg_filter_load(&f, "users.bgf", 0);                in memory, writable

@@ -6,7 +6,12 @@
  * bit array byte by byte in the documented numbering (bit i at byte i / 8,
  * mask 0x80 >> (i % 8)), and require exactly those bits, no others. They
  * run every blocked implementation this CPU has (portable, AVX2, AVX-512),
- * which must produce the same array bit for bit. */
+ * which must produce the same array bit for bit.
+ *
+ * One file, longer than the others, on purpose: it has one concern, the
+ * golden positions, and its tests read best next to one another (each
+ * variant's literal positions beside the formulas they come from, and the
+ * implementations held to the same arrays). */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS, MAP_NORESERVE */
 #include "test_util.h"
 
@@ -224,8 +229,8 @@ static void blocked_positions_simd(void **state)
 }
 
 /* A SIMD implementation sets the bits and answers every query as the
- * portable one does, batch calls included (test_filter.c runs its whole
- * suite, key lengths by class, over each implementation too). */
+ * portable one does, batch calls included (test_filter*.c run the whole
+ * conformance suite, key lengths by class, over each implementation too). */
 static void simd_answers_match(bg__simd simd)
 {
     bg_filter *a, *b;
