@@ -36,9 +36,9 @@ extern "C" {
     X(ELAYERS,   -18, "scalable filter has reached its maximum number of layers") \
     X(ECONN,     -19, "connection to the server failed, broke or timed out")      \
     X(EREMOTE,   -20, "the server replied an error")                              \
-    X(ESTALE,    -21, "remote filter was re-created: its parameters changed under the client") \
-    X(ENOTFOUND, -22, "remote filter does not exist")                             \
-    X(EEXIST,    -23, "remote filter already exists")                          \
+    X(ESTALE,    -21, "filter was re-created: its parameters changed under the client") \
+    X(ENOTFOUND, -22, "filter does not exist")                                  \
+    X(EEXIST,    -23, "filter already exists")                                  \
     X(EBUSY,     -24, "resource is busy")
 
 typedef enum bg_status {

@@ -83,7 +83,7 @@ until_get() {
 }
 
 # A remote filter lost with its Redis (restarted without its data): every
-# GET is a 503 "remote filter does not exist", and /healthz says so too
+# GET is a 503 "filter does not exist", and /healthz says so too
 # (it used to answer 200 meanwhile); with --rebuild-interval the rebuild
 # re-creates the filter and the service recovers, without, it stays so.
 case_remote_filter_lost() {
@@ -99,7 +99,7 @@ case_remote_filter_lost() {
     expect 200 GET /healthz
     redis_stop
     redis_start
-    until_get 5 503 "remote filter does not exist"
+    until_get 5 503 '"detail":"filter does not exist'
     json_error
     expect 503 GET /products/999999
     # (a worker's first call after the restart may meet its broken
@@ -107,9 +107,9 @@ case_remote_filter_lost() {
     local i
     for i in $(seq 1 20); do
         expect 503 GET /healthz
-        ! grep -qF "remote filter unavailable: remote filter does not exist" "$T/body" || break
+        ! grep -qF "remote filter unavailable: filter does not exist" "$T/body" || break
     done
-    has "$T/body" "remote filter unavailable: remote filter does not exist"
+    has "$T/body" "remote filter unavailable: filter does not exist"
     sleep 2
     expect 503 GET /products/5
     for i in $(seq 1 8); do expect 503 GET /healthz; done
