@@ -16,10 +16,10 @@ extern "C" {
 /* X(NAME, value, message). Values are stable ABI: append, never renumber. */
 #define BG_STATUS_MAP(X)                                                        \
     X(OK,         0,  "success")                                                \
-    X(EINVAL,    -1,  "invalid argument")                                       \
-    X(ENOMEM,    -2,  "out of memory")                                          \
-    X(EOVERFLOW, -3,  "size arithmetic overflows 64 bits")                      \
-    X(ETOOBIG,   -4,  "size exceeds the configured cap")                        \
+    X(EINVAL,    -1,  "invalid argument")                                         \
+    X(ENOMEM,    -2,  "out of memory")                                            \
+    X(EOVERFLOW, -3,  "size arithmetic overflows 64 bits")                        \
+    X(ETOOBIG,   -4,  "size exceeds the configured cap")                          \
     X(EINCOMPAT, -5,  "filters are incompatible (variant, bits, hashes or seed differ)") \
     X(EUNDERDET, -6,  "sizing is underdetermined: give two of n, p, m, k (not only p and k)") \
     X(EVARIANT,  -7,  "unknown or unsupported filter variant")                    \
@@ -37,8 +37,8 @@ extern "C" {
     X(ECONN,     -19, "connection to the server failed, broke or timed out")      \
     X(EREMOTE,   -20, "the server replied an error")                              \
     X(ESTALE,    -21, "filter was re-created: its parameters changed under the client") \
-    X(ENOTFOUND, -22, "filter does not exist")                                  \
-    X(EEXIST,    -23, "filter already exists")                                  \
+    X(ENOTFOUND, -22, "filter does not exist")                                    \
+    X(EEXIST,    -23, "filter already exists")                                    \
     X(EBUSY,     -24, "resource is busy")
 
 typedef enum bg_status {
