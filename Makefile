@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # A thin front for CMake: the two commands (make demo, make test) and a few
 # conveniences. The build itself is CMakeLists.txt.
 BUILD      ?= build

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared pieces of the benchmark programs: the clock, the key sets and the
  * memory probe. Not part of the library. */
 #ifndef BG_BENCH_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The pieces of bloomgate-bench, the program of main.c:
  *   measure.c  HOW A FIGURE IS MADE: one pass of library calls over a key
  *              set, timed window by window, repeated into a median.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Times the bloomgate command-line tool against its targets:
 #
 #   add   10^7 distinct lines (16 bytes and a newline each) into a filter

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The clock, the statistics helpers and the key sets (see bench.h). */
 #define _POSIX_C_SOURCE 200809L
 

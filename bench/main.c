@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate-bench: bloomgate's filters against libbloom on the same keys,
  * and both against this machine's memory, with the performance targets
  * checked at the end (targets.c). docs/PERFORMANCE.md explains the method

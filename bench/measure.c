@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Measuring: passes of library calls, timed, and the figure they make.
  *
  * HOW A FIGURE IS MADE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory probe (see bench.h): what this machine's random 64-byte reads
  * cost over a buffer of a given size, dependent (one at a time) and
  * independent (as many in flight as the core allows), and what an atomic

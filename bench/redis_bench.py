@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Benchmarks the Redis module (bloomgate.so) with redis-benchmark, against
 GETBIT on the same server (the floor of what any command costs) and against
 the plain-Redis approach the seeds describe: a Lua script doing k SETBIT or

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_load: redis-benchmark's load pattern (C connections, P requests in
  * flight on each, random arguments), for commands redis-benchmark cannot
  * send: its __rand_int__ is a zero-padded 12-digit number, which GETBIT and

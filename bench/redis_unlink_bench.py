@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """How long the server stalls to delete a large filter, per module build.
 
 For each --module given (say the current bloomgate.so and a baseline built

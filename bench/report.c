@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reporting: the table of each (n, p) with the lines under it, the key
  * lengths' table, the CSV and the JSON, all from the results run.c fills
  * (bloomgate_bench.h). The targets' verdicts are targets.c's. */

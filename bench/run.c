@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Running: what is measured, cell by cell (bloomgate_bench.h), and the
  * results it fills. Each cell's bloomgate variants get inserts, present and
  * absent queries, single and batched, the counting variant removes too, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The performance targets a run is judged against, and each one's verdict
  * (PASS, FAIL, or SKIP when this run did not measure it), from the results
  * run.c fills (bloomgate_bench.h). docs/PERFORMANCE.md holds the figures

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # bloomgateConfig.cmake: what find_package(bloomgate) loads.
 #
 #   find_package(bloomgate 0.1 CONFIG REQUIRED)              # bloomgate::bloomgate, bloomgate::static

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The README's API example: size a filter for a million keys at 1%, add
  * some, check some. Built in CI so that the README never lies. */
 #include <stdio.h>

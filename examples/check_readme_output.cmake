@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # ctest example.api: runs api_example and requires its output to be exactly
 # the block the README shows after "It prints:", so the README's figures
 # (bits, k) cannot drift from what the library computes.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The library's self-demo (build/examples/bloomgate-demo; ctest example.demo
  * checks what it prints). Sizes a filter for a million ids at 1%, adds a
  * million "existing" ids, then asks for a million ids that do not exist,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The guard in your own service, in one short file: a source (here a
  * sorted array standing in for a database table), a local filter built from
  * it, and the read path. Uses only the public headers; built in CI, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks that no file includes another library's private header.
 
 Usage: check_includes.py [SOURCE_DIR]   (ctest: layering.includes)

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # Checks that the test and bench hooks are in the testing archives and only
 # there (src/remote/remote_testing.h and src/guard/guard_testing.h say why).
 #

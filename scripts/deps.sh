@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian packages that building, testing, benchmarking and the
 # demo need. Idempotent, and fast when everything is present: apt-get runs
 # only when a package is missing. Needs root (or sudo) only then.

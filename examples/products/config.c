@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Flags of bloomgate-products (getopt_long). Every value is checked here,
  * before anything starts: a bad one is a message naming the flag and its
  * range, and exit status 2. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The products service's command line: every option is a flag with a
  * default (config_usage prints them), validated before anything starts. */
 #ifndef PRODUCTS_CONFIG_H

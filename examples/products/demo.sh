@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The cache-penetration demo (`make demo`): the products service under load,
 # first without a Bloom filter, then with one, side by side.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Routes of the products service on libmicrohttpd.
  *
  *   GET    /products/{id}   200 the product (JSON), 404, 400 bad id, 503/500

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The HTTP side of the products service (libmicrohttpd): routes, request
  * parsing, JSON in and out. */
 #ifndef PRODUCTS_HTTP_H

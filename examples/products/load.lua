@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- wrk script for the products service: GET /products/{id} with a mix of
 -- ids that exist (1..N, as seeded) and ids that do not (drawn from
 -- N+1 .. N+10^12, so they practically never repeat).

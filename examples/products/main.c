@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate-products: the reference service. A product catalogue over HTTP
  * whose reads go through the guard (<bloomgate/guard.h>): Bloom filter,
  * then the optional Redis cache, then the database (store.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Prometheus metrics of the products service.
  *
  * HISTOGRAMS

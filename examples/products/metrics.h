@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The service's own measurements (requests by status code, latency
  * histograms, the filter check's cost) and the /metrics page, Prometheus
  * text exposition format 0.0.4. Lock-free: relaxed atomic counters,

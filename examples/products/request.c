@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the products service reads from a request and writes back as JSON:
  * the product id of a path, the POST body's product object, JSON strings
  * and error bodies. No HTTP library here, so that the fuzz target

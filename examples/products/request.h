@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request parsing and JSON output of the products service (request.c):
  * untrusted bytes in, so every function checks every byte; fuzzed by
  * tests/fuzz/fuzz_product_request.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The products store, common part: kinds, keys, JSON, the query counter,
  * and one connection per thread (store_internal.h says how the backends
  * fit in).

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # products_store: the products service's storage (store.h) on SQLite,
 # PostgreSQL and MariaDB. examples/products/CMakeLists.txt includes this
 # file, and so does tests/integration/store when it is built alone; both

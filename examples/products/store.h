@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The products service's storage: one table of products in SQLite,
  * PostgreSQL or MariaDB, seen by the guard as a bg_guard_source.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to the products store: what store.c (the common part) and the
  * three backends (store_sqlite.c, store_postgres.c, store_mariadb.c) share.
  * Not part of store.h.

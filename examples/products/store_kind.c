@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The names of the store kinds (store.h), apart from the stores
  * themselves: the flag parser (config.c) needs them, and so does its
  * fuzzer, which links no database. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The products store on MariaDB or MySQL (MariaDB Connector/C): conninfo is
  *   mysql://user[:password]@host[:port]/database
  *   mysql://user[:password]@localhost/database?socket=/path/to/socket

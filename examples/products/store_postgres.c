@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The products store on PostgreSQL (libpq): conninfo is a libpq connection
  * string or URL.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The products store on SQLite: conninfo is a file path.
  *
  * Each thread opens the file itself with SQLITE_OPEN_NOMUTEX (store.c gives

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The "seen" scenario end to end: starts a redis-server with bloomgate.so on
 # a free loopback port in a temporary directory (stopped on exit), loads the
 # users into it, runs the four columns (in-process and Redis, each without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The in-process exact store (pairset.h). */
 #include "pairset.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The in-process exact store of the seen example: which articles each user
  * has seen, as one open-addressing hash set of (user, article) pairs.
  *

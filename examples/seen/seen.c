@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate-seen: drop the candidate articles a user has already seen.
  *
  * WHAT IT MODELS

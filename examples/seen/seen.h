@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the files of bloomgate-seen share (seen.c describes the program):
  * the configuration, the users, the latency histogram, the Redis
  * connection and a column's results, and the functions each file gives

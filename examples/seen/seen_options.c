@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The command line of bloomgate-seen: --help, the options and their
  * checks, and the exits on a usage error (status 2) or a failure (1). */
 #define _POSIX_C_SOURCE 200809L

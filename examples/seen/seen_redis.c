@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Redis in bloomgate-seen: the connection, loading and checking the users'
  * SETs and module filters, and what the server says of its memory and its
  * time. */

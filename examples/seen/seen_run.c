@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Serving a column of bloomgate-seen: the latency histogram, the requests,
  * the threads that serve and check them, and a column's results. */
 #define _POSIX_C_SOURCE 200809L

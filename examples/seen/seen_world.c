@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The users of bloomgate-seen: the random numbers, every user's history
  * (the ground truth, in-process) and the in-process filters. */
 #define _POSIX_C_SOURCE 200809L

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # ctest example.seen: tiny runs of bloomgate-seen, in-process and (through
 # demo_seen.sh, which starts its own redis-server with bloomgate.so) in
 # Redis. Every column must have 0 mismatches and 0 false negatives, and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Allocator hooks.
  *
  * Everything the library allocates goes through these four functions once

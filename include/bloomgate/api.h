@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Export macros for the public headers of every bloomgate library. */
 #ifndef BLOOMGATE_API_H
 #define BLOOMGATE_API_H

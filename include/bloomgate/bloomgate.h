@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Everything in libbloomgate's core, in one include. */
 #ifndef BLOOMGATE_BLOOMGATE_H
 #define BLOOMGATE_BLOOMGATE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Errors are values.
  *
  * Every fallible bloomgate call returns an int: 0 (BG_OK) or a positive

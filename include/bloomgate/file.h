@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Filter files: portable, versioned, checksummed, never half-written.
  *
  * A filter file is a 128-byte header of fixed-width little-endian fields,

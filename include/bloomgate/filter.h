@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* In-memory Bloom filters.
  *
  * A filter answers "maybe present" or "definitely absent" for byte-string

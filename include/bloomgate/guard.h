@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The guard: the read path of a service, with a Bloom filter in front of
  * its cache and its database ("the source").
  *

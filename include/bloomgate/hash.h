@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hashing a key, once.
  *
  * A key is any byte string (const void *, size_t): binary-safe, and the empty

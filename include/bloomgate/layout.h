@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The standard layout's bit positions: where a key's bits are.
  *
  * A standard or counting filter's array is a stable format (docs/FORMAT.md):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Remote filters: one Bloom filter held in Redis, shared by every instance
  * of a service.
  *

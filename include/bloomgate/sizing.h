@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sizing: give any two of (n, p, m, k), get the rest.
  *
  *   n  expected items (capacity)          p  false-positive rate, in (0, 1)

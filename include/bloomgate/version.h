@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate version: the numbers below are the single source of truth
  * (CMakeLists.txt reads them). */
 #ifndef BLOOMGATE_VERSION_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bloomgate command-line tool: the command table and the exit
  * statuses, which every part of the tool shares. The rest is in headers by
  * concern: cli_options.h (arguments, numbers, sizing options),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bloomgate command-line tool: where keys come from. The key reader
  * (keys.c), a command whose output is the keys (producer.c), and the
  * progress line of long runs (progress.c). */

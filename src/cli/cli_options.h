@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bloomgate command-line tool: parsing its arguments. Usage errors,
  * options every command shares, strict number parsers and the sizing
  * options of calc and create (options.c, cmd_calc.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bloomgate command-line tool: what it prints. Messages on stderr,
  * a buffered writer for the output of many keys, JSON strings and numbers
  * (output.c). */

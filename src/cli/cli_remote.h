@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bloomgate command-line tool: remote filters. The URL that names one
  * (url.c) and the commands' remote halves (remote.c and cmd_*_remote.c, or
  * remote_disabled.c without remote support). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the remote halves of the commands share (remote.c and the
  * cmd_*_remote.c files). Included only by the files built with remote
  * support (BG_BUILD_REMOTE): it needs <bloomgate/remote.h>. The entry points

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bloomgate command-line tool: saving a file whole, and the signals
  * that end the tool (signals.c; cli_save_new in cmd_create.c). */
 #ifndef BG_CLI_SIGNALS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate add: adds keys to a filter file.
  *
  * The file is loaded into memory, the keys are added in batches straight

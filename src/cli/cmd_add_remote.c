@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate add URL: the keys go to Redis in round trips of at most
  * CLI_REMOTE_BATCH keys. Each round trip is atomic on the server, the whole
  * run is not: after a failure the message says how many keys went in

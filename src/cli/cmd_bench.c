@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate bench and bloomgate demo: what a filter costs on this machine,
  * and what it saves, measured in memory (no file is written).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate calc: the sizing solver (<bloomgate/sizing.h>) as a table. */
 #include "cli.h"
 #include "cli_options.h"

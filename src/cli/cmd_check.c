@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate check: asks a filter file about keys.
  *
  * The file is mapped read-only (bg_filter_map), so only the pages the probes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate check URL: the keys go to Redis in round trips of at most
  * CLI_REMOTE_BATCH keys, each one script (or one BF.MEXISTS) that holds the
  * server meanwhile; cmd_check.c prints the answers as it does a file's. */

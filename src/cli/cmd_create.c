@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate create: a new, empty filter file.
  *
  * NOT OVERWRITING

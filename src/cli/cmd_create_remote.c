@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate create URL: a new filter in Redis (bg_remote_filter_create),
  * checked against what the URL's backend takes; with --force an existing
  * one, a sharded filter's shards included, is dropped first. */

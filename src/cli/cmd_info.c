@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate info: everything about a filter file.
  *
  * The file is mapped (verifying the checksum unless --no-verify) for the

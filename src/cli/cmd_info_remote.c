@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate info URL: a remote filter's statistics as the server reports
  * them, with a bitmap filter's fill and the estimates drawn from it. */
 #include "cli_remote_impl.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate merge / intersect: combine filter files.
  *
  * The first input is loaded into memory (writable), each other one is

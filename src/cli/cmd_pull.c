@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate pull: downloads a remote filter into a filter file
  * (bg_remote_filter_fetch, cmd_pull_remote.c), saved crash-safely like
  * create's. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate pull URL FILE: the filter as it was at one moment
  * (bg_remote_filter_fetch), saved as create saves: never over an existing
  * file without --force. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate push: uploads a filter file to Redis as a new generation of a
  * remote filter and makes it current (bg_remote_filter_publish,
  * cmd_push_remote.c): readers see the old filter, then the new one, never a

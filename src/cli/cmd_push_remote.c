@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate push FILE URL: the file goes up as one new generation
  * (bg_remote_filter_publish), made current in one step. */
 #include "cli_remote_impl.h"

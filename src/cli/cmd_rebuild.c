@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate rebuild: refills a remote filter from a full list of keys and
  * swaps the result in atomically (bg_remote_filter_rebuild_*). This file
  * parses the options; cmd_rebuild_remote.c checks what applies to which

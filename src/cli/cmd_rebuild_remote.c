@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate rebuild URL: bg_remote_filter_rebuild_begin, a rebuild_add_many per batch
  * of keys, then one commit that swaps the new filter in (per shard for a
  * sharded filter). Readers see the old filter until then, and adds from

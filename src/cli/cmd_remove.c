@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate remove: removes keys from a counting filter file.
  *
  * The same shape as add (cmd_add.c): the file is loaded into memory, the

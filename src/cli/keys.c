@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The key reader (cli.h, "keys"): keys from a stream, in batches, in
  * constant memory. */
 #include "cli_keys.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate: the command-line tool. Builds, fills, queries, inspects and
  * combines filter files (<bloomgate/file.h>). The reference is docs/CLI.md
  * and `bloomgate help CMD`; this file only dispatches. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Parsing the tool's arguments: usage errors, --help, the options every
  * command shares, and strict parsers for numbers and variants. */
 #include "cli_options.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the tool prints: messages, buffered output, JSON and numbers. */
 #include "cli_output.h"
 #include "cli_keys.h" /* CLI_READ_BUFFER: the output buffer is the key reader's size */

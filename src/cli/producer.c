@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A command whose output is the keys (cli.h, "producer"): rebuild
  * --command starts it itself, after the rebuild has begun, where a producer
  * in the same shell pipeline would start at the same moment as the CLI, and

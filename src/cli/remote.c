@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Remote filters: what the remote halves of the commands share. A
  * cli_remote is a parsed URL, one connection with its timeouts and
  * credentials, and the filter opened on it; remote calls that fail are

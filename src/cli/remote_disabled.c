@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The remote halves of the commands in a CLI built without remote support
  * (BG_BUILD_REMOTE=OFF, no hiredis): compiled instead of remote.c and every
  * cmd_*_remote.c. A URL is still recognised, and refused with "built

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Saving a file whole, and the signals that end the tool. */
 #include "cli_signals.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* URLs that name remote filters (cli.h, "remote filters").
  *
  * The parser is strict on purpose: a URL that is almost right is refused

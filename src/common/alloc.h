@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The allocation entry points of all of bloomgate's libraries, routed through
  * the hooks of <bloomgate/alloc.h> (bg_set_allocator). Defined once, in the
  * core (src/core/alloc.c); the remote client and the guard call the core's,

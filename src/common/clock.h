@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The monotonic clock in milliseconds, for deadlines, leases and TTLs
  * (remote client, guard). Internal; inline, so nothing to export.
  * CLOCK_MONOTONIC: wall-clock steps (NTP, an operator's `date`) neither

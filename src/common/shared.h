@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* BG__SHARED marks a function of libbloomgate that bloomgate's own libraries
  * above the core (libbloomgate_remote, libbloomgate_guard) call: the core is
  * built with -fvisibility=hidden, so without the mark the shared library

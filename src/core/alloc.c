@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #if defined(__linux__)
 #  define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #  include <sys/mman.h>

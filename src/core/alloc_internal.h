@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The core's own allocation entry points beyond bg__malloc, bg__calloc and
  * bg__free (src/common/alloc.h, shared with the libraries above the core),
  * routed through the hooks of <bloomgate/alloc.h>. Internal: not exported. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The filter half of the table for the variants with an array of their own
  * (standard, blocked, counting: BG__ARRAY_OPS in filter_internal.h), and
  * the array's allocation: making, copying, clearing, measuring and batching

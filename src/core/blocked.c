@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocked variant: all k probes of a key inside one 512-bit block, which
  * is one 64-byte cache line, so an operation costs one cache miss however
  * large k is (Putze, Sanders, Singler, "Cache-, Hash- and Space-Efficient

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocked variant with AVX2: the same layout and answers as blocked.c,
  * for x86-64 CPUs that have AVX2 but not AVX-512 (AMD before Zen 4, most
  * Intel client parts, many cloud machines). Chosen at run time after the

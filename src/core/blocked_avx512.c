@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocked variant with AVX-512: the same layout and answers as
  * blocked.c, all probes of a key at once. Chosen at run time (cpuid) so the
  * library still runs on any x86-64 and anywhere else; the functions carry

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the blocked variant's SIMD implementations (blocked_avx512.c,
  * blocked_avx2.c) share: when they are compiled (BG__SIMD_X86, cpu.h), the
  * keys their vector hashing leaves to bg__hash, and the copies of their

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The counting variant: the standard variant with m 4-bit counters where it
  * has m bits, so that keys can be removed (Fan, Cao, Almeida, Broder,
  * "Summary Cache: A Scalable Wide-Area Web Cache Sharing Protocol", 2000).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the library compiles for x86-64 CPU features beyond the baseline
  * (SSE2), and how a function gets them: its own SIMD files for the blocked
  * variant (blocked_simd.h), and function clones (target_clones) for loops

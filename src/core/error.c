@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include <bloomgate/error.h>
 
 const char *bg_strerror(int status)

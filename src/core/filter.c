@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* <bloomgate/filter.h>: argument checks, hashing, then the filter's own
  * table (bg__filter_ops, filter_internal.h) for everything else, and
  * union/intersection of two arrays. Which variant a filter is matters only

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The filter object and the table each variant fills. Internal. */
 #ifndef BG_FILTER_INTERNAL_H
 #define BG_FILTER_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include <bloomgate/hash.h>
 
 #include "blocked_simd.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* XXH3-128, compiled inline into the hot paths.
  *
  * Debian's libxxhash-dev ships the whole implementation in xxhash.h; with

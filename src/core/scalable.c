@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The scalable variant (filter.h SCALABLE): a stack of standard or blocked
  * filters, the layers, that grows one layer at a time.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The scalable variant's table, and what the file code (src/file) needs to
  * write and rebuild a scalable filter's layers. Internal. */
 #ifndef BG_SCALABLE_INTERNAL_H

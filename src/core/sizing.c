@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sizing math. The formulas, their sources and their units are in
  * <bloomgate/sizing.h>; this file states how each is evaluated.
  *

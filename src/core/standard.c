@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The standard variant: k probes spread over the whole array of m bits.
  *
  * HOW PROBES ARE MADE

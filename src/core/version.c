@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include <bloomgate/version.h>
 
 #define BG__STR2(x) #x

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading the format: the validation of both versions into a plan (what a
  * reader needs before it allocates), and the (buf, len) calls. Every check
  * runs before anything is allocated, in the order of the file, so the status

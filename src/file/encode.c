@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writing the format: the headers, the payload copy, the checksum, and
  * bg_filter_encode (version 1 for filters with an array of their own,
  * version 2 for scalable ones). */

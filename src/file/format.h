@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The filter file format, versions 1 and 2. Internal; docs/FORMAT.md is the
  * spec.
  *

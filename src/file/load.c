@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading filter files from a path: into memory (bg_filter_load), by mmap
  * (bg_filter_map), or only their header (bg_file_inspect). Both versions go
  * through one plan (decode.c): validated before anything is allocated. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Crash-safe saving: write a new file beside the target, make it durable,
  * then rename it over the target.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The guard's public calls: options, the read path, writes, counters.
  * The pieces live beside it: negative_cache.c, single_flight.c, swap.c
  * (local filter, rebuild and swap, hazard pointers), remote_filter.c.

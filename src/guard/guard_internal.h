@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to bloomgate_guard: the guard's struct and the pieces guard.c
  * puts together (negative_cache.c, single_flight.c, swap.c, remote_filter.c). Not
  * API. docs/GUARD.md describes the design. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to bloomgate_guard: the hooks that tests use and the library
  * itself never does. Not API.
  *

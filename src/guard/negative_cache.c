@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The negative cache: keys the source recently said were absent although the
  * filter said "maybe" (confirmed false positives), so that repeats of one
  * such key cost one source query per TTL, not one per request.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Redis cache adapter (THE REDIS CACHE ADAPTER in guard.h): a
  * bg_guard_cache whose entries are Redis strings.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The remote filter (BG_GUARD_FILTER_REMOTE): one filter in Redis shared by
  * every instance, reached through <bloomgate/remote.h>.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Single flight: of all threads that miss the same key at once, one (the
  * leader) queries the source; the others wait for its answer and get a copy.
  * A burst of requests for one uncached key (a hot product whose cache entry

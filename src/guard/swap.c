@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The local filter: building it from the source, rebuilding it while it
  * serves, swapping it in, and freeing the old one safely; plus the
  * per-thread records that make that possible.

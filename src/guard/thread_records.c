@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-thread records (thread_records.h). */
 #include "thread_records.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Per-thread records that outlive their threads, shared by the guard
  * (swap.c: hazard slots and remote handles) and the Redis cache adapter
  * (redis_cache.c: a connection per thread). Internal.

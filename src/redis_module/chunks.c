@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The chunk protocol (chunks.h): SCANDUMP's steps and LOADCHUNK's
  * assembly. No Redis here: the module and tests/fuzz/fuzz_chunks.c both
  * link this file. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The chunk protocol of BF.SCANDUMP / BF.LOADCHUNK, which AOF rewrite and
  * the RDB payload use too. Free of Redis, so that a fuzzer can drive it
  * (tests/fuzz/fuzz_chunks.c).

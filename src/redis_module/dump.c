@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* BF.SCANDUMP and BF.LOADCHUNK: a filter out of Redis and back in pieces,
  * with RedisBloom's arity, iterators and error strings (REDISBLOOM.md
  * section 9), over the chunk protocol of chunks.h.

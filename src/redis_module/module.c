@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* RedisModule_OnLoad: the module's arguments, the library's allocator
  * pointed at Redis's (so filters count in used_memory and maxmemory), the
  * data type, and the commands with their flags, key specs and ACL

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Redis module (bloomgate.so): RedisBloom's BF.* commands on bloomgate's
  * scalable filters. Internal to the module; the library knows nothing of
  * Redis, and this adapter is all the Redis-specific code there is.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The data type's callbacks: RDB save and load (and so DUMP/RESTORE and
  * replication's full sync), AOF rewrite, COPY, MEMORY USAGE and DEBUG
  * DIGEST. Every one of them moves the filter as its file image, in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bitmap backend: a standard filter as a plain Redis string.
  *
  * This file holds the handle (create, open, close), the add and query

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to bloomgate_remote: the bitmap backend's handle and helpers,
  * shared by its three files (bitmap.c: the handle and its batches,
  * bitmap_transfer.c: publish and fetch, bitmap_rebuild.c: the rebuild) and

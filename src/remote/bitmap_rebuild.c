@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bitmap backend's rebuild: begin stages a new generation (its own
  * shape, or the filter's), add writes keys into it, commit makes it the
  * filter's and abort gives it up. Apart from the handle's code (bitmap.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bitmap backend's transfers: publish uploads a local standard filter
  * as a new generation of a bitmap filter, and fetch downloads one into a
  * local filter. Apart from the handle's code (bitmap.c) because both move

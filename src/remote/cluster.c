@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Cluster routing: a cluster connection (bg_remote_options.cluster) sends
  * each command to the master of its key's slot, following redirections and
  * failovers (CLUSTER ROUTING below); connection.c does the rest. */

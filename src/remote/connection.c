@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection: connect, AUTH, timeouts, reconnect, and errors as values;
  * a cluster connection routes each command in cluster.c.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Filter handles: argument checks, then the handle's operations (ops, in
  * remote_internal.h). The constructors choose the kind: bitmap.c, module.c,
  * sharded.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The module backend: RedisBloom's BF.* commands, answered by bloomgate.so
  * or RedisBloom. The server keeps the parameters (and scales the filter), so
  * there is nothing to go stale: the key `name` is the filter (a staged one's

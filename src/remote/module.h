@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to bloomgate_remote: the module backend's handle and helpers,
  * shared by its three files (module.c: the handle, adds and queries;
  * module_transfer.c: publish and fetch; module_rebuild.c: the rebuild).

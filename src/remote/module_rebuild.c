@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The module backend's rebuild: begin reserves a second filter of the new
  * shape, add writes keys into it, commit renames it over the filter and
  * abort gives it up. A file of its own because it is a protocol of four

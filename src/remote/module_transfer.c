@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The module backend's transfers: publish uploads a local scalable filter
  * over a module filter, fetch downloads one into a local filter. A file of
  * its own because both move a whole image in chunks (BF.LOADCHUNK,

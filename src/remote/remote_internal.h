@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to bloomgate_remote: the connection and filter handles, and the
  * helpers every backend uses. Not API. */
 #ifndef BG_REMOTE_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Internal to bloomgate_remote: the hooks that tests and the bench use and
  * the library itself never does. Not API.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sharded filters (SHARDING in remote.h): S bitmap filters behind one
  * handle, each key routed to one of them by its hash. */
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The hooks of remote_testing.h. Compiled only into the testing archive
  * (bloomgate_remote_testing, with BG_TESTING), never into the libraries
  * that are installed: remote_testing.h says why. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of cli_test.sh: the commands that need no filter file (help, calc,
 # bench) and the parsing of numbers.
 # Sourced by cli_test.sh, which defines the assertions and helpers they use

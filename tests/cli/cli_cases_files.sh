@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of cli_test.sh: filter files. Round trips, input, check, info, bad
 # files, create, merge, crashes, targets and progress.
 # Sourced by cli_test.sh, which defines the assertions and helpers they use

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of cli_test.sh: the variants (counting, scalable, and all of them
 # through the same commands).
 # Sourced by cli_test.sh, which defines the assertions and helpers they use

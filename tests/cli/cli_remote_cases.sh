@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of cli_remote_test.sh: remote filters through URLs. Malformed URLs,
 # create, add, check and info, shared and sharded filters, credentials,
 # unreachable servers, the module backend, push and pull, re-creation

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of cli_remote_test.sh: rebuild URL, on every backend, with keys from
 # arguments, standard input or --command; failures, signals, and readers
 # during the swap.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the bloomgate command-line tool on remote filters (redis:// URLs,
 # docs/CLI.md "Remote filters"), run as a real binary against real
 # redis-server processes.

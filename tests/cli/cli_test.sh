@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the bloomgate command-line tool, run as a real binary.
 #
 #   bash cli_test.sh PATH/TO/bloomgate CASE

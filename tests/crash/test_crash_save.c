@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Crash safety of bg_filter_save (<bloomgate/file.h>, CRASH SAFETY): a
  * writer killed with SIGKILL at any moment of a save leaves the target as
  * the complete old filter or the complete new one, and it loads.

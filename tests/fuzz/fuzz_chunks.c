@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: the BF.LOADCHUNK / BF.SCANDUMP chunk protocol
  * (src/redis_module/chunks.c, compiled in; no Redis involved).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for the command-line tool's URL parser (src/cli/url.c):
  * redis:// and redis+cluster:// URLs naming remote filters, taken from the
  * command line as typed.

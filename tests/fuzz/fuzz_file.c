@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target: every reader of untrusted filter-file bytes.
  *
  * WHAT IT RUNS

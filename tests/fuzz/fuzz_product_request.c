@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for what the products service parses from a request
  * (examples/products/request.c): the id of /products/{id} and the JSON body
  * of POST /products, plus the JSON writer that echoes names back.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for the products service's command line
  * (examples/products/config.c): every flag's parser, the Redis URLs with
  * their seed lists among them, and the checks between flags. A service's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for the remote client (src/remote) reading what a Redis
  * server sends: every reply of a session, from the server's first byte to
  * its last, is the input. A server can be anything that listens on the

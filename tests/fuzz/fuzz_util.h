@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers shared by the libFuzzer targets. */
 #ifndef BG_FUZZ_UTIL_H
 #define BG_FUZZ_UTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes the seed corpus for fuzz_chunks into a directory:
  *
  *   make_chunks_corpus DIR

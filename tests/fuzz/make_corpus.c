@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes the seed corpus for fuzz_file into a directory:
  *
  *   make_corpus DIR

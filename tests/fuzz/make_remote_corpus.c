@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes the seed corpus for fuzz_remote_reply into a directory:
  *
  *   make_remote_corpus DIR

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes the seed corpus for fuzz_product_request into a directory:
  *
  *   make_request_corpus DIR

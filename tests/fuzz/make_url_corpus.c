@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writes the seed corpus for fuzz_cli_url into a directory:
  *
  *   make_url_corpus DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs a libFuzzer target for ctest (tests/fuzz/CMakeLists.txt).
 #
 #   run.sh corpus TARGET MAKE_CORPUS ARTIFACTS SECONDS MAX_LEN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_guard_remote's fault tests: rebuilds that meet a fault. Another
  * client cancels one halfway; a failed one's abort is lost; a commit loses
  * its request or its reply (script_fault.h injects the losses). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_guard_remote's module tests (when $BLOOMGATE_MODULE names
  * bloomgate.so): create, fill, get and rebuild through the module backend,
  * and a creation that no watcher sees half done. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_guard_remote's sharded tests: a guard over a sharded bitmap filter
  * made by another client, and one that creates, publishes and rebuilds its
  * own. */

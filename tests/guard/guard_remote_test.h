@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the files of test_guard_remote (test_guard_remote.c,
  * guard_remote_sharded.c, guard_remote_module.c, guard_remote_faults.c):
  * bloomgate_guard with a remote filter against the redis-server that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate_guard, single-threaded semantics: the read path step by step
  * (filter, negative cache, cache, source), writes, the NONE filter, option
  * checks, and rebuild-and-swap (deleted keys vanish, counting removes,

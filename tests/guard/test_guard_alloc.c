@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate_guard under allocation failure (tests/support/test_alloc.h): the Nth
  * allocation through the library's allocator fails, for N = 1, 2, ...
  * until a run sees no failure. bg_guard_new must return BG_ENOMEM and

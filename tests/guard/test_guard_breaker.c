@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Redis cache adapter's circuit breaker (src/guard/redis_cache.c,
  * CIRCUIT BREAKER) against a real redis-server started here on a loopback
  * port in 47300-47399, in a temporary directory, hung with SIGSTOP (a hung

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate_guard under threads (labels guard and concurrency: also run
  * under ThreadSanitizer by make test-tsan).
  *

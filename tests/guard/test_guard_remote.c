@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bloomgate_guard with a remote filter, against a real redis-server the test
  * starts itself (tests/support/redis_server.h).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The packaging test (ctest label `install`): install the build into a scratch
 # prefix and use it only through what an installed package offers, as a user
 # would.
@@ -65,7 +66,8 @@ so=$libdir/libbloomgate.so
 ar=$libdir/libbloomgate.a
 for f in "$so" "$ar" "$prefix/include/bloomgate/filter.h" \
          "$libdir/cmake/bloomgate/bloomgateConfig.cmake" \
-         "$libdir/cmake/bloomgate/bloomgateConfigVersion.cmake"; do
+         "$libdir/cmake/bloomgate/bloomgateConfigVersion.cmake" \
+         "$prefix/share/doc/bloomgate/LICENSE"; do
     [ -e "$f" ] && ok "installed ${f#"$prefix"/}" || fail "not installed: ${f#"$prefix"/}"
 done
 abi=$(sed -n 's/^#define BG_ABI_VERSION \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One allocator for the three libraries: a program that links
  * libbloomgate.so, libbloomgate_remote.so and libbloomgate_guard.so holds
  * one core, so the allocator it sets once with bg_set_allocator serves the

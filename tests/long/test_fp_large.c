@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The false-positive rate at scale: n = 5e7 keys per variant at p = 0.01.
  * Catches what small tests cannot: a probe computation that loses entropy
  * for large m (a 32-bit reduction, a modulo bias, a blocked index that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The servers behind db_server.h (its first comment says what runs, as
  * whom, on which ports, and how everything is cleaned up). */
 #include "db_server.h"

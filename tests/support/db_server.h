@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Throwaway PostgreSQL and MariaDB servers for tests and the demo: each in
  * its own temporary directory, on a free loopback port, run as an
  * unprivileged user, stopped and removed afterwards (db_server.c, in the

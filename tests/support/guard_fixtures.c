@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The in-memory source and cache behind guard_fixtures.h. */
 #include "guard_fixtures.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The guard tests' in-memory source and cache.
  *
  * ms_source: a thread-safe map key -> value behind one mutex, with call

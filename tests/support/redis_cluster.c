@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cluster behind redis_cluster.h. */
 #include "redis_cluster.h"
 

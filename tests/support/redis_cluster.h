@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A real Redis Cluster of n masters for the remote tests and the remote
  * benchmark (redis_cluster.c): redis-server processes on consecutive free
  * loopback ports in 23000-23999 (cluster bus: port + 10000), each in its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The servers behind redis_server.h. */
 #include "redis_server.h"
 

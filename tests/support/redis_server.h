@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A real redis-server for the remote tests (redis_server.c): started on a
  * free loopback port in 21000-21999 with its own temporary directory,
  * killed afterwards.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fault hook behind script_fault.h. */
 #include "script_fault.h"
 

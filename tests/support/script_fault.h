@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Lost requests and replies on demand, through the remote client's fault
  * hook (src/remote/remote_testing.h, FAULT INJECTION; script_fault.c): the
  * next `times` runs of one script, in this process, lose their request (the

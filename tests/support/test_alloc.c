@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The allocator behind test_alloc.h. */
 #include "test_alloc.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A counting, failure-injecting allocator for <bloomgate/alloc.h>'s hooks
  * (sqlite's faultsim idea; test_alloc.c): install it with
  * bg_set_allocator(&fa_allocator), fail the Nth allocating call, and check

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the counting variant's suites (test_counting*.c), in the
  * bg_test_unit library. Counters are read back through bg_filter_encode:
  * the payload of a counting filter holds counter i in the high nibble of

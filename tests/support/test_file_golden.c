@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The definitions behind test_file_golden.h. Any change to these bytes is a
  * format change: bump BG_FILE_VERSION, keep reading the old version, and add
  * new golden bytes beside these. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The golden file images (test_file_golden.c, in the bg_test_unit library):
  * the bytes a standard and a blocked filter encode to, written out by hand
  * once and compared ever since, and the filters they are of. test_file.c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The filter conformance suites' configurations and key helpers
  * (test_filter_configs.c, in the bg_test_unit library), shared by
  * test_filter.c, test_filter_ops.c and test_filter_layout.c.

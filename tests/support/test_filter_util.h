@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers several unit suites share about whole filters (test_filter_util.c,
  * in the bg_test_unit library): comparing two filters by their file images,
  * little-endian fields of an image, and the status an image decodes to.

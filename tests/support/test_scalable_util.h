@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the scalable variant's suites (test_scalable.c,
  * test_scalable_files.c), in the bg_test_unit library: making a scalable
  * filter, adding and finding ranges of distinct keys, and checking that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The definitions behind test_sizing_util.h (its comments say what each
  * does). */
 #include "test_sizing_util.h"

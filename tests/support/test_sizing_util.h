@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Helpers of the sizing tests (test_sizing.c, test_sizing_errors.c), in the
  * bg_test_unit library: the variants bg_sizing_solve sizes, their units and
  * limits as <bloomgate/sizing.h> states them, and the checks every

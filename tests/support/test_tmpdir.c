@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The definitions behind test_tmpdir.h. */
 #include "test_tmpdir.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A scratch directory for tests that write files: made under $TMPDIR (or
  * /tmp), removed with everything in it (test_tmpdir.c). */
 #ifndef BG_TEST_TMPDIR_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for bloomgate's tests (test_util.c, in the bg_test_support
  * library): cmocka's includes, a deterministic key generator, and
  * assertions that print both sides plus the current context (which

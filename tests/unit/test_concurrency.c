@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The THREADS section of <bloomgate/filter.h>, exercised: writers adding
  * disjoint key sets through every add call while readers query, in both
  * concurrency modes, for every variant. Also run under ThreadSanitizer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The counting variant (filter.h COUNTING, src/core/counting.c): random
  * adds and removes against a multiset model, the false-positive rate before
  * and after removing half, saturation, and removes of absent keys and of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The counting variant's calls beside add and contains (filter.h COUNTING):
  * who may remove and what a bad remove leaves; batch calls against single
  * calls, key by key; union and intersection counter by counter, and the

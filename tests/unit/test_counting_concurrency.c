@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The counting variant under threads (filter.h THREADS, src/core/counting.c):
  * writers adding disjoint key sets and removing keys they added earlier,
  * while readers query and one writer unions another filter in; threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The counting variant's bytes (filter.h COUNTING, <bloomgate/file.h>):
  * the golden image, files that round-trip saturated counters and odd m,
  * counters that sit where the standard variant's bits are, and sizing with

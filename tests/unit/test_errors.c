@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Status codes, version, and allocation failure (<bloomgate/error.h>,
  * <bloomgate/version.h>, <bloomgate/alloc.h>). */
 #include "test_util.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Filter files (<bloomgate/file.h>): golden bytes pin the format; every
  * malformed input gets its own status and allocates nothing; save, load and
  * map round-trip every variant; mapped filters are read-only. Pieces of an

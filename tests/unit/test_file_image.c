@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Pieces of a filter's file image and copies of a filter
  * (<bloomgate/file.h>, <bloomgate/filter.h>): bg_filter_encode_range
  * reassembles the image; bg_file_image_size reads the size from the header

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The filter conformance suite (<bloomgate/filter.h>, <bloomgate/hash.h>):
  * no false negatives, the false-positive rate and the estimates, and what
  * test-and-add and the batch calls report. Bad arguments, clear, union,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bit layout through the filter calls (<bloomgate/filter.h>,
  * <bloomgate/layout.h>): for the standard variant and every blocked
  * implementation in tu_configs (test_filter_configs.h), the bits set and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The filter conformance suite, beyond adding and querying
  * (<bloomgate/filter.h>, <bloomgate/hash.h>): bad keys and NULL filters,
  * clear, union and intersection (and what is incompatible), the stats

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bit layout, pinned. Where a key's bits land is part of the format: a
  * filter built here is read back from files and pushed into Redis bitmaps,
  * and other clients compute the same positions. So these tests pin the

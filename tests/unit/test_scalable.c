@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The scalable variant (filter.h SCALABLE): growth by layers with no false
  * negatives and a compound false-positive rate under p; RedisBloom's
  * observed capacities and layer counts; non-scaling, layer and memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The scalable variant under threads (filter.h SCALABLE, THREADS): writers
  * add disjoint key sets through many growths, starting from a tiny first
  * layer, while readers query keys already added (never a false negative,

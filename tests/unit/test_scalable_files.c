@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The scalable variant's file format (version 2, docs/FORMAT.md): save,
  * load, map and decode round trips; golden bytes; every malformed container
  * with its own status and nothing allocated, allocation failures included.

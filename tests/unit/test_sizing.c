@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bg_sizing_solve and bg_sizing_fp_rate against <bloomgate/sizing.h>: golden
  * values, every combination of knowns, k and the model. Bad arguments and
  * extreme sizes are test_sizing_errors.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bg_sizing_solve's errors and extremes (<bloomgate/sizing.h>): bad
  * arguments and caps, the same through bg_filter_new, the blocked variant's
  * space overhead, tiny rates and sizes beyond 2^53. The solutions

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- add_bitfield.lua: adds a batch of keys to a bitmap filter with BITFIELD
 -- SET u1 (docs/PROTOCOL.md). The same contract as add_setbit.lua, which
 -- measured faster and is the client's default; this one is kept for the

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- add_setbit.lua: adds a batch of keys to a bitmap filter, one SETBIT per
 -- probe position (the client's default way to add; docs/PROTOCOL.md).
 --

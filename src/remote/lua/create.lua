@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- create.lua: makes a bitmap filter current by writing its meta hash over a
 -- bit array the client made first (docs/PROTOCOL.md, Creation).
 --

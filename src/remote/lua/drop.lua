@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- drop.lua: deletes a bitmap filter: its meta hash, its bits and a pending
 -- rebuild's bits (docs/PROTOCOL.md). Damaged bits do not stop it.
 --

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Turns the Lua scripts into one C source: cmake -DOUT=<file.c>
 # -DSCRIPTS=<a.lua;b.lua;...> -P embed.cmake. Each script <x>.lua becomes
 # bg__script_src[BG__SCRIPT_<X>] (remote_internal.h), its bytes as a char

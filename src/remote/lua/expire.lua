@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- expire.lua: gives a bitmap filter a time to live: its meta hash, its
 -- bits and a pending rebuild's bits (docs/PROTOCOL.md).
 --

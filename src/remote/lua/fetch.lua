@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- fetch.lua: one byte range of a bitmap filter's bits (docs/PROTOCOL.md,
 -- Fetch). A client downloads in ranges and starts again if the generation
 -- in the replies changes.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- get_bitfield.lua: queries a batch of keys in a bitmap filter with
 -- BITFIELD_RO GET u1 (docs/PROTOCOL.md). The same contract as
 -- get_setbit.lua, which measured faster and is the client's default; this

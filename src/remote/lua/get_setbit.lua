@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- get_setbit.lua: queries a batch of keys in a bitmap filter, one GETBIT
 -- per probe position, stopping at a key's first clear bit (the client's
 -- default way to query; docs/PROTOCOL.md).

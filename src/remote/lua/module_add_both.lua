@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_add_both.lua: adds keys to a module filter and to whichever
 -- rebuild is pending when it runs (docs/REMOTE.md, Module backend:
 -- rebuild). A client sends it after an add whose HGET found the marker.

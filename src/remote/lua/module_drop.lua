@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_drop.lua: deletes a module filter and its pending rebuild. UNLINK,
 -- so that a large filter is freed in the server's background thread
 -- (docs/REDIS.md), not while every client waits.

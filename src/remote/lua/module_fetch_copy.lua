@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_fetch_copy.lua: copies a module filter to a hidden key with a
 -- lease, one instant's filter for BF.SCANDUMP to read (docs/REMOTE.md,
 -- Module backend: publish and fetch).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_publish_chunk.lua: loads one chunk of a filter's image into the
 -- upload and renews the upload's lease in the same step (docs/REMOTE.md,
 -- Module backend: publish and fetch).

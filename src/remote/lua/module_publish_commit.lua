@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_publish_commit.lua: renames a complete upload over a module
 -- filter's name, cancelling a pending rebuild (docs/REMOTE.md, Module
 -- backend: publish and fetch).

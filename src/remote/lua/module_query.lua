@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_query.lua: queries a module filter where BG.MEXISTS is missing
 -- (RedisBloom) or not allowed: TYPE and BF.MEXISTS in one atomic step, so
 -- a missing filter is an error, not "every key is absent" (docs/REMOTE.md,

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_abort.lua: cancels a module filter's pending rebuild: the
 -- rebuild and its marker (docs/REMOTE.md, Module backend: rebuild).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a

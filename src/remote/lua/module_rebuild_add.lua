@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_add.lua: the rebuilder adds keys to its rebuild only, and
 -- renews the lease of the rebuild and the marker (docs/REMOTE.md, Module
 -- backend: rebuild).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_begin.lua: reserves a module filter's rebuild and the
 -- marker naming it, both with the lease as their time to live
 -- (docs/REMOTE.md, Module backend: rebuild).

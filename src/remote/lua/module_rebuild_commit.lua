@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_commit.lua: renames a module filter's rebuild over its
 -- name (docs/REMOTE.md, Module backend: rebuild).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_stage.lua: reserves a staged module filter under a hidden key with
 -- a time to live, in one step, so no staging key is ever left without one
 -- (docs/REMOTE.md, Module backend: staged creation). Sent with EVAL.

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- module_stage_commit.lua: gives a staged module filter its name unless
 -- the name exists (docs/REMOTE.md, Module backend: staged creation).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- publish.lua: makes an uploaded bit array the filter's current generation
 -- (docs/PROTOCOL.md, Publish). The client first wrote the whole array to a
 -- new {name}:bits:<generation> (SET with a time to live, SETRANGE).

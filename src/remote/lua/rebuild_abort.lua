@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- rebuild_abort.lua: cancels a pending rebuild: deletes its bits and the
 -- meta hash's next_* fields (docs/PROTOCOL.md, Rebuild).
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- rebuild_add.lua: the rebuilder adds a batch of keys (from its source) to
 -- the pending rebuild only, and renews its lease (docs/PROTOCOL.md,
 -- Rebuild).

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- rebuild_begin.lua: starts a rebuild of a bitmap filter: a new generation,
 -- possibly of another shape, that every add writes too until it is
 -- committed or aborted (docs/PROTOCOL.md, Rebuild). The client first made

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- rebuild_commit.lua: makes the pending rebuild the filter's current
 -- generation and deletes the old bits (docs/PROTOCOL.md, Rebuild).
 --

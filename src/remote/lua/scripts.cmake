@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Included by src/remote/CMakeLists.txt: the Lua scripts (one file each) as
 # one generated C source in the build tree, BG_REMOTE_LUA_SOURCE, for
 # bloomgate_remote's sources (embed.cmake; nothing generated is committed).

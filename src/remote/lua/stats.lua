@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- stats.lua: a bitmap filter's item count and set bits (docs/PROTOCOL.md).
 --
 -- KEYS[1]   {name}:meta

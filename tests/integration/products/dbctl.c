@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bg-products-dbctl: a throwaway PostgreSQL or MariaDB (tests/support/
  * db_server.h) that a shell test can stop and start again, for the
  * service's outage tests.

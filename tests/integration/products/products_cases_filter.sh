@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of products_test.sh: the metrics page and the filter's behaviours
 # (false positives and the negative cache, the counting variant's
 # DELETE), and a short run of the demo.

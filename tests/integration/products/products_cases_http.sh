@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of products_test.sh: the service over HTTP: --help and the
 # options, startup and its refusals, every endpoint and its errors,
 # percent-escapes, POST, malformed JSON and requests, and a flood of

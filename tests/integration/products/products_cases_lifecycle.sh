@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of products_test.sh: the service's lifecycle: periodic rebuilds
 # of the filter, SIGINT and SIGTERM, and draining the requests in flight
 # when it stops.

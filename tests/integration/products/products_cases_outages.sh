@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of products_test.sh: outages of the backends: the SQLite file
 # moved away, Redis (the cache) stopped and hung, PostgreSQL and MariaDB
 # stopped and started again.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Cases of products_test.sh: the filter in Redis: a remote filter lost
 # with its Redis, the module backend rebuilt, and the filter and the cache
 # on a Redis Cluster.

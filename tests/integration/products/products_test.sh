@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Tests of the products service (examples/products), run as the real binary
 # and driven with curl.
 #

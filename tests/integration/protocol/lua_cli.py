@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Runs the remote client's scripts (src/remote/lua/*.lua) the way anyone
 can: `redis-cli --eval <file> <keys> , <args>`, against a redis-server that
 tests/integration/redis/harness.py starts on a loopback port in a temporary

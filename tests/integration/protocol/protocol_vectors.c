@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the library answers for docs/PROTOCOL.md's test vectors, for
  * test_protocol.py to compare with the document. Public API only: a client
  * written from the document must agree with this.

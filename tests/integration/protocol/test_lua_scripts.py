@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Each of the remote client's scripts on its own: src/remote/lua/<name>.lua
 run by `redis-cli --eval` against a real redis-server, a small case each
 (replies, errors, effects on the keys), as docs/PROTOCOL.md and the

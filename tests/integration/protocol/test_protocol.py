@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """docs/PROTOCOL.md's test vectors, checked three ways:
 
 - against the document itself: the positions follow from the stated h1, h2

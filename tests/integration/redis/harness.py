@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Integration-test harness for bloomgate.so: real redis-server processes.
 
 Every server is started by the tests themselves, on a free loopback port in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """BF.* in a 3-master Redis Cluster on loopback: the key specs route every
 command to the node owning its key (redis-cli -c follows MOVED; redis-py's
 RedisCluster finds the key through COMMAND), and a filter moves between

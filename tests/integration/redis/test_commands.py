@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """BF.* replies, byte for byte, against /work/shared/reference/REDISBLOOM.md
 sections 2-8, 11 and 12, on a real redis-server with bloomgate.so.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """bloomgate filters surviving every way Redis moves a value: SCANDUMP /
 LOADCHUNK, RDB (SAVE + restart, DEBUG RELOAD), AOF rewrite + restart,
 DUMP / RESTORE, COPY; MEMORY USAGE and DEBUG DIGEST-VALUE; and corrupt

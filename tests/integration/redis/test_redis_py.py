@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Drop-in proof: redis-py's own RedisBloom client (`r.bf()`, Debian's
 python3-redis 4.3.4; not our code) works unchanged against bloomgate.so,
 including its parsers (BFInfo, bool_ok) and the SCANDUMP / LOADCHUNK loop

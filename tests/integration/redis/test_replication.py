@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """A replica answers exactly like its master: BF.* writes are replicated
 (verbatim or as effects), the full sync ships our type's RDB payload, and
 filters grown across layers, loaded by LOADCHUNK or made by INSERT come out

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cluster's publish tests: sharded filters built locally and published
  * shard by shard over the cluster, and the places and seeds that shards
  * keep against publishes of another shape. */

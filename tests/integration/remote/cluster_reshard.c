@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* test_cluster's topology tests: a slot resharded from one master to
  * another while a forked client adds and checks keys, and a master that
  * dies and whose replica takes over, under the same client handle. */

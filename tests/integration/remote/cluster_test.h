@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the files of test_cluster (test_cluster.c, cluster_publish.c,
  * cluster_reshard.c): bloomgate_remote over a 3-master Redis Cluster that
  * test_cluster.c's group setup starts (tests/support/redis_cluster.h), its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The measurement behind docs/REMOTE.md's choices and docs/PERFORMANCE.md's
  * "Remote filters" table: items/s of batch-of-100 adds and queries, for
  *   lua-setbit    checked script, SETBIT / GETBIT per probe (a query stops

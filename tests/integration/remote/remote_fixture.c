@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the test_remote_*.c tests of bloomgate_remote against real
  * redis-server processes (redis_server.h): the shared plain server, a
  * connection, key sets added and checked, and another process that adds. */

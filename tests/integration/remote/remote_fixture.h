@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared by the test_remote_*.c tests (remote_fixture.c): bloomgate_remote
  * against real redis-server processes (redis_server.h). The bitmap tests
  * share one plain server, `srv`, started by srv_setup as their group's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A sharded bitmap filter over a 3-master Redis Cluster that the test
  * starts itself (ports 23000-23999, redis-cli --cluster create): no false
  * negatives across processes, the FP rate, a resizing rebuild, and one slot

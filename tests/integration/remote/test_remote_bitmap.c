@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bitmap backend on a plain server (remote_fixture.h): basics, no
  * false negatives across processes, the false-positive rate, stale-parameter
  * detection, the same bits as a local filter, the limits, and destroy by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Connections (remote_fixture.h): connect errors, and a server frozen or
  * killed in the middle of batches, plain and sharded. */
 #include "remote_fixture.h"

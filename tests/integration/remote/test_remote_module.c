@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The module backend (remote_fixture.h), when $BLOOMGATE_MODULE names
  * bloomgate.so (skipped otherwise): the same operations through BF.*, and
  * staged creation. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Rebuilds (remote_fixture.h): a bitmap filter rebuilt while others add,
  * lost bit arrays, the rebuild lease, and the module backend's rebuild when
  * $BLOOMGATE_MODULE names bloomgate.so. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A sharded bitmap filter on a plain server (remote_fixture.h): rebuilt
  * while another handle adds and another process reads, aborted, cancelled
  * shard by shard, and committed part-way. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Whole filters to and from the server (remote_fixture.h): publish and
  * fetch on the bitmap backend, publishes swapped under concurrent readers,
  * and publish and fetch on the module backend when $BLOOMGATE_MODULE names

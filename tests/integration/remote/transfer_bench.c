@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The measurement behind docs/PERFORMANCE.md's "Publish and fetch" table:
  * moving a whole filter between a process and Redis, for filters of a few
  * sizes, through

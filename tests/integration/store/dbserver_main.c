@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* bg-dbserver: a throwaway PostgreSQL or MariaDB (db_server.h) for scripts.
  *
  *   bg-dbserver postgres|mariadb

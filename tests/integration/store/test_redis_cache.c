@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The guard's Redis cache adapter (bg_guard_redis_cache_*, guard.h) against
  * a real redis-server started here (redis_server.h). */
 #include "test_util.h"

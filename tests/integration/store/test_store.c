@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The products store (examples/products/store.h) on one backend, named by
  * argv[1]: sqlite, postgres or mariadb. PostgreSQL and MariaDB run as real
  * servers started here (db_server.h) and stopped afterwards, also to test
