@@ -22,7 +22,8 @@
 
 #include <bloomgate/remote.h>
 
-#include "cli/cli.h"
+#include "cli/cli_output.h" /* cli_error, which the fuzzer defines */
+#include "cli/cli_remote.h"  /* cli_url_parse */
 #include "fuzz_util.h"
 
 /* What the message and the display form must be for the current input. */
