@@ -1,6 +1,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # A thin front for CMake: the two commands (make demo, make test) and a few
 # conveniences. The build itself is CMakeLists.txt.
+# Only deps, demo and test install system packages (scripts/deps.sh, as
+# root, Debian); build, install and the others use what is there: run
+# `make deps` first for the sanitizer, fuzz and bench targets.
 BUILD      ?= build
 GENERATOR  ?= Ninja
 CMAKE_ARGS ?=
@@ -13,28 +16,30 @@ all: build
 deps:
 	@scripts/deps.sh
 
-build: deps
+build:
 	cmake -S . -B $(BUILD) -G "$(GENERATOR)" -DBG_WERROR=ON -DBG_BUILD_BENCH=ON $(CMAKE_ARGS)
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The cache-penetration demo: the products service over SQLite with 10^6
 # products under load, without and with the filter (examples/products/demo.sh;
 # DEMO_ARGS="--db postgres", "--cache redis", "--scenario seen", ...).
-demo: build
+demo: deps
+	$(MAKE) --no-print-directory build
 	examples/products/demo.sh $(BUILD) $(DEMO_ARGS)
 
 # Every suite through ctest, then the unit, CLI, remote-client, guard, store and
 # products-service tests again under ASan+UBSan,
 # the concurrency tests under TSan, and the parsers of untrusted bytes under libFuzzer, each
 # in its own build tree.
-test: build
+test: deps
+	$(MAKE) --no-print-directory build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 	$(MAKE) --no-print-directory test-asan test-tsan test-fuzz
 
 test-fast: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE long
 
-test-asan: deps
+test-asan:
 	cmake -S . -B $(BUILD)-asan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 	  -DBG_SANITIZE=address,undefined -DBG_BUILD_REDIS=OFF \
 	  -DBG_TEST_MODULE=$(if $(wildcard $(BUILD)/src/redis_module/bloomgate.so),$(abspath $(BUILD)/src/redis_module/bloomgate.so))
@@ -42,7 +47,7 @@ test-asan: deps
 	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) \
 	  -L "unit|cli|remote|guard|store|products" -LE demo
 
-test-tsan: deps
+test-tsan:
 	cmake -S . -B $(BUILD)-tsan -G "$(GENERATOR)" -DBG_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DBG_SANITIZE=thread -DBG_BUILD_EXAMPLES=OFF -DBG_BUILD_REDIS=OFF
 	cmake --build $(BUILD)-tsan -j $(JOBS)
@@ -54,7 +59,7 @@ test-tsan: deps
 # once, then FUZZ_SECONDS (default 60) of fuzzing
 # each; a crash leaves its input in
 # $(BUILD)-fuzz/fuzz-artifacts/.
-test-fuzz: deps
+test-fuzz:
 	cmake -S . -B $(BUILD)-fuzz -G "$(GENERATOR)" -DCMAKE_C_COMPILER=clang -DBG_WERROR=ON \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBG_FUZZ=ON -DBG_SANITIZE=address,undefined \
 	  -DBG_BUILD_TESTS=OFF -DBG_BUILD_CLI=OFF -DBG_BUILD_EXAMPLES=OFF -DBG_BUILD_REDIS=OFF \
@@ -62,7 +67,7 @@ test-fuzz: deps
 	cmake --build $(BUILD)-fuzz -j $(JOBS)
 	ctest --test-dir $(BUILD)-fuzz --output-on-failure -L fuzz
 
-bench: deps
+bench:
 	cmake -S . -B $(BUILD)-bench -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release -DBG_BUILD_BENCH=ON \
 	  -DBG_BUILD_TESTS=OFF -DBG_BUILD_EXAMPLES=OFF
 	cmake --build $(BUILD)-bench -j $(JOBS)
@@ -70,7 +75,7 @@ bench: deps
 
 # The Redis module against GETBIT and a Lua SETBIT/GETBIT script on one
 # redis-server (bench/redis_bench.py; a quiet machine, ~5 minutes).
-bench-redis: deps
+bench-redis:
 	/usr/bin/python3 bench/redis_bench.py $(BENCH_ARGS)
 
 install: build

@@ -70,6 +70,33 @@ for f in "$so" "$ar" "$prefix/include/bloomgate/filter.h" \
          "$prefix/share/doc/bloomgate/LICENSE"; do
     [ -e "$f" ] && ok "installed ${f#"$prefix"/}" || fail "not installed: ${f#"$prefix"/}"
 done
+# The Redis module, when built, at the path README's --loadmodule shows, and
+# loadable from there.
+if [ -e "$build/src/redis_module/bloomgate.so" ]; then
+    module=$libdir/bloomgate/bloomgate.so
+    if [ ! -e "$module" ]; then
+        fail "not installed: ${module#"$prefix"/}"
+    elif command -v redis-server >/dev/null && command -v redis-cli >/dev/null; then
+        port=$((20000 + RANDOM % 20000))
+        redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+            --dir "$work" --loadmodule "$module" --daemonize yes \
+            --pidfile "$work/redis.pid" --logfile "$work/redis.log" || true
+        for _ in $(seq 1 100); do
+            redis-cli -p "$port" ping >/dev/null 2>&1 && break
+            sleep 0.1
+        done
+        got="$(redis-cli -p "$port" BF.ADD k a 2>&1) $(redis-cli -p "$port" BF.EXISTS k a 2>&1)"
+        got="$got $(redis-cli -p "$port" BF.EXISTS k b 2>&1)"
+        redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+        if [ "$got" = "1 1 0" ]; then
+            ok "installed ${module#"$prefix"/} loads: BF.ADD, BF.EXISTS"
+        else
+            fail "redis-server --loadmodule ${module#"$prefix"/}: BF.ADD/EXISTS/EXISTS gave '$got' (log: $(tail -n 3 "$work/redis.log" 2>/dev/null))"
+        fi
+    else
+        ok "installed ${module#"$prefix"/} (no redis-server here to load it)"
+    fi
+fi
 abi=$(sed -n 's/^#define BG_ABI_VERSION \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")
 major=$(sed -n 's/^#define BG_VERSION_MAJOR \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")
 minor=$(sed -n 's/^#define BG_VERSION_MINOR \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")
