@@ -20,7 +20,18 @@ packages=(
   libsqlite3-dev libpq-dev libmariadb-dev        # ... its storage: SQLite, PostgreSQL, MariaDB
   postgresql mariadb-server                      # ... the servers its tests and demo start
   wrk curl                                       # ... the demo's load generator, the tests' client
+  sqlite3                                        # the README's quick starts feed the tool from a database
 )
+# node and npm for the README's node-redis quick start: whichever node is
+# installed (Debian's nodejs, or another vendor's that bundles npm) is
+# used; Debian's packages only when there is none, so that Debian's npm is
+# never installed over a node that brings its own.
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs)
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -61,6 +72,29 @@ fetch_redismodule_h() {
   rm -rf "$tmp"
 }
 
+# node-redis, pinned by tests/quickstart/node/package-lock.json, into
+# .deps/node/node_modules (not committed) from the npm registry, again only
+# when the lock file changed. Without the registry the quick start's node
+# test skips (fails under BG_REQUIRE_ALL), and nothing else is affected.
+fetch_node_redis() {
+  local src="$here/tests/quickstart/node" dest="$here/.deps/node"
+  if [ -f "$dest/node_modules/redis/package.json" ] &&
+    cmp -s "$src/package-lock.json" "$dest/package-lock.json"; then
+    return 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "deps: no npm: node-redis not installed (the quickstart.module_node test skips)" >&2
+    return 0
+  fi
+  echo "deps: installing node-redis into .deps/node (npm ci)" >&2
+  mkdir -p "$dest"
+  cp "$src/package.json" "$src/package-lock.json" "$dest/"
+  if ! (cd "$dest" && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+    echo "deps: npm ci failed: node-redis not installed (the quickstart.module_node test skips)" >&2
+    rm -f "$dest/package-lock.json"
+  fi
+}
+
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
   sudo=sudo
@@ -68,6 +102,7 @@ fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   fetch_redismodule_h
+  fetch_node_redis
   exit 0
 fi
 
@@ -84,3 +119,4 @@ for unit in redis-server postgresql mariadb; do
   $sudo systemctl disable --now "$unit" >/dev/null 2>&1 || true
 done
 fetch_redismodule_h
+fetch_node_redis
