@@ -273,6 +273,9 @@ remote) # (d) one filter in a plain Redis for every instance
     same shared_check.out actual.out
     run_sh worker.sh actual.out
     same worker.out actual.out
+    # shellcheck disable=SC2046 # pkg-config's words are separate arguments
+    cc -std=c11 -Wall -Wextra -Wconversion -Werror -o worker_strict worker.c \
+        $(pkg-config --cflags --libs bloomgate-remote) || fail "worker.c has warnings"
     ;;
 *)
     fail "unknown case $case_name"
