@@ -2,10 +2,9 @@
 # products_store: the products service's storage (store.h) on SQLite,
 # PostgreSQL and MariaDB. examples/products/CMakeLists.txt includes this
 # file, and so does tests/integration/store when it is built alone; both
-# guard with if(NOT TARGET products_store).
-pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
-pkg_check_modules(LIBPQ REQUIRED IMPORTED_TARGET libpq)
-pkg_check_modules(LIBMARIADB REQUIRED IMPORTED_TARGET libmariadb)
+# guard with if(NOT TARGET products_store). The three client libraries are
+# found by the top CMakeLists.txt: SQLite::SQLite3 and PostgreSQL::PostgreSQL
+# (CMake's own Find modules), PkgConfig::LIBMARIADB (cmake/FindMariaDB.cmake).
 
 add_library(products_store STATIC
   ${CMAKE_CURRENT_LIST_DIR}/store.c
@@ -16,4 +15,4 @@ add_library(products_store STATIC
 target_include_directories(products_store PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_link_libraries(products_store
   PUBLIC bloomgate_guard Threads::Threads
-  PRIVATE PkgConfig::SQLITE3 PkgConfig::LIBPQ PkgConfig::LIBMARIADB)
+  PRIVATE SQLite::SQLite3 PostgreSQL::PostgreSQL PkgConfig::LIBMARIADB)
