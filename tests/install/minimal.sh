@@ -47,7 +47,8 @@ rm -rf "$work"
 mkdir -p "$work"
 
 # Every optional dependency, by the name find_package knows it by.
-hidden=(PkgConfig RedisModule Hiredis Microhttpd SQLite3 PostgreSQL MariaDB Cmocka Libbloom LibFuzzer)
+hidden=(PkgConfig RedisModule Hiredis Microhttpd SQLite3 PostgreSQL MariaDB Cmocka Python3 Libbloom
+        LibFuzzer)
 configure_args=(-DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=Release -DBG_FUZZ=ON)
 for h in "${hidden[@]}"; do
     configure_args+=(-DCMAKE_DISABLE_FIND_PACKAGE_"$h"=ON)
@@ -86,7 +87,7 @@ expect_skip "remote client" libhiredis-dev
 expect_skip "guard" "remote client" libhiredis-dev
 expect_skip "products service" guard libmicrohttpd-dev libsqlite3-dev libpq-dev libmariadb-dev
 expect_skip "seen example" "remote client" libhiredis-dev
-expect_skip "tests" libcmocka-dev
+expect_skip "tests" libcmocka-dev python3
 expect_skip "benchmarks" libbloom-dev
 expect_skip "fuzzers" clang
 
