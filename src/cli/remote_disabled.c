@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The remote halves of the commands in a CLI built without remote support
- * (BG_BUILD_REMOTE=OFF, no hiredis): compiled instead of remote.c and every
+ * (BG_BUILD_REMOTE=OFF, or no hiredis): compiled instead of remote.c and every
  * cmd_*_remote.c. A URL is still recognised, and refused with "built
  * without remote support". */
 #include "cli.h"
@@ -12,7 +12,8 @@ static int no_remote(const char *url)
 {
     cli_url u;
     if (cli_url_parse(url, &u) == 0) {
-        cli_error("%s: built without remote support (configure with -DBG_BUILD_REMOTE=ON)",
+        cli_error("%s: built without remote support (the remote client needs libhiredis-dev "
+                  "at build time: docs/BUILDING.md)",
                   u.display);
         cli_url_free(&u);
     }
