@@ -23,6 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 }
 ]] BG_LIBFUZZER_LINKS)
   cmake_pop_check_state()
+  # A failure is not kept: once libclang-rt-dev is installed, the next
+  # configure tries again.
+  if(NOT BG_LIBFUZZER_LINKS)
+    unset(BG_LIBFUZZER_LINKS CACHE)
+  endif()
 endif()
 find_package_handle_standard_args(LibFuzzer
   REQUIRED_VARS LibFuzzer_COMPILER_IS_CLANG BG_LIBFUZZER_LINKS
