@@ -6,8 +6,8 @@
  * with mmap on Linux so that they can get huge pages; with hooks, they come
  * from the hooks like everything else.) The
  * Redis module points them at RedisModule_Alloc & co. so that filters count
- * towards Redis's used_memory; tests point them at a failing allocator to
- * prove that every allocation failure is a clean BG_ENOMEM without leaks. */
+ * towards Redis's used_memory. Every allocation failure is a clean
+ * BG_ENOMEM: the call frees what it took and changes nothing. */
 #ifndef BLOOMGATE_ALLOC_H
 #define BLOOMGATE_ALLOC_H
 

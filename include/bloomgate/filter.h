@@ -44,8 +44,8 @@
  * join, a mutex, any release/acquire pair) answers "maybe present".
  * With BG_SINGLE_WRITER, at most one thread adds at a time (the caller
  * serializes adds) while any number of threads query: bits are written with
- * plain stores, no locked instruction (blocked inserts measured 2.5x to
- * 3.5x faster, standard ones, bound by cache misses, 1.1x to 1.3x:
+ * plain stores, no locked instruction (cheaper for the blocked variant
+ * above all; the standard one is bound by cache misses either way:
  * docs/PERFORMANCE.md), and readers still never miss a finished add;
  * bg_filter_union into such a filter counts as its writer.
  * bg_filter_stats_get and the accessors may run during adds (they see some
@@ -112,19 +112,20 @@
  * layers are added (Almeida et al., "Scalable Bloom Filters", 2007).
  * That sum bounds the layers' expected rates; one layer's actual rate
  * scatters around its target (relative sd ~0.55 k / sqrt(bits) for a
- * standard layer: 13% at capacity 100, 4% at 1000). So each layer is sized
- * with a margin for its own scatter (3 sd) and has at least 1024 bits, and
- * each layer, when it is retired, is measured from its bits (exactly, for
- * small standard layers) and the next one is sized for what the layers
- * before it left of the budget (never above its own p_i, never below
- * p_i / 8): the compound rate stays below p for each filter, not only on
- * average. Of stacks grown from capacity 10, 30, 100 and 1000 at p = 0.01
- * and 0.001, 50 to 200 each, none is above p (worst 0.95 p); without the
- * margins and exact counts, at capacity 10 and p = 0.001 all 200 were
- * (worst 2.6 p), at 100 and p = 0.001 153 of 200. Memory: +1% at
- * capacity 100, +0.3% at 1000, +340 bytes at 10. Layer capacities,
- * and so layer counts, are those of the rule above (src/core/scalable.c THE
- * BUDGET, MARGINS). A key is
+ * standard layer, about twice that for a blocked one). The bound is kept
+ * for each filter, not only on average:
+ *   - each scaling layer is sized for its rate divided by (1 + 3 sd), and
+ *     has at least 1024 bits;
+ *   - when a layer is retired its rate r_j is computed from its bits
+ *     (exactly for standard layers of up to 4096 bits), and layer i gets
+ *     p_i' = min(p_i, sum_{j <= i} p_j - sum_{j < i} r_j), at least p_i / 8;
+ * so the retired layers' rates sum to at most sum_{j < i} p_j, and the
+ * newest layer keeps p tightening^(i+1) of slack for its own scatter: the
+ * compound rate 1 - prod_i (1 - r_i) stays below p, short of a layer
+ * beyond 3 sd of its target (about 1 in 1000, were the scatter Gaussian;
+ * src/core/scalable.c THE BUDGET, MARGINS). The margins cost memory only at small capacities
+ * (+1% at capacity 100, +0.3% at 1000, +340 bytes at 10); layer capacities,
+ * and so layer counts, follow the rule above. A key is
  * added to the newest layer only if no layer has it, so repeats do not use
  * capacity; test-and-add returns 0 for a key some layer has, even when the
  * filter could not grow. Non-scaling (opts.nonscaling): one layer at p (not
@@ -150,8 +151,22 @@
  *
  * MEMORY
  * bg_filter_new and bg_filter_clone allocate (through <bloomgate/alloc.h>);
- * bg_filter_free releases. No other call here allocates, except an add to a scalable filter
- * that opens a new layer (and the file calls of <bloomgate/file.h>). */
+ * bg_filter_free releases. No other call here allocates, except an add to
+ * a scalable filter that opens a new layer (and the file calls of
+ * <bloomgate/file.h>). Keys are borrowed for the call only; the filter
+ * keeps no pointer to them. Strings returned by bg_variant_name are static.
+ *
+ * COST
+ * No call here does I/O. Hashing a key is O(len). An add, contains or
+ * test_and_add is O(k): a standard (or counting) filter touches up to k
+ * cache lines (a query of an absent key stops at its first clear bit,
+ * about 2 probes at the optimal k), a blocked filter exactly one. A
+ * scalable filter probes its layers newest first, so up to `layers` times
+ * that. The batch calls cost the same per key but overlap the cache misses
+ * of many keys (bg_filter_add_many). bg_filter_union, bg_filter_intersect,
+ * bg_filter_clear and bg_filter_stats_get are O(m) passes over the array;
+ * bg_filter_clone is an allocation and an O(m) copy; the accessors are
+ * O(1). */
 #ifndef BLOOMGATE_FILTER_H
 #define BLOOMGATE_FILTER_H
 
@@ -177,10 +192,10 @@ typedef enum bg_variant {
     BG_VARIANT_SCALABLE = 4, /* a stack of standard or blocked layers that grows */
 } bg_variant;
 
-/* The variant chosen when none is given: blocked. It is measured faster at
- * every size (docs/PERFORMANCE.md) for 1% to 10% more bits at p from 0.1 to
- * 0.001; below that its overhead grows (23% at 1e-4: docs/SIZING.md), and
- * the standard variant is the better choice. */
+/* The variant chosen when none is given: blocked. An operation costs one
+ * cache miss instead of up to k (docs/PERFORMANCE.md), for 1% to 10% more
+ * bits at p from 0.1 to 0.001; below that its overhead grows (23% at 1e-4:
+ * docs/SIZING.md), and the standard variant is the better choice. */
 #define BG_VARIANT_DEFAULT BG_VARIANT_BLOCKED
 
 /* Most probes per key. p = 2^-32 needs k = 32; a smaller p still sizes (m

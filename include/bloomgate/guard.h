@@ -102,7 +102,15 @@
  *
  * MEMORY
  * bg_guard_new allocates, bg_guard_free releases. A value handed back in a
- * bg_guard_buf is owned by the caller until bg_guard_buf_free. */
+ * bg_guard_buf is owned by the caller until bg_guard_buf_free.
+ *
+ * COST
+ * A get that the filter answers costs one filter query: in memory with a
+ * local filter (no I/O), one round trip with a remote one. Past the filter,
+ * a get costs one cache get and, on a miss, one source get and one cache
+ * store. A put or remove costs a filter add and a cache delete.
+ * bg_guard_rebuild scans the whole source; a local rebuild holds a second
+ * filter until the swap. */
 #ifndef BLOOMGATE_GUARD_H
 #define BLOOMGATE_GUARD_H
 

@@ -16,7 +16,9 @@
  *   bg_remote_close(r);
  *
  * Built on hiredis as the separate library libbloomgate_remote (shared, on
- * libbloomgate; or the archive, with libbloomgate.a and hiredis). docs/REMOTE.md has the design and figures.
+ * libbloomgate; or the archive, with libbloomgate.a and hiredis).
+ * docs/REMOTE.md is the guide (which backend when, examples, the CLI);
+ * docs/PROTOCOL.md specifies the bitmap backend's keys and scripts.
  *
  * BACKENDS
  * BG_REMOTE_MODULE speaks RedisBloom's BF.* commands, to a server that has
@@ -28,8 +30,9 @@
  * AND DOWNLOAD below; the scripts call BF.* commands, which both modules
  * allow in scripts. Against RedisBloom (no BG.MEXISTS), or a user not
  * allowed it, queries are a script of TYPE and BF.MEXISTS, with the same
- * errors (docs/REMOTE.md, "Module backend: queries"): a missing filter is
- * BG_ENOTFOUND, never "every key absent".
+ * errors: a missing filter is BG_ENOTFOUND, never "every key absent" (the
+ * connection remembers to use the script; it costs the server more than
+ * the command, the same round trip).
  *
  * KEY LAYOUT (module)
  *   name                        the filter (RedisBloom's type or bloomgate's)
@@ -62,9 +65,8 @@
  * ATOMICITY AND STALE PARAMETERS (bitmap)
  * Every operation is one Lua script (EVALSHA; on NOSCRIPT, EVAL once) that
  * first compares the meta hash's generation with the one this handle opened,
- * then runs the whole batch (SETBIT / GETBIT per probe: measured faster than
- * one BITFIELD per batch inside the script, docs/REMOTE.md). So a batch is
- * atomic, and a handle whose filter was dropped gets
+ * then runs the whole batch (SETBIT / GETBIT per probe; a query stops at a
+ * key's first clear bit). So a batch is atomic, and a handle whose filter was dropped gets
  * BG_ENOTFOUND, one whose filter was re-created (other parameters, or the
  * same ones) or reshaped by a publish or rebuild gets BG_ESTALE, and in both
  * cases nothing is written: a client never answers from parameters that are
@@ -125,11 +127,34 @@
  * one connection per thread (or a pool); filter handles are cheap.
  *
  * MEMORY
- * bg_remote_connect and bg_remote_filter_create / _open allocate (through
- * <bloomgate/alloc.h>, plus hiredis's own allocations); bg_remote_close and
- * bg_remote_filter_close release. The operations allocate only hiredis's
- * command and reply buffers and the batch's argument array, freed before
- * they return. */
+ * bg_remote_connect and bg_remote_filter_create / _open / _stage allocate
+ * (through <bloomgate/alloc.h>, plus hiredis's own allocations);
+ * bg_remote_close and bg_remote_filter_close release. The operations
+ * allocate only hiredis's command and reply buffers and the batch's
+ * argument array, freed before they return. Keys and names are borrowed
+ * for the call only.
+ *
+ * COST
+ * Every call blocks its thread for its round trips (each bounded by
+ * command_timeout_ms). A script is sent as EVALSHA; the first use on a
+ * connection that lacks it (NOSCRIPT) costs one more round trip.
+ *   add, contains, test_and_add and the batches: one round trip per call,
+ *     whatever the count (sharded: one per shard touched, all pipelined, so
+ *     about one). Bitmap: the client sends the k probe positions of each key
+ *     as decimal arguments (about 10 to 15 bytes each; adds send the
+ *     pending rebuild's positions too), the server runs k SETBIT or up to k
+ *     GETBIT per key; module: the keys themselves. The reply is about 4
+ *     bytes per key. Module adds while a rebuild is pending: two round
+ *     trips.
+ *   create, open: a few round trips (bitmap open: one HMGET, and one read
+ *     of the shard count when there is no meta hash); closes: none.
+ *   stats: one round trip; bitmap: BITCOUNT, O(m) on the server.
+ *   publish, fetch: ceil(bytes / a few MiB) round trips plus a few, moving
+ *     the whole payload; the server copies or allocates it once.
+ *   delete: up to 1 + BG_REMOTE_MAX_SHARDS round trips (it asks for every
+ *     shard name).
+ *   rebuild: begin allocates the new bit array on the server; each
+ *     rebuild_add_many is one round trip, as add_many. */
 #ifndef BLOOMGATE_REMOTE_H
 #define BLOOMGATE_REMOTE_H
 
