@@ -30,8 +30,8 @@ uint64_t bench_splitmix(uint64_t *state);
  * the timed region, and only the filter calls on the window are timed. A
  * service hashes a key it has just parsed from a request, which is in cache;
  * reading keys from a multi-GB arena instead would add the cost of streaming
- * them from DRAM (measured here: 6.5 ns per key for hashing alone, against
- * 2.6 ns from cache) to every figure. */
+ * them from DRAM (more than doubling the cost of hashing alone) to every
+ * figure. */
 #define BENCH_WINDOW 1024
 
 /* Fixed-length key sets (bench_keys_make_fixed): BENCH_MIN_KEY_LEN to

@@ -173,10 +173,9 @@ int bg__array_clone(bg_filter **out, const bg_filter *f)
  * Keys: each variant's run_keys (BG__DEFINE_GROUP_OPS in filter_internal.h)
  * hashes BG__STEP keys at a time, prefetching each key's line as soon as it
  * is hashed, and probes the keys hashed BG__AHEAD before, so a large
- * filter's misses overlap with hashing and probing (measured at n = 1e8:
- * 14 ns per absent key against 17 ns when a chunk of keys is hashed first
- * and then probed; at n = 1e6, where nothing misses, that order is ~1 ns
- * faster, docs/PERFORMANCE.md). The blocked variant's AVX-512 code has its
+ * filter's misses overlap with hashing and probing (hashing a whole chunk
+ * first and then probing it overlaps less once the filter outgrows the
+ * caches; docs/PERFORMANCE.md). The blocked variant's AVX-512 code has its
  * own run_keys, which hashes eight keys per vector (blocked_avx512.c,
  * BATCHES OF KEYS).
  * Hashes: groups of BG__BATCH, group g + 1 prefetched before group g is

@@ -119,20 +119,18 @@ double bg__blocked_items_for_bits(const bg_filter *f, double x)
  *   mod 8, shuffled from the two vectors of counts in registers;
  * - the products summed per lane across blocks;
  * - the line SCAN_PREFETCH_BLOCKS blocks ahead prefetched (bg__prefetch,
- *   as the batches; into L1 instead was 5% slower). The hardware's
- *   own prefetch did not keep up with a loop this slow per line: on the
- *   Intel guest a block took 7.4 ns in cache but 31-38 ns from memory
- *   (n = 1e8, 118 MiB), against 7.7-7.9 with 32 or 64 blocks ahead (8:
- *   14-15 ns, 16: 9.2-9.4; no change at 1e6 and 1e7; docs/PERFORMANCE.md).
+ *   into L2 as the batches): the hardware's own prefetcher does not keep
+ *   up with a loop this slow per line, so a filter larger than the caches
+ *   would cost several times its in-cache time per block; 32 blocks ahead
+ *   bring it back to about that (docs/PERFORMANCE.md).
  * Every product is an integer below 2^48 (counts up to 64, k up to 8), so
  * exact in a double whatever the order; the total is scaled by 64^-k once.
  * Windows read back from an array of counts just stored would wait for the
  * stores (no store forwarding from 8-byte stores into a 32-byte load), and
- * one scalar sum would chain every block's adds to the last. A block took
- * 38-43 cycles on the AMD EPYC guest, against 267-320 for the scalar loop
- * it replaced (docs/PERFORMANCE.md, "Scans"). The sums are exact too while
- * below 2^53 (on a filter of 1e6 keys the rate matched the scalar loop's to
- * the last bit); beyond, both round in their last bits, differently. */
+ * one scalar sum would chain every block's adds to the last; the vectors
+ * cost several times fewer cycles per block than a scalar loop
+ * (docs/PERFORMANCE.md, "Scans"). The sums are exact too while below 2^53;
+ * beyond, they round in their last bits, differently from a scalar sum. */
 
 /* GCC/Clang vectors of four: one AVX2 or two SSE2 operations each. */
 typedef uint64_t v4u __attribute__((vector_size(32)));

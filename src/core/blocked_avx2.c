@@ -91,9 +91,9 @@ BG__TARGET static BG__INLINE probe_row probe_row_of(uint32_t k, unsigned s)
  * high 32 bits of lo(h2) lo(salt) plus the low 32 bits of the cross terms
  * hi(h2) lo(salt) + lo(h2) hi(salt), which one vpmulld gives (the salt's
  * halves swapped, the two 32-bit products then summed) instead of two more
- * vpmuludq. On the AMD EPYC (Zen 3) measured: 4% fewer instructions per
- * batched query, best-of-5 15.2 -> 14.5 ns at n = 1e6 and 20.5 -> 18.2 at
- * 1e8 (on Intel client cores vpmulld is 2 uops and this may be a wash).
+ * vpmuludq: about 4% fewer instructions per batched query, and faster
+ * batched queries on AMD Zen 3 (docs/PERFORMANCE.md); on Intel client
+ * cores vpmulld is 2 uops and this may be a wash.
  * h2 is broadcast to every lane. */
 BG__TARGET static BG__INLINE __m256i mask_half(__m256i h2, const probe_row *row, int i)
 {
@@ -461,20 +461,16 @@ BG__TARGET __attribute__((noinline)) static void hash4_any(const hash4_consts *c
  * offset of the key's probe_row and h2. Four keys of one length class, the
  * usual group, are hashed inline; other groups by hash4_any.
  *
- * Why the prefetch lags: on the AMD EPYC (Zen 3) guest, the filter's pages
- * are 4 KiB in the TLB (the host's pages), so at n = 1e8 nearly every
- * prefetch walks the page table, and a walk stalls the core once the
- * prefetch is the oldest instruction. The lag lets the prefetch's address
- * be known when it enters the core, so its walk starts at once. Core cycles
- * per batched absent query at n = 1e8 there (perf stat, two runs each):
- * prefetch right after hashing, 16 ahead 55-56, 24 54-57, 32 49-55, 40
- * 53-55, 64 51-58; with a lag of 8 and 32 ahead 45-46 (lag 4: 45-47; 40
- * ahead with lag 8 or 12: 47-49; 48 with 16: 48-54). At 32 ahead the key's
- * translation is still in the 64-entry L1 TLB when its probe loads the line
- * (0.26 L1 TLB reloads from L2 per query, against 1.07 at 64). n = 1e6
- * showed no difference. A prefetch into L1 instead of L2 made none either.
- * Filters up to PREFETCH_MIN_BYTES, half of that CPU's 512 KiB L2 per core,
- * skip the prefetch (not tuned). */
+ * Why the prefetch lags: in a virtual machine whose host maps the filter
+ * with 4 KiB pages, nearly every prefetch of a large filter walks the page
+ * table, and a walk stalls the core once the prefetch is the oldest
+ * instruction. The lag lets the prefetch's address be known when it enters
+ * the core, so its walk starts at once. 32 keys ahead, the key's
+ * translation is still in the 64-entry L1 TLB when its probe loads the
+ * line (64 ahead, it mostly is not). The distances are tuned on AMD Zen 3
+ * (docs/PERFORMANCE.md); in cache they make no difference, nor does a
+ * prefetch into L1 instead of L2. Filters up to PREFETCH_MIN_BYTES, half
+ * of that CPU's 512 KiB L2 per core, skip the prefetch (not tuned). */
 #define AHEAD 32       /* a multiple of 4 */
 #define PREFETCH_LAG 8 /* a multiple of 4, at least 4 */
 #define PREFETCH_MIN_BYTES (UINT64_C(256) << 10)

@@ -120,11 +120,10 @@ BG__TARGET static BG__INLINE int add_in(bg_filter *f, bg_hash h, __mmask8 words_
 }
 
 /* One key per call (the by-key and by-hash API, and the hash batches) keeps
- * the rotation: with the bg__blocked_salt_rot row instead, single queries at n = 1e8
- * took 64-69 ns against 53-54 (measured twice, interleaved; why is not
- * known: the row's address depends on h1, which may delay the multiply
- * behind a call that overlaps with the next ones only through the CPU's
- * window). Batches of keys showed no such difference. */
+ * the rotation: the bg__blocked_salt_rot row makes single queries of large
+ * filters slower (the row's address depends on h1, which may delay the
+ * multiply behind it), while batches of keys, which overlap such delays,
+ * are not affected (docs/PERFORMANCE.md). */
 BG__TARGET static inline int avx512_contains(const bg_filter *f, bg_hash h)
 {
     __m512i mask = key_mask(f, h);
@@ -361,19 +360,12 @@ BG__TARGET static BG__INLINE __mmask8 lens_in(__mmask8 live, __m512i len, uint64
 }
 
 /* Hashes keys[0..8) where `live` has their bit into h1[], h2[] (all eight
- * slots may be written). Measured on 18-byte keys from cache: 2.4 ns per
- * key against 4.9 for bg__hash one key at a time, interleaved runs on this
- * machine under load (bench: 3.9 ns for bg_hash_key when quiet). The vector
- * work costs as much for one lane as for eight, so a group with fewer than
- * HASH8_MIN_LANES keys of one class is hashed one key at a time. Groups of
- * 18- and 40-byte keys, ns per key, vector+rest against one at a time: 8
- * short 2.4 vs 3.5, 7: 2.9 vs 3.9, 6: 3.7 vs 4.1, 5: 6.5 vs 4.9, 4: 7.1 vs
- * 5.2. A group hashed one key at a time here costs ~1 ns per key more than
- * a plain loop (0 short: 6.1 vs 5.1), which the batch loop below more than
- * recovers (8-byte keys at n = 1e6: 5.9 ns per batched query against 7.0
- * before). Other classes, n = 1e6, batched absent queries against one key
- * at a time in the batch loop: 4-16 bytes 4.6-5.1 ns against 6.6-6.8,
- * 33-64 bytes 6.9-7.0 against 9.6-10.1. At most one class can hold 6 of 8
+ * slots may be written), at about half the cost per key of bg__hash one key
+ * at a time (docs/PERFORMANCE.md, "Key lengths"). The vector work costs as
+ * much for one lane as for eight, so a group with fewer than
+ * HASH8_MIN_LANES keys of one class is hashed one key at a time: with 5 or
+ * fewer lanes of a class, the vector path and the rest cost more than
+ * hashing all eight one at a time. At most one class can hold 6 of 8
  * lanes, so the order they are tried in only sets how many compares a
  * group costs. */
 #define HASH8_MIN_LANES 6
@@ -411,42 +403,23 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
  * probes keys [at - AHEAD, at - AHEAD + 8), hashed AHEAD keys earlier. Two
  * things need that distance, not only cache misses: hash8's chain of
  * multiplies is ~100 cycles long, and probing a group right after hashing
- * it (tried: hash 8, probe those 8) stalls on it even when the filter sits
- * in L2 (n = 1e6: 7.0 ns per absent query against 6.0 with the ring).
+ * it stalls on that chain even when the filter sits in L2.
  *
  * Large filters get a prefetch of each key's line (into L2, bg__prefetch),
- * so AHEAD misses are in flight. With hashing at ~2.4 ns per key, 64 keys
- * ahead beat 32 (n = 1e8, p = 0.01: 10.4-10.9 ns against 12.3-12.6 per
- * batched absent query; 16: 19 ns; 48: 11.2; 96: 11.1) and are no worse in
- * cache (n = 1e6: 5.1-5.6 ns for 16, 32 and 64).
+ * so AHEAD misses are in flight. With hashing at ~2.4 ns per key, a
+ * memory latency of ~150 ns takes some 64 keys to cover: fewer leave
+ * misses exposed, more add ring traffic and gain nothing.
  *
  * The prefetch comes PREFETCH_LAG keys after the hash that gives its
  * address, not right after it: the address is then known when the prefetch
  * enters the core, instead of at the end of hash8's chain of multiplies, so
- * the prefetch does not hold up the instructions behind it (the AMD
- * machine's reason, blocked_avx2.c "BATCHES OF KEYS"; it held here too).
- * n = 1e8, p = 0.01, a driver over the public API, batched absent queries,
- * interleaved runs: lag 8 7.25-8.65 ns (11 runs), none 7.98-9.14 (13), 16
- * 7.21-8.44 (6), 32 9.41-9.50 (2); lag 8 with 48 ahead 8.32-9.50, with 80
- * 7.52-8.71; more ahead without lag, 96 or 128: 9.03-9.15; a prefetch into
- * L1 instead: 9.85-10.90.
+ * the prefetch does not hold up the instructions behind it (as in
+ * blocked_avx2.c, "BATCHES OF KEYS").
  *
  * Filters up to PREFETCH_MIN_BYTES skip the prefetch: their lines are in
- * L2 (2 MiB per core on this machine) anyway. Before the lag, at n = 1e6,
- * p = 0.01 (1.2 MiB) a query cost 5.1-5.2 ns without it against 6.0-6.4
- * with it (an extra multiply and prefetch per key), and at 1.9 MiB
- * (p = 0.001) and 3.6 MiB the two were equal within noise, so the bound
- * was 2 MiB. (Those figures: a small driver over the public API,
- * interleaved A/B runs while the machine was shared, load 1.5-4, so
- * compare them with each other only. The full benchmark, run back to back
- * with the previous code on an otherwise idle machine: batched absent
- * queries 10.2 ns against 14.0 at n = 1e8, p = 0.01, and 5.3 against 9.5
- * at n = 1e6.) With the lag, the same kind of driver on a quiet machine,
- * three interleaved runs each, batched single-writer insert / absent
- * query, ns, without -> with the prefetch: 1.9 MiB 5.19-5.50 / 4.77-4.97
- * -> 4.88-4.98 / 4.30-4.42; 1.6 MiB 4.87-5.18 / 4.45-4.75 -> 4.93-4.99 /
- * 4.33-4.34; 1.2 MiB 4.74-4.91 / 4.24-4.43 -> 4.89-5.13 / 4.31-4.44. So
- * the bound is now 1.5 MiB. */
+ * L2 anyway, and an extra multiply and prefetch per key is then pure cost;
+ * above it the prefetch wins. The distances and the bound are tuned on the
+ * benchmark: docs/PERFORMANCE.md. */
 #define AHEAD 64       /* a multiple of 8 */
 #define PREFETCH_LAG 8 /* a multiple of 8, below AHEAD */
 #define PREFETCH_MIN_BYTES (UINT64_C(3) << 19) /* 1.5 MiB */
@@ -454,9 +427,8 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
 /* TRANSACTIONS
  * Concurrent writers must not lose each other's bits, so outside a
  * transaction every word that misses its bit takes a locked OR (add_in):
- * ~4.4 ns each, 4.5 per insert at p = 0.01 and 6.3 at 0.001, so a batched
- * insert cost 25 / 33 ns against 4.9 / 5.7 for a single writer (n = 1e6,
- * docs/PERFORMANCE.md). Where the CPU has Intel's RTM (TSX), the batch
+ * 4.5 per insert at p = 0.01 and 6.3 at 0.001, several times the cost of
+ * a single writer's plain stores (docs/PERFORMANCE.md). Where the CPU has Intel's RTM (TSX), the batch
  * loop instead ORs each group of eight keys in with plain stores inside one
  * hardware transaction (add_in with `plain`: a 64-byte store of each line
  * that misses a bit): the CPU commits the group's stores all at once,
@@ -466,11 +438,11 @@ BG__TARGET static BG__INLINE void hash8(const hash8_consts *c, const void *const
  * redone with locked ORs; after RTM_MAX_FAILURES aborts in a row the call
  * stops trying, so a CPU whose transactions always abort (TSX disabled by
  * microcode, or under a debugger) costs at most that many attempts per
- * call. The answers and bits are those of add_in. Measured at n = 1e6,
- * p = 0.01 / 0.001: 5.5-5.7 / 6.3 ns per concurrent batched insert against
- * 25.1-25.4 / 33.2-33.4 (n = 1e8: 10.1 against 30.3); groups of 16 or 32
- * keys per transaction were no faster, nor a masked store of only the
- * words that miss a bit (docs/PERFORMANCE.md, "Concurrent adds in hardware
+ * call. The answers and bits are those of add_in; a concurrent batched
+ * insert then costs about what a single writer's does. Groups of eight
+ * keys per transaction: larger groups are no faster,
+ * and a masked store of only the words that miss a bit is no cheaper than
+ * the line store (docs/PERFORMANCE.md, "Concurrent adds in hardware
  * transactions"). */
 #define RTM_MAX_FAILURES 8
 

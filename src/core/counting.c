@@ -183,8 +183,8 @@ BG__DEFINE_GROUP_OPS(counting, )
  * four words: one AVX2 operation each in the AVX2 clone (cpu.h), two SSE2
  * ones otherwise. Every step is lane-wise SWAR over the 16 nibbles of a
  * word, so the vector code is the word-at-a-time code, four words at once:
- * with AVX2, 18 instructions per word for a union where the scalar loop
- * took 73, 7 for statistics where it took 23 (docs/PERFORMANCE.md,
+ * with AVX2, 18 instructions per word for a union against 73 for a
+ * scalar loop, 7 for statistics against 23 (docs/PERFORMANCE.md,
  * "Scans"). The words come and go by relaxed atomic loads and stores, one
  * per word, as everywhere else (a vector load would be a data race in C11
  * terms, and scans may run during adds); a tail of fewer than four words

@@ -139,8 +139,8 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
  * empty key). Every batch call checks its whole array first, so that bad
  * input changes nothing. Without early exit and with an AVX2 clone, the
  * compiler checks four keys per vector step, about 2 instructions per key
- * (callgrind); the scalar loop took five, 5% of a batched query's on the
- * AMD EPYC guest (docs/PERFORMANCE.md). */
+ * (callgrind), where a scalar loop needs five, about 5% of a batched
+ * query's (docs/PERFORMANCE.md). */
 BG__AVX2_CLONE static bool some_key_null(const void *const *keys, const size_t *lens,
                                          size_t count)
 {

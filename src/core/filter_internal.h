@@ -321,7 +321,7 @@ static inline bool bg__set_bits(const bg_filter *f, _Atomic uint64_t *w, uint64_
 
 /* Into L2, not L1 (prefetcht1): a batch keeps ~30 misses in flight, more
  * than L1's ~16 line-fill buffers can track but within L2's ~48, and the L2
- * hit that follows costs little; measured 5-8% faster at n = 1e8. */
+ * hit that follows costs little (docs/PERFORMANCE.md). */
 static inline void bg__prefetch(const void *p)
 {
 #if defined(__GNUC__)

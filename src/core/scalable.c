@@ -27,9 +27,8 @@
  * function of its bits and scatters around p_i: its relative sd is about
  * 0.55 k / sqrt(m_i) for a standard layer (the occupancy variance of the
  * fill, sqrt(e^-L (1 - (1 + L) e^-L)) / f per bit at L = ln 2, times k),
- * 13% at n_i = 100 and 4% at 1000 (measured over 200 seeds: 13.1% and
- * 4.0%), about twice that for blocked layers. So a layer that is retired is
- * measured, once, from its bits (r_j: exact, standard.c EXACT RATE, for a
+ * 13% at n_i = 100 and 4% at 1000, about twice that for blocked layers.
+ * So the rate of a layer that is retired is computed, once, from its bits (r_j: exact, standard.c EXACT RATE, for a
  * standard layer of up to 4096 bits, where the fill model (X / m)^k is 1% to
  * 15% low; else the variant's `estimate`, exact for blocked layers and
  * within ~0.1% for larger standard ones), and the next layer is sized for
@@ -40,15 +39,15 @@
  * that floor was hit, and the newest layer, sized for at most its share,
  * has sum_{j > i} p_j = p t^(i+1) (= p_i for t = 1/2) of slack for its own
  * scatter. (B_i above p_i is not handed on: the newest layer's slack does
- * not grow with it, and a small layer given the surplus went to 3x its
- * target.)
+ * not grow with it, so a small layer given the surplus could overshoot by
+ * more than that slack.)
  *
  * MARGINS
  * The budget corrects a layer only after it is retired, and the floor p_i / 8
  * caps the correction; a small layer can miss by more than either covers
  * (at n0 = 10 the first layer's rate scatters by ~40% and its fill model is
- * 15% low: 156 of 200 stacks at p = 0.01, and 200 of 200 at p = 0.001, were
- * above p, and at n0 = 100, p = 0.001 153 of 200). So every scaling layer is
+ * 15% low, so without margins most stacks would end above p). So every
+ * scaling layer is
  *   - sized for p_i' / (1 + 3 sd), sd = c k / sqrt(m) its own scatter at that
  *     size (c = 0.55 standard, 1.1 blocked; with_margin), so that its rate
  *     passes p_i' in ~1 layer of 1000 (were the scatter Gaussian);
@@ -56,10 +55,9 @@
  *     (a handful of keys, a few blocks), and 128 bytes is nothing to save.
  *     Its k is then the best for (n_i, 1024) and its rate far below p_i'
  *     (unless max_bytes has no 128 bytes left for it).
- * Measured over 50 to 200 seeds each (tests/unit/test_scalable.c,
- * rate_below_p_per_filter; docs/PERFORMANCE.md), no stack is above p, from
- * n0 = 10 to 1000 at p = 0.01 and 0.001, standard and blocked layers; the
- * worst is 0.95 p. Memory: +1% at n0 = 100, +0.3% at 1000, +0.01% at 10^5,
+ * tests/unit/test_scalable.c (rate_below_p_per_filter) holds every stack
+ * below p over many seeds, from n0 = 10 to 1000 at p = 0.01 and 0.001,
+ * standard and blocked layers. Memory: +1% at n0 = 100, +0.3% at 1000, +0.01% at 10^5,
  * +340 bytes (11%) at n0 = 10. Capacities, and so the layer counts
  * RedisBloom users see, do not change. Non-scaling filters are one layer at
  * p, as a standard filter: no margin, no floor.
@@ -451,7 +449,7 @@ static inline int layer_has(const bg_filter *l, bg_hash h)
 
 /* Adds h, which layers [0, checked) did not contain a moment ago: checks the
  * layers that could have gained it since (those above, and the newest when
- * it is no longer the one we would add to), grows if the newest is full,
+ * it is no longer the one this add would go to), grows if the newest is full,
  * then adds to the newest. 1, 0 or a growth error. */
 static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 {

@@ -213,7 +213,7 @@ static int least_bits(bg_variant v, double n, double p, unsigned k, double max_b
         return rc;
     if (v == BG_VARIANT_STANDARD && k == 0 && p <= 0.5 &&
         best_k(v, round_bits(v, m0), n) < BG_MAX_K) {
-        /* The issue's and the literature's definition, kept exact so that
+        /* The literature's definition, kept exact so that
          * golden values (n = 1000, p = 0.01: m = 9586) hold. It is the
          * optimum only where its k, (m/n) ln 2 = -log2 p, is at least 1,
          * that is p <= 1/2: above, k is clamped to 1 and that m misses p

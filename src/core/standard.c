@@ -96,8 +96,8 @@ static void standard_estimate(const bg_filter *f, bg_filter_stats *st)
  * For each b the offsets are fixed and the count over a is 64 values of a
  * at a time: AND the array rotated by each s_j (read from a copy laid
  * twice end to end), popcount: ~m^2 / 64 word reads times the ~6 probes
- * it takes a word of 64 candidates to die out at half fill, 3 ms at
- * m = 3835 on this project's machine. So it is done only up to
+ * it takes a word of 64 candidates to die out at half fill, about 3 ms
+ * at m = 3835. So it is done only up to
  * BG__EXACT_RATE_MAX_BITS, where the model is within ~0.5%; above that the
  * estimate serves. The scalable variant uses it for the small layers it
  * retires (scalable.c THE BUDGET), once per layer. */

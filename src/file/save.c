@@ -52,7 +52,8 @@ static int write_all(int fd, const void *buf, size_t n)
 }
 
 /* A fresh temporary name's random part: the clock, the pid and the address
- * of a local, mixed; O_EXCL catches the rare collision and we draw again. */
+ * of a local, mixed; O_EXCL catches the rare collision, and the caller
+ * draws again. */
 static uint64_t tmp_token(unsigned attempt)
 {
     struct timespec ts;

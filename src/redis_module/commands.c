@@ -28,7 +28,8 @@
  * filter and gets the same answers. A write that changed nothing (a repeat,
  * a refused first item) is not replicated.
  *
- * Where we differ from RedisBloom on purpose, docs/REDIS.md says why. */
+ * Where this module differs from RedisBloom on purpose, docs/REDIS.md says
+ * why. */
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>

@@ -16,7 +16,7 @@
  * complete image is refused by the decoder, the key is deleted: it did not
  * exist before the header, and half a filter must not stay behind.
  *
- * WHERE WE DIFFER FROM REDISBLOOM (docs/REDIS.md)
+ * DIFFERENCES FROM REDISBLOOM (docs/REDIS.md)
  * - Chunks belong to one image and go to a key being assembled, in order,
  *   each once. A chunk for a key that holds a complete filter is refused
  *   ("ERR received bad data"): RedisBloom writes such a chunk's bytes into

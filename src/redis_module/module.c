@@ -249,15 +249,16 @@ static void free_fn(void *p)
 
 /* The work of freeing a value, for Redis's lazy free: above its threshold
  * of 64 (and for 0, which Redis reads as "a lot"), a delete made with
- * UNLINK (as our clients' scripts make them) or under the lazyfree-lazy-*
+ * UNLINK (as bloomgate's client scripts make them) or under the lazyfree-lazy-*
  * settings hands the value to a background thread, so no client waits for
  * it. Freeing a filter returns its pages to the allocator or the kernel,
  * work in proportion to its bytes: one unit per 4 KiB page, so a filter
  * over 256 KiB is freed in the background, and a smaller one at once
  * (cheaper than the hand-over). The free callback is safe there: it calls
  * only RedisModule_Free (and munmap), never the rest of the module API.
- * Measured: UNLINK of a 377 MiB filter whose pages were all written took
- * the server 0.99-1.15 ms before, 0.02-0.03 ms now (docs/PERFORMANCE.md). */
+ * So an UNLINK of a large filter costs the server's main thread a few
+ * microseconds instead of about a millisecond per few hundred MiB
+ * (docs/PERFORMANCE.md). */
 static size_t bgr_free_effort(RedisModuleString *key, const void *value)
 {
     (void)key;

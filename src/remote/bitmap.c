@@ -23,8 +23,9 @@
  * items. A script runs atomically, so the check and the batch cannot be
  * separated by another client's drop or re-creation: a stale handle writes
  * nothing. The same script with one BITFIELD / BITFIELD_RO per batch (in
- * calls of at most 1024 operations, Lua's unpack limit) measured slower,
- * and a bare BITFIELD cannot check anything: docs/REMOTE.md. Both other
+ * calls of at most 1024 operations, Lua's unpack limit) is slower for
+ * queries, which must then fetch all k bits of every key, and a bare
+ * BITFIELD cannot check anything: docs/DESIGN.md, "Remote client". Both other
  * ways stay here for the bench, in the testing build only (remote_testing.h,
  * BITMAP MODES; without BG_TESTING `raw` below is a constant 0).
  *
@@ -38,9 +39,8 @@
  * hash, refusing if a meta hash appeared meanwhile. A reader either finds
  * no filter or a complete one. One command, not steps of a few MiB: each
  * step makes Redis reallocate the string, which copies it, so the steps
- * cost more in all and stalled Redis longer at their end than one
- * allocation does (creating 400 MiB: 1.28 s with a 205 ms command, against
- * 0.062 s and 62 ms; docs/PERFORMANCE.md). Publish sizes its upload this
+ * cost more in all, and stall Redis longer at their end, than one
+ * allocation does (docs/PERFORMANCE.md). Publish sizes its upload this
  * way too, then writes the chunks in place.
  *
  * SWAPS
@@ -50,7 +50,7 @@
  * generation is old if the lineage, bits, hashes and seed still match (its
  * positions are right): the script then uses the current generation's bits
  * key, which it builds from the meta hash, so it is not in KEYS (same slot
- * thanks to {name}; docs/REMOTE.md weighs this), and returns the generation
+ * thanks to {name}; docs/DESIGN.md, "Remote client", weighs this), and returns the generation
  * so the client adopts it. While a rebuild is pending (meta field `next`),
  * add scripts write both generations, and refuse with BGREBUILD, writing
  * nothing, if the handle computed positions for another pending rebuild than

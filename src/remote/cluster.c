@@ -28,7 +28,7 @@
  *   the first '}' after it, if that is not empty, else the whole key.
  *
  * CLUSTER SLOTS, asked of the seed (then of any known master), gives the
- * master of every slot range; we keep one hiredis context per master,
+ * master of every slot range; the client keeps one hiredis context per master,
  * opened on first use. A command goes to the master of its key's slot (the
  * key is argv[1], or an EVAL/EVALSHA's first key; SCRIPT LOAD and other
  * keyless commands go to the master used last). Replies:

@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- add_bitfield.lua: adds a batch of keys to a bitmap filter with BITFIELD
 -- SET u1 (docs/PROTOCOL.md). The same contract as add_setbit.lua, which
--- measured faster and is the client's default; this one is kept for the
--- bench.
+-- costs the same and is the client's default (docs/DESIGN.md, Remote
+-- client); this one is kept for the bench.
 --
 -- KEYS[1]   {name}:meta
 -- KEYS[2]   {name}:bits:<generation>, the generation the client knows

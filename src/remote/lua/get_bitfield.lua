@@ -1,8 +1,8 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- get_bitfield.lua: queries a batch of keys in a bitmap filter with
 -- BITFIELD_RO GET u1 (docs/PROTOCOL.md). The same contract as
--- get_setbit.lua, which measured faster and is the client's default; this
--- one is kept for the bench.
+-- get_setbit.lua, which is faster (it stops at a key's first clear bit)
+-- and is the client's default; this one is kept for the bench.
 --
 -- KEYS[1]   {name}:meta
 -- KEYS[2]   {name}:bits:<generation>, the generation the client knows

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_add_both.lua: adds keys to a module filter and to whichever
--- rebuild is pending when it runs (docs/REMOTE.md, Module backend:
--- rebuild). A client sends it after an add whose HGET found the marker.
+-- rebuild is pending when it runs (docs/DESIGN.md, Module backend
+-- scripts). A client sends it after an add whose HGET found the marker.
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

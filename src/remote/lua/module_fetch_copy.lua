@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_fetch_copy.lua: copies a module filter to a hidden key with a
--- lease, one instant's filter for BF.SCANDUMP to read (docs/REMOTE.md,
--- Module backend: publish and fetch).
+-- lease, one instant's filter for BF.SCANDUMP to read (docs/DESIGN.md,
+-- Module backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_publish_chunk.lua: loads one chunk of a filter's image into the
--- upload and renews the upload's lease in the same step (docs/REMOTE.md,
--- Module backend: publish and fetch).
+-- upload and renews the upload's lease in the same step (docs/DESIGN.md,
+-- Module backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_publish_commit.lua: renames a complete upload over a module
--- filter's name, cancelling a pending rebuild (docs/REMOTE.md, Module
--- backend: publish and fetch).
+-- filter's name, cancelling a pending rebuild (docs/DESIGN.md, Module
+-- backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_abort.lua: cancels a module filter's pending rebuild: the
--- rebuild and its marker (docs/REMOTE.md, Module backend: rebuild).
+-- rebuild and its marker (docs/DESIGN.md, Module backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

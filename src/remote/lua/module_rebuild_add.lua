@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_add.lua: the rebuilder adds keys to its rebuild only, and
--- renews the lease of the rebuild and the marker (docs/REMOTE.md, Module
--- backend: rebuild).
+-- renews the lease of the rebuild and the marker (docs/DESIGN.md, Module
+-- backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_begin.lua: reserves a module filter's rebuild and the
 -- marker naming it, both with the lease as their time to live
--- (docs/REMOTE.md, Module backend: rebuild).
+-- (docs/DESIGN.md, Module backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_rebuild_commit.lua: renames a module filter's rebuild over its
--- name (docs/REMOTE.md, Module backend: rebuild).
+-- name (docs/DESIGN.md, Module backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_stage.lua: reserves a staged module filter under a hidden key with
 -- a time to live, in one step, so no staging key is ever left without one
--- (docs/REMOTE.md, Module backend: staged creation). Sent with EVAL.
+-- (docs/DESIGN.md, Module backend scripts). Sent with EVAL.
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --

@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- module_stage_commit.lua: gives a staged module filter its name unless
--- the name exists (docs/REMOTE.md, Module backend: staged creation).
+-- the name exists (docs/DESIGN.md, Module backend scripts).
 -- The module backend (docs/REMOTE.md): the filter is the key `name`, a
 -- bloomgate.so or RedisBloom filter; the scripts use BF.* commands.
 --
