@@ -4,7 +4,9 @@
  * Every fallible bloomgate call returns an int: 0 (BG_OK) or a positive
  * answer on success, a negative bg_status on failure. The library never
  * prints, never exits and never aborts on bad input; a NULL or out-of-range
- * argument is a status, not a crash. */
+ * argument is a status, not a crash. bg_strerror and bg_err_name return
+ * static strings (never free them), allocate nothing and may be called
+ * from any thread. */
 #ifndef BLOOMGATE_ERROR_H
 #define BLOOMGATE_ERROR_H
 

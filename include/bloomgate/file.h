@@ -39,7 +39,17 @@
  * (the link's destination is left as it was, and lends the new file its
  * owner and mode), as with `sed -i`: save to the link's destination to
  * update that instead. The saved file is a new file:
- * other hard links to the old one keep the old content. */
+ * other hard links to the old one keep the old content.
+ *
+ * THREADS AND COST
+ * Saving and encoding may run while other threads add to the filter
+ * (bg_filter_save). Loads, decodes and maps make new filters, and the
+ * inspect calls touch no filter, so any number of them may run at once.
+ * bg_filter_save writes the whole image and fsyncs twice; bg_filter_load
+ * and bg_filter_decode read it once and allocate the filter;
+ * bg_filter_map reads the header (and, unless BG_FILE_NO_VERIFY, the
+ * whole file for the checksum) and allocates only the handle. Returned
+ * filters are the caller's: free them with bg_filter_free. */
 #ifndef BLOOMGATE_FILE_H
 #define BLOOMGATE_FILE_H
 

@@ -6,7 +6,9 @@
  * operation with XXH3-128 (seeded) into a bg_hash; every variant, every batch
  * call and every home of a filter (memory, file, Redis) derives its probe
  * positions from that pair of 64-bit values, so a key that visits several
- * filters or layers, or a filter that lives in Redis, is hashed only once. */
+ * filters or layers, or a filter that lives in Redis, is hashed only once.
+ * bg_hash_key is O(len), pure (no allocation, no shared state) and safe
+ * from any number of threads. */
 #ifndef BLOOMGATE_HASH_H
 #define BLOOMGATE_HASH_H
 

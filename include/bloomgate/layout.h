@@ -27,7 +27,8 @@
  *
  * The iterator is inline so that a filter's probe loop compiles to the same
  * few instructions as if written out; bg_layout_positions is the same
- * sequence into an array. */
+ * sequence into an array. Everything here is pure: O(k), no allocation,
+ * safe from any number of threads. */
 #ifndef BLOOMGATE_LAYOUT_H
 #define BLOOMGATE_LAYOUT_H
 

@@ -29,7 +29,12 @@
  * does not size the stack (BG_EVARIANT); see filter.h SCALABLE.
  *
  * All sizes are uint64_t; every result is checked against 2^64 (BG_EOVERFLOW)
- * and against a cap (BG_ETOOBIG) before it is returned. */
+ * and against a cap (BG_ETOOBIG) before it is returned.
+ *
+ * Both calls are pure: no allocation, no I/O, no shared state, so any
+ * number of threads may call them at once. bg_sizing_fp_rate is one
+ * evaluation of the model (blocked: up to 2^k terms); bg_sizing_solve is a
+ * closed form or a bisection, O(log m) evaluations. */
 #ifndef BLOOMGATE_SIZING_H
 #define BLOOMGATE_SIZING_H
 
