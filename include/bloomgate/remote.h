@@ -151,8 +151,8 @@
  *   stats: one round trip; bitmap: BITCOUNT, O(m) on the server.
  *   publish, fetch: ceil(bytes / a few MiB) round trips plus a few, moving
  *     the whole payload; the server copies or allocates it once.
- *   delete: up to 1 + BG_REMOTE_MAX_SHARDS round trips (it asks for every
- *     shard name).
+ *   delete: two round trips (open, drop), and for the bitmap backend up
+ *     to BG_REMOTE_MAX_SHARDS more (it asks for every shard name).
  *   rebuild: begin allocates the new bit array on the server; each
  *     rebuild_add_many is one round trip, as add_many. */
 #ifndef BLOOMGATE_REMOTE_H
