@@ -83,8 +83,8 @@ uint64_t bg__remote_testing_connects(const bg_remote *r);
 void bg__remote_testing_set_no_fanout(bg_remote *r, bool on);
 
 /* BITMAP MODES: how a bitmap handle's batches reach the bits (bitmap.c, HOW
- * IT WORKS; docs/REMOTE.md has the measurement). The library always uses
- * the first. */
+ * IT WORKS; the figures: docs/PERFORMANCE.md, Remote filters). The library
+ * always uses the first. */
 typedef enum bg__remote_testing_bitmap_mode {
     BG__REMOTE_TESTING_LUA_SETBIT = 0,   /* checked script, SETBIT/GETBIT per probe */
     BG__REMOTE_TESTING_LUA_BITFIELD = 1, /* checked script, one BITFIELD per batch */
