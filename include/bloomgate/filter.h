@@ -106,12 +106,16 @@
  * SCALABLE (BG_VARIANT_SCALABLE)
  * A stack of layers (standard or blocked filters, one seed, so a key is
  * hashed once) that grows: when the newest layer holds its capacity, a new
- * layer is added with capacity x expansion and error rate x tightening. The
- * first layer gets p0 = p (1 - tightening), so the compound rate
- * sum_i p0 tightening^i = p0 / (1 - tightening) stays below p however many
- * layers are added (Almeida et al., "Scalable Bloom Filters", 2007).
- * That sum bounds the layers' expected rates; one layer's actual rate
- * scatters around its target (relative sd ~0.55 k / sqrt(bits) for a
+ * layer is added with capacity x expansion and error rate x tightening.
+ * These are RedisBloom's BF.RESERVE/BF.ADD semantics (EXPANSION,
+ * NONSCALING; tightening 0.5). bg_filter_union, bg_filter_intersect and
+ * bg_filter_remove do not apply (BG_EVARIANT).
+ *
+ * The bound. The first layer gets p0 = p (1 - tightening), so the sum of
+ * the layers' rates, sum_i p0 tightening^i = p0 / (1 - tightening), stays
+ * below p however many layers are added (Almeida et al., "Scalable Bloom
+ * Filters", 2007). That sum bounds the expected rates; one layer's actual
+ * rate scatters around its target (relative sd ~0.55 k / sqrt(bits) for a
  * standard layer, about twice that for a blocked one). The bound is kept
  * for each filter, not only on average:
  *   - each scaling layer is sized for its rate divided by (1 + 3 sd), and
@@ -119,35 +123,36 @@
  *   - when a layer is retired its rate r_j is computed from its bits
  *     (exactly for standard layers of up to 4096 bits), and layer i gets
  *     p_i' = min(p_i, sum_{j <= i} p_j - sum_{j < i} r_j), at least p_i / 8;
- * so the retired layers' rates sum to at most sum_{j < i} p_j, and the
- * newest layer keeps p tightening^(i+1) of slack for its own scatter: the
- * compound rate 1 - prod_i (1 - r_i) stays below p, short of a layer
- * beyond 3 sd of its target (about 1 in 1000, were the scatter Gaussian;
- * src/core/scalable.c THE BUDGET, MARGINS). The margins cost memory only at small capacities
- * (+1% at capacity 100, +0.3% at 1000, +340 bytes at 10); layer capacities,
- * and so layer counts, follow the rule above. A key is
- * added to the newest layer only if no layer has it, so repeats do not use
- * capacity; test-and-add returns 0 for a key some layer has, even when the
- * filter could not grow. Non-scaling (opts.nonscaling): one layer at p (not
- * tightened), and adding a new key to it when full returns BG_EFULL; it
- * takes no expansion (BG_EINVAL; bg_filter_scaling reports 0). Growth stops
- * with BG_ELAYERS at max_layers, and also at a blocked layer whose rate
- * would fall below BG_BLOCKED_MIN_P (layer 33 at p = 0.01, tightening 0.5:
- * use standard layers to go further), and with BG_ETOOBIG when the next
- * layer would not fit in max_bytes (all layers' bytes together) or its
- * capacity overflows 64 bits. A refused add changes nothing; a batch stops
- * at the key that was refused, the keys before it added. Refusals other than
- * BG_ENOMEM last until bg_filter_clear, which goes back to one empty layer.
- * Unlike other filters, an add may allocate: the add that opens a layer
- * allocates it (BG_ENOMEM: nothing added). These are RedisBloom's
- * BF.RESERVE/BF.ADD semantics (EXPANSION, NONSCALING; tightening 0.5).
- * Threads: queries never lock or wait and always see a complete list of
+ * so the retired layers' rates sum to at most sum_{j < i} p_j, the newest
+ * layer keeps p tightening^(i+1) of slack for its own scatter, and the
+ * compound rate 1 - prod_i (1 - r_i) stays below p unless a layer lands
+ * beyond 3 sd of its target (about 1 layer in 1000, were the scatter
+ * Gaussian; src/core/scalable.c THE BUDGET, MARGINS). The margins cost
+ * memory only at small capacities (+1% at capacity 100, +0.3% at 1000,
+ * +340 bytes at 10); layer capacities, and so layer counts, follow the
+ * rule above.
+ *
+ * Adds. A key is added to the newest layer only if no layer has it, so
+ * repeats do not use capacity; test-and-add returns 0 for a key some layer
+ * has, even when the filter could not grow. Non-scaling (opts.nonscaling):
+ * one layer at p (not tightened), and adding a new key to it when full
+ * returns BG_EFULL; it takes no expansion (BG_EINVAL; bg_filter_scaling
+ * reports 0). Growth stops with BG_ELAYERS at max_layers, and also at a
+ * blocked layer whose rate would fall below BG_BLOCKED_MIN_P (layer 33 at
+ * p = 0.01, tightening 0.5: use standard layers to go further), and with
+ * BG_ETOOBIG when the next layer would not fit in max_bytes (all layers'
+ * bytes together) or its capacity overflows 64 bits. A refused add changes
+ * nothing; a batch stops at the key that was refused, the keys before it
+ * added. Refusals other than BG_ENOMEM last until bg_filter_clear, which
+ * goes back to one empty layer. Unlike other filters, an add may allocate:
+ * the add that opens a layer allocates it (BG_ENOMEM: nothing added).
+ *
+ * Threads. Queries never lock or wait and always see a complete list of
  * complete layers; adds are lock-free except the one that opens a layer,
  * which takes a mutex (others keep adding to the full layer meanwhile, so a
  * layer may hold up to one key per concurrent adder more than its
  * capacity). bg_filter_clear and bg_filter_free are not concurrent-safe, as
- * for every filter. bg_filter_union and bg_filter_intersect do not apply
- * (BG_EVARIANT), nor does bg_filter_remove.
+ * for every filter.
  *
  * MEMORY
  * bg_filter_new and bg_filter_clone allocate (through <bloomgate/alloc.h>);

@@ -66,8 +66,8 @@
  * Every operation is one Lua script (EVALSHA; on NOSCRIPT, EVAL once) that
  * first compares the meta hash's generation with the one this handle opened,
  * then runs the whole batch (SETBIT / GETBIT per probe; a query stops at a
- * key's first clear bit). So a batch is atomic, and a handle whose filter was dropped gets
- * BG_ENOTFOUND, one whose filter was re-created (other parameters, or the
+ * key's first clear bit). So a batch is atomic, and a handle whose filter
+ * was dropped gets BG_ENOTFOUND, one whose filter was re-created (other parameters, or the
  * same ones) or reshaped by a publish or rebuild gets BG_ESTALE, and in both
  * cases nothing is written: a client never answers from parameters that are
  * no longer the server's. Open the filter again to go on. A publish or
