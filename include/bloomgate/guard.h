@@ -145,7 +145,8 @@ typedef struct bg_guard_buf {
     size_t cap;
 } bg_guard_buf;
 
-/* Copies len bytes into b (growing it). BG_OK or BG_ENOMEM. */
+/* Copies len bytes into b (growing it). BG_OK, BG_EINVAL (NULL b, or NULL
+ * data with len > 0) or BG_ENOMEM. */
 BG_GUARD_API int bg_guard_buf_set(bg_guard_buf *b, const void *data, size_t len);
 
 /* Releases b's memory and zeroes it. NULL is allowed. */
@@ -282,7 +283,8 @@ typedef struct bg_guard_counters {
                                  for a local filter or none */
 } bg_guard_counters;
 
-/* A snapshot of the counters (each read atomically; not a consistent cut). */
+/* A snapshot of the counters (each read atomically; not a consistent cut).
+ * BG_OK or BG_EINVAL (NULL). Cheap: relaxed loads, no lock. */
 BG_GUARD_API int bg_guard_counters_get(bg_guard *g, bg_guard_counters *out);
 
 /* THE REDIS CACHE ADAPTER

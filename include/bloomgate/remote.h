@@ -346,7 +346,9 @@ BG_REMOTE_API int bg_remote_filter_delete(bg_remote *r, const char *name,
                                           bg_remote_backend backend);
 
 /* Sets a time to live of ttl_ms milliseconds (>= 1) on all the filter's keys
- * at once (PEXPIRE; bitmap: atomically with the generation check). */
+ * at once (PEXPIRE; bitmap: atomically with the generation check). BG_OK,
+ * BG_EINVAL (NULL, 0, a ttl beyond 2^62 ms; a staged module filter before
+ * its commit), or the statuses of add. */
 BG_REMOTE_API int bg_remote_filter_expire(bg_remote_filter *f, uint64_t ttl_ms);
 
 /* UPLOAD AND DOWNLOAD
