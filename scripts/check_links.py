@@ -6,8 +6,8 @@ Usage: check_links.py [SOURCE_DIR]   (ctest: layering.links)
        check_links.py --self-test     (ctest: layering.links.self_test)
 
 The files are git's tracked *.md files (outside a git checkout, every *.md
-under SOURCE_DIR but build trees, .deps and hidden directories). In each,
-every link that names no scheme is checked:
+under SOURCE_DIR but build trees, .deps, node_modules and hidden
+directories). In each, every link that names no scheme is checked:
 
     [text](path)  [text](path#anchor)  [text](#anchor)  ![alt](path)
     [label]: path#anchor        (a reference definition)
@@ -36,11 +36,12 @@ import sys
 import tempfile
 import urllib.parse
 
-SKIP_DIRS = ('.deps', '.git')
+SKIP_DIRS = ('.deps', '.git', 'node_modules')
 
 
 def is_skipped(rel):
-    """Build trees, .deps and hidden directories hold no docs of ours."""
+    """Build trees, .deps, node_modules and hidden directories hold no docs
+    of ours."""
     for part in rel.split('/')[:-1]:
         if part in SKIP_DIRS or part.startswith('.') or part == 'build' or part.startswith('build-'):
             return True
