@@ -12,7 +12,7 @@ JOBS       ?= $(shell nproc 2>/dev/null || echo 2)
 # being skipped (docs/BUILDING.md). make test sets it.
 REQUIRE_ALL ?= OFF
 
-.PHONY: all deps build demo test test-fast test-asan test-tsan test-fuzz bench bench-redis install clean
+.PHONY: all deps build demo test test-fast test-asan test-tsan test-fuzz bench bench-redis install deb clean
 
 all: build
 
@@ -87,5 +87,24 @@ bench-redis:
 install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
+# The Debian packages (debian/): libbloomgate0, libbloomgate-dev, bloomgate
+# and bloomgate-redis-module, built by dpkg-buildpackage in a copy of the
+# source tree (the files git knows, committed or not) under DEB_DIR, where the
+# .debs land. Needs debian/control's Build-Depends and the module's
+# redismodule.h (make deps, or REDISMODULE_H=PATH).
+DEB_DIR       ?= $(BUILD)-deb
+REDISMODULE_H ?= .deps/redis/redismodule.h
+deb:
+	@test -f "$(REDISMODULE_H)" || \
+	  { echo "deb: $(REDISMODULE_H) not found: run make deps, or give REDISMODULE_H=PATH" >&2; exit 1; }
+	rm -rf $(DEB_DIR)
+	mkdir -p $(DEB_DIR)/bloomgate/.deps/redis
+	{ git ls-files -z --cached --others --exclude-standard 2>/dev/null || \
+	  find . \( -path './build*' -o -path ./.deps -o -path ./.git \) -prune -o -type f -print0; } | \
+	  tar --null -T - --ignore-failed-read -cf - | tar -xf - -C $(DEB_DIR)/bloomgate
+	cp "$(REDISMODULE_H)" $(DEB_DIR)/bloomgate/.deps/redis/redismodule.h
+	cd $(DEB_DIR)/bloomgate && dpkg-buildpackage -b -us -uc -j$(JOBS)
+	@echo "deb: the packages are in $(abspath $(DEB_DIR)):" && ls -1 $(DEB_DIR)/*.deb
+
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-bench $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-tsan $(BUILD)-bench $(BUILD)-fuzz $(BUILD)-deb

@@ -19,7 +19,9 @@ cd "$root" || exit 2
 tag='SPDX-License-Identifier: BSD-3-Clause'
 
 # The files to check, one a line: C, shell, Python, Lua, JavaScript, CMake,
-# make, templates (*.in) and the CI entry point.
+# make, templates (*.in), the CI entry point, manual pages (roff: a .\"
+# comment line) and the Debian packaging, but debian/source/format, a
+# single line that takes no comment.
 list() {
     if git rev-parse --is-inside-work-tree >/dev/null 2>&1 &&
         [ "$(git rev-parse --show-toplevel)" = "$(pwd -P)" ]; then
@@ -28,8 +30,8 @@ list() {
         find . -type d \( -name '.?*' -o -name 'build*' -o -name .deps \) -prune -o -type f -print |
             sed 's|^\./||'
         [ -f .ci/run ] && echo .ci/run
-    fi | grep -E '(\.(c|h|sh|py|lua|js|cmake|in)|(^|/)CMakeLists\.txt|(^|/)Makefile|^\.ci/run)$' |
-        sort -u
+    fi | grep -E '(\.(c|h|sh|py|lua|js|cmake|in)|(^|/)CMakeLists\.txt|(^|/)Makefile|^\.ci/run)$|^docs/man/.*\.[1-9]$|^debian/' |
+        grep -vxF debian/source/format | sort -u
 }
 
 files=$(list)

@@ -21,6 +21,9 @@ packages=(
   postgresql mariadb-server                      # ... the servers its tests and demo start
   wrk curl                                       # ... the demo's load generator, the tests' client
   sqlite3                                        # the README's quick starts feed the tool from a database
+  debhelper                                      # make deb: the Debian packages (debian/, dpkg-dev above)
+  lintian                                        # ... their check (ctest package.deb)
+  man-db                                         # ... which finds the tool's manual page with man -w
 )
 # node and npm for the README's node-redis quick start: whichever node is
 # installed (Debian's nodejs, or another vendor's that bundles npm) is
