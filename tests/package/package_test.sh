@@ -110,7 +110,7 @@ dpkg_locked() {
 
 step "preconditions"
 [ "$(id -u)" = 0 ] || missing "not root: dpkg -i needs root"
-for tool in dpkg dpkg-buildpackage dpkg-deb dh lintian man redis-server redis-cli pkg-config cc git; do
+for tool in dpkg dpkg-buildpackage dpkg-deb dh lintian man redis-server redis-cli pkg-config cc; do
     command -v "$tool" >/dev/null || missing "no $tool on PATH (scripts/deps.sh installs it)"
 done
 [ -n "$redismodule_h" ] && [ -f "$redismodule_h" ] ||
@@ -141,14 +141,16 @@ mkdir -p "$work"
 deb_dir=$work/deb
 
 step "make deb"
-before=$(git -C "$src" status --porcelain --untracked-files=all 2>/dev/null)
+# The checkout's state, when it is one (make deb copies a tarball's tree too).
+status() { git -C "$src" status --porcelain --untracked-files=all 2>/dev/null || echo "not a git checkout"; }
+before=$(status)
 if ! make -C "$src" --no-print-directory deb DEB_DIR="$deb_dir" REDISMODULE_H="$redismodule_h" \
         JOBS="$JOBS" >"$work/make-deb.log" 2>&1; then
     tail -n 40 "$work/make-deb.log"
     die "make deb failed (log: $work/make-deb.log)"
 fi
 tail -n 6 "$work/make-deb.log"
-after=$(git -C "$src" status --porcelain --untracked-files=all 2>/dev/null)
+after=$(status)
 [ "$before" = "$after" ] && ok "the source checkout is as it was" ||
     fail "make deb changed the source checkout:"$'\n'"$(diff <(echo "$before") <(echo "$after"))"
 
