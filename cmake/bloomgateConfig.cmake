@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # bloomgateConfig.cmake: what find_package(bloomgate) loads.
 #
-#   find_package(bloomgate 0.1 CONFIG REQUIRED)              # bloomgate::bloomgate, bloomgate::static
-#   find_package(bloomgate 0.1 CONFIG REQUIRED COMPONENTS guard)  # also the remote and guard targets
+#   find_package(bloomgate 0.2 CONFIG REQUIRED)              # bloomgate::bloomgate, bloomgate::static
+#   find_package(bloomgate 0.2 CONFIG REQUIRED COMPONENTS guard)  # also the remote and guard targets
 #
 # Each library comes shared (libbloomgate*.so) and static (libbloomgate*.a):
 #   core    bloomgate::bloomgate, bloomgate::static (include/bloomgate/filter.h, ...)
