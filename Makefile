@@ -77,6 +77,8 @@ bench:
 	cmake -S . -B $(BUILD)-bench -G "$(GENERATOR)" -DCMAKE_BUILD_TYPE=Release -DBG_BUILD_BENCH=ON \
 	  -DBG_BUILD_TESTS=OFF -DBG_BUILD_EXAMPLES=OFF
 	cmake --build $(BUILD)-bench -j $(JOBS)
+	@test -x $(BUILD)-bench/bench/bloomgate-bench || \
+	  { echo "bench: the benchmark was not built: it needs libbloom-dev (make deps)" >&2; exit 1; }
 	$(BUILD)-bench/bench/bloomgate-bench $(BENCH_ARGS)
 
 # The Redis module against GETBIT and a Lua SETBIT/GETBIT script on one

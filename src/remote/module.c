@@ -317,7 +317,7 @@ static int module_stats(bg_remote_filter *handle, bg_remote_filter_stats *out)
  * window between the two in which the filter could go or come); the handle
  * remembers to use it.
  * The script costs the server about three times the command's work, in
- * the same round trip (docs/REMOTE.md, Module backend: queries). */
+ * the same round trip (docs/REMOTE.md, "Module backend: queries"). */
 
 int bg__module_key_script(bg__module_filter *f, int idx, int argc, const char **argv,
                           size_t *lens, redisReply **rep)

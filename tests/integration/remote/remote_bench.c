@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The measurement behind docs/REMOTE.md's choices and docs/PERFORMANCE.md's
+/* The measurement behind the bitmap backend's script choice (docs/DESIGN.md,
+ * "Remote client") and docs/PERFORMANCE.md's
  * "Remote filters" table: items/s of batch-of-100 adds and queries, for
  *   lua-setbit    checked script, SETBIT / GETBIT per probe (a query stops
  *                 at a key's first clear bit): used, it measured fastest
