@@ -81,8 +81,9 @@ bench:
 	  { echo "bench: the benchmark was not built: it needs libbloom-dev (make deps)" >&2; exit 1; }
 	$(BUILD)-bench/bench/bloomgate-bench $(BENCH_ARGS)
 
-# The Redis module against GETBIT and a Lua SETBIT/GETBIT script on one
-# redis-server (bench/redis_bench.py; a quiet machine, ~5 minutes).
+# The Redis module's server time per call and per item against GETBIT and
+# RedisBloom's figures, and its memory (bench/redis_bench.py; a quiet
+# machine, under 10 minutes; BENCH_ARGS=--quick for a smoke run).
 bench-redis:
 	/usr/bin/python3 bench/redis_bench.py $(BENCH_ARGS)
 

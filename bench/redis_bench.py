@@ -1,36 +1,61 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Benchmarks the Redis module (bloomgate.so) with redis-benchmark, against
-GETBIT on the same server (the floor of what any command costs) and against
-the plain-Redis approach the seeds describe: a Lua script doing k SETBIT or
-GETBIT on a string key, its k offsets computed by the client (as go-zero and
-Redisson do), here random.
+"""Benchmarks the Redis module (bloomgate.so) on one redis-server: the
+server's own time per call and per item of each BF.* command, against GETBIT,
+the floor of what any command costs, and against RedisBloom's figures; then
+the memory of filled filters and of small keys, and the false-positive rate.
 
-For each command, with and without pipelining (-P 16): ops/s as
-redis-benchmark measures them (client and server share this machine's 2
-cores, so the client is often the limit), and the server's own time per call
-from INFO commandstats (usec_per_call, after CONFIG RESETSTAT): the figure
-the module controls. GETBIT at random offsets cannot be sent by
-redis-benchmark (its random numbers are zero-padded, which bit offsets
-refuse), so the floor and the single-item BF.* commands compared with it
-are all measured under bench/redis_load.c, the same load pattern with plain
-numbers: a server's time per call depends on how busy its clients keep it. Then bytes per item (MEMORY USAGE) of filters reserved
-for and filled with 10^6 and 10^7 items, and of one grown from RedisBloom's
-default (capacity 100) to 10^6, and the false-positive rate measured with
-10^6 BF.MEXISTS items that were never added. Targets:
-  BF.EXISTS and BF.ADD server time  <= 2x GETBIT's
-  BF.MEXISTS and BF.MADD of 100     <= 0.1 us of server time per item
-  bytes per item                    <= a standard filter's for the measured
-                                       error rate (m/n = -ln p / ln^2 2), +5%
+THE LOAD
+Every command is sent by bench/redis_load.c (redis-benchmark's pattern: 16
+connections, one request in flight on each unless --pipeline), with a new
+random item in every argument: redis-benchmark itself cannot be used, as it
+reads -r as a C int and zero-pads __rand_int__ to 12 digits, which GETBIT
+refuses as an offset. The main filter, reserved at 0.01 for --items (10^7),
+is filled with item:%012d for 0 .. items-1 (redis-benchmark's names), so
+that "present" queries (item:__rand_int__, -r items, zero-padded) hit added
+items and "absent" ones (miss:..., -r keyspace) never do. The keyspace of
+absent and added items is max(10^8, 10 x items), below 2^31. Adds go to a
+second filter reserved at 0.01 for every item the rounds add, each run
+under a prefix of its own. After each add run BF.CARD must have grown by
+the number of distinct items sent, E = K (1 - (1 - 1/K)^N) for N draws
+from K, less the filter's false positives; a count off by more than 5%
+means the load is not what it claims and the script exits 1.
 
-  bench/redis_bench.py [--module PATH] [--requests N] [--items N]
+Measured, --rounds times (each round printed, then the min-max spread):
+INFO commandstats usec_per_call after CONFIG RESETSTAT for GETBIT at random
+offsets of a bitmap as large as the filter's bits, BF.ADD, BF.EXISTS
+(present, absent), BF.MADD, BF.MEXISTS (present, absent) and BF.INSERT of
+100 items, and BF.MEXISTS of 100 absent items on a filter reserved for 10^6
+items and on one auto-created by BF.ADD (capacity 100, expansion 2) and
+grown to 10^6.
 
-Not a test: it prints a table and exits 0 whether or not targets are met.
+MEMORY
+MEMORY USAGE per item of filters reserved at (0.01, 10^6), (0.01, 10^7),
+(0.001, 10^6), (0.001, 10^7) and filled to capacity, and of the grown one,
+each with its false-positive rate over 10^6 items never added. Small keys:
+MEMORY USAGE of one filter reserved at (0.01, 200), scaling and NONSCALING,
+and the used_memory delta per key of --small-keys such keys (the real cost
+of a key), with their ratio.
+
+TARGETS (printed PASS or FAIL; the run exits 0 whether or not they are met)
+  BF.MADD, BF.MEXISTS of 100   <= 0.10 us per item and >= 2.5x faster per
+                                  item than RedisBloom
+  BF.ADD, BF.EXISTS            <= 0.30 us per call and <= 1.5x GETBIT's
+  grown filter, absent items   <= 2x the reserved filter's time
+  MEMORY USAGE                 <= RedisBloom's; within 10% of the real cost
+  false-positive rate          <= the error rate the filter was made for
+
+  bench/redis_bench.py [--module PATH] [--items N] [--requests N]
+                       [--rounds N] [--small-keys N] [--quick]
+
+--requests calls of each single-item command per round, a tenth as many
+(ten times the items) of the 100-item ones. --quick: 10^6 items and fewer
+requests, a smoke check whose figures mean little. --module runs the same
+script against another module, such as RedisBloom's redisbloom.so.
 """
 import argparse
 import math
 import os
-import re
 import shutil
 import socket
 import subprocess
@@ -42,14 +67,26 @@ import redis
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-K_BASELINE = 7  # hashes of a standard filter at p = 0.01
+CLIENTS = 16
+BATCH = 100
+FILL_ARGS = 200  # items per BF.MADD while filling
+INT_MAX = 2**31 - 1
 
-# tonumber: redis-benchmark's __rand_int__ is zero-padded to 12 digits, which
-# SETBIT and GETBIT refuse as an offset; a Lua number is passed without them.
-LUA_ADD = ("for i = 1, #ARGV do redis.call('SETBIT', KEYS[1], tonumber(ARGV[i]), 1) end "
-           "return 1")
-LUA_EXISTS = ("for i = 1, #ARGV do if redis.call('GETBIT', KEYS[1], tonumber(ARGV[i])) == 0 "
-              "then return 0 end end return 1")
+# RedisBloom's figures on this benchmark (server us per item of a 100-item
+# batch, us per call of a single one; the upper end of what it measured),
+# and its memory: bytes per item of a filter filled to its capacity, and
+# bytes per small key.
+RB_ITEM = {"BF.MEXISTS present": 0.245, "BF.MEXISTS absent": 0.232, "BF.MADD": 0.259}
+RB_CALL = {"BF.EXISTS present": 0.57, "BF.EXISTS absent": 0.61, "BF.ADD": 0.63}
+RB_MEM = {(0.01, 10**7): 1.378, "grown": 5.81}
+RB_SMALL = {"nonscaling": 368, "scaling": 408, "used_memory": 442}
+# The seven targets' thresholds.
+ITEM_US, ITEM_SPEEDUP, CALL_US, CALL_FLOOR, GROWN_RATIO = 0.10, 2.5, 0.30, 1.5, 2.0
+MEM_REAL = 0.10  # MEMORY USAGE within 10% of the used_memory delta
+DISTINCT_TOLERANCE = 0.05
+
+
+# ---- the server and the load generator -----------------------------------------
 
 
 def free_port():
@@ -58,13 +95,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-def build_module():
+def build(need_module):
+    """A Release build of redis_load, and of bloomgate.so when need_module."""
     build = os.path.join(ROOT, os.environ.get("BUILD", "build") + "-bench")
     subprocess.run(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                     "-DBG_BUILD_TESTS=OFF", "-DBG_BUILD_EXAMPLES=OFF", "-DBG_BUILD_BENCH=ON"],
                    check=True, stdout=subprocess.DEVNULL)
-    subprocess.run(["cmake", "--build", build, "--target", "bloomgate_redis", "redis_load"],
-                   check=True, stdout=subprocess.DEVNULL)
+    targets = ["redis_load"] + (["bloomgate_redis"] if need_module else [])
+    subprocess.run(["cmake", "--build", build, "--target"] + targets, check=True,
+                   stdout=subprocess.DEVNULL)
     return (os.path.join(build, "src", "redis_module", "bloomgate.so"),
             os.path.join(build, "bench", "redis_load"))
 
@@ -92,166 +131,322 @@ class Server:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def fill(r, key, prefix, count, batch=1000):
-    p = r.pipeline(transaction=False)
-    for at in range(0, count, batch):
-        n = min(batch, count - at)
-        p.execute_command("BF.MADD", key, *[f"{prefix}{i:012d}" for i in range(at, at + n)])
-        if (at // batch) % 50 == 49:
-            p.execute()
-    p.execute()
+class Load:
+    """bench/redis_load.c against one server; every call gets a seed of its
+    own, so that no two runs send the same random items."""
+
+    def __init__(self, path, server, pipeline):
+        self.path, self.server, self.pipeline, self.seed = path, server, pipeline, 0
+
+    def send(self, args, requests, keyspace, pad=True, sequential=False, clients=CLIENTS):
+        """Sends `requests` calls; returns (calls/s, integer replies equal to 1)."""
+        self.seed += 1
+        cmd = [self.path, "-p", str(self.server.port), "-n", str(requests), "-c", str(clients),
+               "-P", str(self.pipeline), "-r", str(keyspace), "-s", str(self.seed)]
+        cmd += (["-z"] if pad else []) + (["-i"] if sequential else []) + args
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
+        return float(out[0]), int(out[1])
+
+    def usec(self, name, args, requests, keyspace, pad=True):
+        """(usec_per_call of `name`, calls/s, ones) for one run from a reset."""
+        self.server.r.config_resetstat()
+        ops, ones = self.send(args, requests, keyspace, pad)
+        stats = self.server.r.info("commandstats")["cmdstat_" + name.lower()]
+        return stats["usec_per_call"], ops, ones
 
 
-def load_usec(server, loader, cmd_name, args, requests, pipeline, keyspace, pad):
-    """usec_per_call of one command under bench/redis_load.c: redis-benchmark's
-    pattern (16 connections, `pipeline` in flight on each), with plain
-    decimal random numbers. GETBIT, the floor, can only be measured this way
-    (redis-benchmark's __rand_int__ is zero-padded, which GETBIT refuses as
-    an offset), and the server's time per call depends on how busy the
-    clients keep it, so the BF.* commands the targets compare with it are
-    measured the same way too."""
-    server.r.config_resetstat()
-    subprocess.run([loader, "-p", str(server.port), "-n", str(requests), "-c", "16",
-                    "-P", str(pipeline), "-r", str(keyspace)] + (["-z"] if pad else []) + args,
-                   check=True,
-                   stdout=subprocess.DEVNULL)
-    return server.r.info("commandstats")["cmdstat_" + cmd_name]["usec_per_call"]
+def fill(load, key, prefix, count):
+    """Adds prefix%012d for 0 .. count-1 to key (BF.MADD, which auto-creates)."""
+    calls = -(-count // FILL_ARGS)
+    load.send(["BF.MADD", key] + [prefix + "__rand_int__"] * FILL_ARGS, calls, count,
+              sequential=True, clients=1)
 
 
-def run(server, cmd_name, args, requests, pipeline, keyspace):
-    """ops/s from redis-benchmark and usec_per_call of cmd_name on the server."""
-    server.r.config_resetstat()
-    out = subprocess.run(["redis-benchmark", "-p", str(server.port), "-n", str(requests),
-                          "-r", str(keyspace), "-P", str(pipeline), "-c", "16", "--csv"] + args,
-                         check=True, capture_output=True, text=True).stdout
-    rows = [line for line in out.splitlines() if line and not line.startswith('"test"')]
-    ops = float(rows[-1].split(",")[1].strip('"'))
-    stats = server.r.info("commandstats")
-    usec = stats["cmdstat_" + cmd_name.lower()]["usec_per_call"]
-    return ops, usec
+def expected_distinct(keyspace, draws):
+    """E = K (1 - (1 - 1/K)^N): distinct values among N uniform draws from K."""
+    return keyspace * -math.expm1(draws * math.log1p(-1 / keyspace))
+
+
+def check_distinct(label, grew, sent, want):
+    """Prints "distinct: X of Y sent, expected Z"; exits 1 when X is off by
+    more than DISTINCT_TOLERANCE, which means the load is broken."""
+    line = f"distinct: {grew} of {sent} sent, expected {want:.0f}"
+    if abs(grew - want) > DISTINCT_TOLERANCE * want:
+        print(f"  {label}: {line}: FAIL: the load does not send the items it claims", flush=True)
+        raise SystemExit(1)
+    return line
+
+
+def info(r, key):
+    reply = r.execute_command("BF.INFO", key)
+    return {k.decode(): v for k, v in zip(reply[::2], reply[1::2])}
+
+
+def verdict(ok):
+    return "PASS" if ok else "FAIL"
+
+
+# ---- throughput ------------------------------------------------------------------
+
+
+def setup_filters(r, load, a, keyspace):
+    """The filled filter bf, the write filter bfw, the bitmap bm as large as
+    bf's bits, and the reserved and grown filters of the absent-query
+    comparison. Returns the bitmap's bits."""
+    n = a.items
+    r.execute_command("BF.RESERVE", "bf", "0.01", n)
+    t = time.time()
+    fill(load, "bf", "item:", n)
+    line = check_distinct("fill", r.execute_command("BF.CARD", "bf"), n, n)
+    print(f"filled bf (0.01, {n}) with item:%012d for 0..{n - 1} in {time.time() - t:.1f} s; "
+          f"{line}")
+    adds = a.rounds * a.requests * (1 + 2 * BATCH // 10)
+    r.execute_command("BF.RESERVE", "bfw", "0.01", max(n, adds))
+    bits = info(r, "bf")["Size"] * 8
+    r.setbit("bm", bits - 1, 0)
+    small = min(n, 10**6)
+    r.execute_command("BF.RESERVE", "reserved", "0.01", small)
+    fill(load, "reserved", "r:", small)
+    r.execute_command("BF.ADD", "grown", "g:start")  # auto-created: capacity 100, expansion 2
+    fill(load, "grown", "g:", small)
+    g = info(r, "grown")
+    print(f"bfw reserved (0.01, {max(n, adds)}) for the adds; bm: a bitmap of {bits} bits; "
+          f"grown: {g['Number of items inserted']} items in {g['Number of filters']} filters")
+    return bits
+
+
+def cases(a, keyspace, bits):
+    """(label, command, args, keyspace, zero-padded, items per call, add key)."""
+    n, small = a.items, min(a.items, 10**6)
+    batch = ["__rand_int__"] * BATCH
+    return [
+        ("GETBIT", "getbit", ["GETBIT", "bm", "__rand_int__"], bits, False, 1, None),
+        ("BF.ADD", "bf.add", ["BF.ADD", "bfw", "add{}:__rand_int__"], keyspace, True, 1, "bfw"),
+        ("BF.EXISTS present", "bf.exists", ["BF.EXISTS", "bf", "item:__rand_int__"], n, True, 1,
+         None),
+        ("BF.EXISTS absent", "bf.exists", ["BF.EXISTS", "bf", "miss:__rand_int__"], keyspace, True,
+         1, None),
+        ("BF.MADD", "bf.madd", ["BF.MADD", "bfw"] + ["madd{}:" + b for b in batch], keyspace, True,
+         BATCH, "bfw"),
+        ("BF.MEXISTS present", "bf.mexists", ["BF.MEXISTS", "bf"] + ["item:" + b for b in batch], n,
+         True, BATCH, None),
+        ("BF.MEXISTS absent", "bf.mexists", ["BF.MEXISTS", "bf"] + ["miss:" + b for b in batch],
+         keyspace, True, BATCH, None),
+        ("BF.INSERT", "bf.insert", ["BF.INSERT", "bfw", "ITEMS"] + ["ins{}:" + b for b in batch],
+         keyspace, True, BATCH, "bfw"),
+        (f"BF.MEXISTS absent, reserved {small}", "bf.mexists",
+         ["BF.MEXISTS", "reserved"] + ["miss:" + b for b in batch], keyspace, True, BATCH, None),
+        (f"BF.MEXISTS absent, grown to {small}", "bf.mexists",
+         ["BF.MEXISTS", "grown"] + ["miss:" + b for b in batch], keyspace, True, BATCH, None),
+    ]
+
+
+def run_case(r, load, case, round_no, requests):
+    """One run of one case: (us per call, us per item, calls/s). An add run
+    checks that BF.CARD grew by about the distinct items it sent."""
+    label, name, args, keyspace, pad, per, add_key = case
+    args = [x.format(round_no) for x in args]  # each add run a prefix of its own
+    calls = requests if per == 1 else max(1, requests // 10)
+    before = r.execute_command("BF.CARD", add_key) if add_key else 0
+    us, ops, ones = load.usec(name, args, calls, keyspace, pad)
+    if add_key:
+        sent = calls * per
+        grew = r.execute_command("BF.CARD", add_key) - before
+        want = expected_distinct(keyspace, sent)
+        line = check_distinct(label, grew, sent, want)
+        print(f"  {label:<36} {line} (added per reply: {ones})")
+    return us, us / per, ops
+
+
+def throughput(r, load, a, keyspace, bits):
+    """Every case --rounds times; returns {label: [(us/call, us/item, ops), ...]}."""
+    runs = {}
+    all_cases = cases(a, keyspace, bits)
+    for rnd in range(a.rounds):
+        print(f"\nround {rnd + 1}: server time (INFO commandstats), {CLIENTS} clients, "
+              f"-P {a.pipeline}")
+        rows = []
+        for case in all_cases:
+            runs.setdefault(case[0], []).append(run_case(r, load, case, rnd, a.requests))
+            rows.append(case[0])
+        print(f"  {'command':<36} {'us/call':>8} {'us/item':>8} {'calls/s':>9}")
+        for label in rows:
+            us, per, ops = runs[label][-1]
+            print(f"  {label:<36} {us:>8.3f} {per:>8.4f} {ops:>9.0f}")
+    print(f"\nover {a.rounds} rounds: us/item mean (min-max)")
+    for label, rs in runs.items():
+        items = [x[1] for x in rs]
+        print(f"  {label:<36} {mean(items):>8.4f} ({min(items):.4f}-{max(items):.4f})")
+    return runs
+
+
+def mean(xs):
+    return sum(xs) / len(xs)
+
+
+def throughput_targets(runs, small):
+    print("\nTARGETS: time")
+    getbit = [x[0] for x in runs["GETBIT"]]
+    for label, rb in RB_ITEM.items():
+        per = mean([x[1] for x in runs[label]])
+        print(f"  [{verdict(per <= ITEM_US and per * ITEM_SPEEDUP <= rb)}] {label} x{BATCH}: "
+              f"{per:.4f} us/item (<= {ITEM_US}); {rb / per:.1f}x faster than RedisBloom's "
+              f"{rb} (>= {ITEM_SPEEDUP}x)")
+    per = mean([x[1] for x in runs["BF.INSERT"]])
+    print(f"  [{verdict(per <= ITEM_US)}] BF.INSERT x{BATCH}: {per:.4f} us/item (<= {ITEM_US})")
+    for label, rb in RB_CALL.items():
+        us = [x[0] for x in runs[label]]
+        ratio = mean([u / g for u, g in zip(us, getbit)])
+        print(f"  [{verdict(mean(us) <= CALL_US and ratio <= CALL_FLOOR)}] {label}: "
+              f"{mean(us):.3f} us/call (<= {CALL_US}) = {ratio:.2f}x GETBIT's {mean(getbit):.3f} "
+              f"(<= {CALL_FLOOR}x); RedisBloom {rb}")
+    res = mean([x[1] for x in runs[f"BF.MEXISTS absent, reserved {small}"]])
+    grown = mean([x[1] for x in runs[f"BF.MEXISTS absent, grown to {small}"]])
+    print(f"  [{verdict(grown <= GROWN_RATIO * res)}] absent x{BATCH}, grown to {small}: "
+          f"{grown:.4f} us/item = {grown / res:.2f}x the reserved filter's {res:.4f} "
+          f"(<= {GROWN_RATIO}x)")
+
+
+# ---- memory ----------------------------------------------------------------------
+
+
+def false_positive_rate(load, key, absent):
+    """BF.MEXISTS over `absent` items never added: the share found."""
+    calls = -(-absent // BATCH)
+    _, ones = load.send(["BF.MEXISTS", key] + ["never:__rand_int__"] * BATCH, calls, calls * BATCH,
+                        sequential=True, clients=1)
+    return ones / (calls * BATCH)
+
+
+def memory(r, load, a):
+    """MEMORY USAGE per item and FPR of filled filters; prints and returns rows
+    of (label, error, B/item, fpr, RedisBloom's B/item or None)."""
+    sizes = sorted({min(a.items, 10**6), a.items})
+    absent = min(10**6, 10 * a.items)
+    print(f"\nmemory: filters filled to capacity; FPR over {absent} items never added")
+    rows = []
+    for err in (0.01, 0.001):
+        for n in sizes:
+            if (err, n) == (0.01, a.items):
+                key = "bf"  # the throughput filter, filled already
+            else:
+                key = f"mem:{err}:{n}"
+                r.execute_command("BF.RESERVE", key, err, n)
+                fill(load, key, "m:", n)
+            rows.append((f"reserved ({err}, {n})", key, err, n, RB_MEM.get((err, n))))
+    small = min(a.items, 10**6)
+    rows.append((f"auto-created, grown to {small}", "grown", 0.01, small, RB_MEM["grown"]))
+    out = []
+    for label, key, err, n, rb in rows:
+        usage = r.memory_usage(key, samples=0)
+        fpr = false_positive_rate(load, key, absent)
+        print(f"  {label:<30} MEMORY USAGE {usage:>10} B = {usage / n:6.3f} B/item; FPR {fpr:.5f}"
+              + (f"; RedisBloom {rb} B/item" if rb else ""))
+        out.append((label, err, usage / n, fpr, rb))
+    return out
+
+
+def used_memory(r):
+    return r.info("memory")["used_memory"]
+
+
+def small_keys(r, count):
+    """MEMORY USAGE of one (0.01, 200) filter and the used_memory delta per
+    key of `count` of them, scaling and NONSCALING."""
+    print(f"\nsmall keys: BF.RESERVE (0.01, 200), {count} keys each")
+    out = {}
+    for kind, extra in (("scaling", []), ("nonscaling", ["NONSCALING"])):
+        before = used_memory(r)
+        p = r.pipeline(transaction=False)
+        for i in range(count):
+            p.execute_command("BF.RESERVE", f"small:{kind}:{i:06d}", "0.01", "200", *extra)
+            if i % 1000 == 999:
+                p.execute()
+        p.execute()
+        real = (used_memory(r) - before) / count
+        usage = r.memory_usage(f"small:{kind}:000000", samples=0)
+        out[kind] = (usage, real)
+        print(f"  {kind:<11} MEMORY USAGE {usage} B; used_memory {real:.0f} B per key; "
+              f"ratio {usage / real:.3f}; RedisBloom {RB_SMALL[kind]} B MEMORY USAGE, "
+              f"{RB_SMALL['used_memory']} B used_memory")
+    return out
+
+
+def memory_targets(rows, small):
+    """rows from memory(), small from small_keys()."""
+    print("\nTARGETS: memory")
+    for label, err, bpi, fpr, rb in rows:
+        if rb:
+            print(f"  [{verdict(bpi <= rb)}] {label}: {bpi:.3f} B/item (<= RedisBloom's {rb})")
+        print(f"  [{verdict(fpr <= err)}] {label}: FPR {fpr:.5f} (<= {err})")
+    for kind, (usage, real) in small.items():
+        print(f"  [{verdict(usage <= RB_SMALL[kind])}] small {kind}: MEMORY USAGE {usage} B "
+              f"(<= RedisBloom's {RB_SMALL[kind]})")
+        print(f"  [{verdict(real <= RB_SMALL['used_memory'])}] small {kind}: {real:.0f} B "
+              f"used_memory per key (<= RedisBloom's {RB_SMALL['used_memory']})")
+        print(f"  [{verdict(abs(usage / real - 1) <= MEM_REAL)}] small {kind}: MEMORY USAGE = "
+              f"{usage / real:.3f}x the real cost (within {MEM_REAL:.0%})")
+
+
+# ---- main ------------------------------------------------------------------------
+
+
+def machine():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--module", help="the module to load (default: build a Release bloomgate.so)")
+    ap.add_argument("--loader", help="bench/redis_load.c's binary (default: build it)")
+    ap.add_argument("--module-args", default="", help="extra loadmodule arguments")
+    ap.add_argument("--items", type=int, help="the main filter's capacity and fill (10^7)")
+    ap.add_argument("--requests", type=int, help="calls per single-item run (200000)")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds of every case (2)")
+    ap.add_argument("--small-keys", type=int, help="keys of the small-key test (10^5)")
+    ap.add_argument("--pipeline", type=int, default=1, help="requests in flight per client (1)")
+    ap.add_argument("--quick", action="store_true", help="10^6 items, fewer requests: a smoke run")
+    a = ap.parse_args()
+    a.items = a.items or (10**6 if a.quick else 10**7)
+    a.requests = a.requests or (20000 if a.quick else 200000)
+    a.small_keys = a.small_keys or min(10**5, max(1000, a.items // 10))
+    if a.items < 1 or a.requests < 10 or a.rounds < 1:
+        ap.error("--items >= 1, --requests >= 10, --rounds >= 1")
+    return a
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--module", help="bloomgate.so (default: build a Release one)")
-    ap.add_argument("--loader", help="bench/redis_load.c's binary (default: build it)")
-    ap.add_argument("--requests", type=int, default=200000, help="per redis-benchmark run")
-    ap.add_argument("--items", type=int, default=10_000_000, help="reserved and added items")
-    ap.add_argument("--module-args", default="", help="extra loadmodule arguments")
-    a = ap.parse_args()
-    module, loader = build_module() if not (a.module and a.loader) else (None, None)
+    a = parse_args()
+    module, loader = None, None
+    if not (a.module and a.loader):
+        module, loader = build(need_module=not a.module)
     module = os.path.abspath(a.module) if a.module else module
     loader = os.path.abspath(a.loader) if a.loader else loader
-    n = a.items
+    keyspace = min(max(10**8, 10 * a.items), INT_MAX)
     server = Server(module, a.module_args.split())
     try:
         r = server.r
-        ver = r.info("server")["redis_version"]
-        print(f"redis_bench: redis-server {ver}, module {module} {a.module_args}".rstrip())
-        print(f"  {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())}, "
-              f"{os.cpu_count()} CPUs, redis-benchmark -c 16 -n {a.requests}")
-        r.execute_command("BF.RESERVE", "bf", "0.01", n)
-        t = time.time()
-        fill(r, "bf", "item:", n)
-        print(f"  filled bf with {n} items in {time.time() - t:.1f} s")
-        r.execute_command("BF.RESERVE", "bfw", "0.01", n)
-        m = math.ceil(-n * math.log(0.01) / math.log(2) ** 2)
-        r.setbit("bm", m - 1, 0)
-        add_sha = r.script_load(LUA_ADD)
-        exists_sha = r.script_load(LUA_EXISTS)
-
-        def items(prefix, count):
-            return [f"{prefix}__rand_int__"] * count
-
-        cases = [
-            ("BF.ADD", "bf.add", ["BF.ADD", "bfw"] + items("add:", 1), 10 ** 12, 1),
-            ("BF.EXISTS present", "bf.exists", ["BF.EXISTS", "bf"] + items("item:", 1), n, 1),
-            ("BF.EXISTS absent", "bf.exists", ["BF.EXISTS", "bf"] + items("miss:", 1), 10 ** 12, 1),
-            ("BF.MADD 100", "bf.madd", ["BF.MADD", "bfw"] + items("add:", 100), 10 ** 12, 100),
-            ("BF.MEXISTS 100 present", "bf.mexists", ["BF.MEXISTS", "bf"] + items("item:", 100), n,
-             100),
-            ("BF.MEXISTS 100 absent", "bf.mexists", ["BF.MEXISTS", "bf"] + items("miss:", 100),
-             10 ** 12, 100),
-            (f"Lua {K_BASELINE} SETBIT (add)", "evalsha",
-             ["EVALSHA", add_sha, "1", "bm"] + ["__rand_int__"] * K_BASELINE, m, 1),
-            (f"Lua {K_BASELINE} GETBIT (exists)", "evalsha",
-             ["EVALSHA", exists_sha, "1", "bm"] + ["__rand_int__"] * K_BASELINE, m, 1),
-        ]
-        results = {}
-        print()
-        same = [  # the present items were added zero-padded (redis-benchmark's names)
-            ("GETBIT random offset", "getbit", ["GETBIT", "bm", "__rand_int__"], m, False),
-            ("BF.EXISTS present", "bf.exists", ["BF.EXISTS", "bf", "item:__rand_int__"], n, True),
-            ("BF.EXISTS absent", "bf.exists", ["BF.EXISTS", "bf", "miss:__rand_int__"], 10 ** 12,
-             True),
-            ("BF.ADD", "bf.add", ["BF.ADD", "bfw", "load:__rand_int__"], 10 ** 12, True),
-        ]
-        print(f"  server us/call under redis_load (16 connections): {'-P 1':>8} {'-P 16':>8}")
-        for label, name, args, keyspace, pad in same:
-            us1 = load_usec(server, loader, name, args, a.requests, 1, keyspace, pad)
-            us16 = load_usec(server, loader, name, args, a.requests, 16, keyspace, pad)
-            results["same " + label] = (us1, us16)
-            print(f"  {label:<48} {us1:>8.2f} {us16:>8.2f}")
-        print()
-        print(f"  redis-benchmark, 16 clients: {'ops/s':>6} {'ops/s -P16':>11} {'us/call':>8} "
-              f"{'us/call -P16':>12} {'us/item':>8}")
-        for label, name, args, keyspace, per in cases:
-            ops1, us1 = run(server, name, args, a.requests, 1, keyspace)
-            ops16, us16 = run(server, name, args, a.requests, 16, keyspace)
-            results[label] = (us1, us16, per)
-            print(f"  {label:<26} {ops1:>10.0f} {ops16:>11.0f} {us1:>8.2f} {us16:>12.2f} "
-                  f"{min(us1, us16) / per:>8.3f}")
-
-        # Memory: reserved for and filled with n items; and scaled up from 100.
-        print()
-        mem = []
-        for count in sorted({min(n, 10 ** 6), n}):
-            key = f"mem{count}"
-            r.execute_command("BF.RESERVE", key, "0.01", count)
-            fill(r, key, "m:", count)
-            mem.append((f"reserved {count}, {count} added", key, count))
-        fill(r, "grown", "g:", min(n, 10 ** 6))  # auto-created: 0.01, capacity 100
-        mem.append((f"auto-created (capacity 100), {min(n, 10 ** 6)} added", "grown", min(n, 10 ** 6)))
-        absent = 10 ** 6
-        for label, key, count in mem:
-            usage = r.memory_usage(key, samples=0)
-            info = r.execute_command("BF.INFO", key)
-            hits = 0
-            p = r.pipeline(transaction=False)
-            for at in range(0, absent, 1000):
-                p.execute_command("BF.MEXISTS", key, *[f"never:{i}" for i in range(at, at + 1000)])
-            for reply in p.execute():
-                hits += sum(reply)
-            rate = hits / absent
-            ideal = -math.log(rate) / math.log(2) ** 2 / 8 if rate > 0 else float("nan")
-            bpi = usage / count
-            print(f"  {label:<40} MEMORY USAGE {usage:>10} B = {bpi:6.3f} B/item; "
-                  f"FP {rate:.5f} (1e6 absent); standard filter at that rate {ideal:6.3f} B/item "
-                  f"-> {bpi / ideal:5.3f}x; BF.INFO {info}")
-            if key != "grown":  # a grown stack is informational: it pays for not knowing n
-                results["mem " + label] = (bpi, ideal)
-
-        print()
-        print("TARGETS")
-        floor = results["same GETBIT random offset"]
-        for label in ("BF.EXISTS present", "BF.EXISTS absent", "BF.ADD"):
-            for i, how in ((0, "-P 1"), (1, "-P 16")):
-                us = results["same " + label][i]
-                ok = us <= 2 * floor[i]
-                print(f"  [{'PASS' if ok else 'FAIL'}] {label}, {how}: {us:.2f} us/call = "
-                      f"{us / floor[i]:.2f}x GETBIT's {floor[i]:.2f} (target <= 2x)")
-        for label in ("BF.MADD 100", "BF.MEXISTS 100 present", "BF.MEXISTS 100 absent"):
-            us1, us16, per = results[label]
-            best = min(us1, us16) / per
-            print(f"  [{'PASS' if best <= 0.1 else 'FAIL'}] {label}: {best:.3f} us/item "
-                  f"(target <= 0.1)")
-        for key, val in results.items():
-            if key.startswith("mem "):
-                bpi, ideal = val
-                print(f"  [{'PASS' if bpi <= 1.05 * ideal else 'FAIL'}] {key[4:]}: {bpi:.3f} B/item "
-                      f"= {bpi / ideal:.3f}x the standard filter's {ideal:.3f} (target <= 1.05x)")
+        load = Load(loader, server, a.pipeline)
+        print(f"redis_bench: {machine()}, {os.cpu_count()} CPUs; redis-server "
+              f"{r.info('server')['redis_version']}; module {module} {a.module_args}".rstrip())
+        print(f"items {a.items}, keyspace {keyspace}, {a.requests} requests per single-item run, "
+              f"{max(1, a.requests // 10)} per x{BATCH} run, {a.rounds} rounds")
+        bits = setup_filters(r, load, a, keyspace)
+        runs = throughput(r, load, a, keyspace, bits)
+        rows = memory(r, load, a)
+        small = small_keys(r, a.small_keys)
+        throughput_targets(runs, min(a.items, 10**6))
+        memory_targets(rows, small)
     finally:
         server.stop()
+    return 0
 
 
 if __name__ == "__main__":
