@@ -19,7 +19,8 @@
  *   redis               exact store only: one SET seen:<u> per user, one
  *                       SMISMEMBER with all C candidates
  *   redis+filter        one module filter bf:seen:<u> per user (bloomgate.so,
- *                       bg_remote_filter_contains_many = one BF.MEXISTS),
+ *                       bg_remote_filter_contains_many = one BG.MEXISTS,
+ *                       BF.MEXISTS where the server has no BG.MEXISTS),
  *                       then one SMISMEMBER with the maybes
  *   redis+local-filter  (--mode hybrid) in-process filters, Redis SETs
  * Keys are article ids in decimal, the same bytes in the filters and as
@@ -83,11 +84,13 @@ static const char *const ROWS[] = {
     "latency p50 (us)",
     "latency p95 (us)",
     "latency p99 (us)",
-    "redis us/req in BF.MEXISTS",
+    "redis filter commands",
+    "redis us/req in filter cmds",
     "redis us/req in SMISMEMBER",
     "mismatches",
     "filter false negatives",
     "filter memory/user",
+    "filter used_memory/user",
     "exact store memory/user",
     "requests served",
     "threads",
@@ -123,14 +126,19 @@ static void result_cells(const result *r, const config *c, char cell[NROWS][CELL
     static const double q[3] = {0.50, 0.95, 0.99};
     for (size_t k = 0; k < 3; k++)
         snprintf(cell[i++], CELL, "%.1f", hist_quantile(&r->h, q[k]) / 1000.0);
-    fmt_server(cell[i++], r->server.filter, r->requests);
-    fmt_server(cell[i++], r->server.exact, r->requests);
+    snprintf(cell[i++], CELL, "%s", r->filter_cmds);
+    fmt_server(cell[i++], r->server_filter, r->requests);
+    fmt_server(cell[i++], r->server_exact, r->requests);
     snprintf(cell[i++], CELL, "%" PRIu64, r->mismatches);
     snprintf(cell[i++], CELL, "%" PRIu64, r->false_negatives);
     if (r->filter_bytes < 0)
         snprintf(cell[i++], CELL, "-");
     else
         snprintf(cell[i++], CELL, "%.0f B", r->filter_bytes);
+    if (r->filter_used < 0)
+        snprintf(cell[i++], CELL, "-");
+    else
+        snprintf(cell[i++], CELL, "%.0f B", r->filter_used);
     snprintf(cell[i++], CELL, "%.0f B", r->exact_bytes);
     char n[32];
     fmt_count(n, sizeof n, reqs);
@@ -161,8 +169,10 @@ static void print_table(const config *c, const result *rs, size_t nr)
     }
     printf("requests/s: requests over the time spent serving them (request generation\n"
            "excluded), summed over threads; latency: from the filter call to the output list;\n"
-           "redis us/req: the server's own time (INFO commandstats); filter memory: in-process\n"
-           "the bit array, in Redis MEMORY USAGE of the key\n");
+           "redis us/req: the server's own time (INFO commandstats), in filter cmds: every\n"
+           "bf.* and bg.* command the column sent (named in the row above); filter memory:\n"
+           "in-process the bit array, in Redis MEMORY USAGE of a sample of users' filters;\n"
+           "used_memory/user: Redis's used_memory growth per user while --load made them\n");
 }
 
 /* ---- main ------------------------------------------------------------------- */

@@ -78,19 +78,34 @@ typedef struct redis_conn {
     redisContext *rc;     /* the exact store: SETs */
     bg_remote *r;         /* the filters */
     bg_remote_filter **rf; /* one per user, or NULL */
+    double filter_used;    /* used_memory grown per user by its filter; < 0: not loaded */
 } redis_conn;
 
-/* The server's total microseconds in SMISMEMBER and BF.MEXISTS so far
- * (INFO commandstats; 0 if it does not say). */
+/* The server's total microseconds so far (INFO commandstats; 0 if it does
+ * not say) in SMISMEMBER and in every filter command, bf.* and bg.*: the
+ * filter handles may send BG.MEXISTS or BF.MEXISTS, so the count follows
+ * whatever they send. */
+#define MAX_FILTER_CMDS 24
 typedef struct server_usec {
     double exact, filter;
+    size_t ncmds;
+    struct {
+        char name[32];
+        double calls, usec;
+    } cmd[MAX_FILTER_CMDS];
 } server_usec;
+
+/* The filter commands called between two snapshots, upper case, joined by
+ * '+' (e.g. "BG.MEXISTS"), into buf; "-" when none. */
+void server_usec_names(const server_usec *before, const server_usec *after, char *buf,
+                       size_t len);
 
 void redis_connect(redis_conn *rs, const config *c);
 void redis_close(redis_conn *rs, const config *c);
 void redis_load(const world *w, redis_conn *rs);
 void redis_check(const world *w, redis_conn *rs, int filters);
 uint64_t redis_memory(redis_conn *rs, const char *key);
+double redis_filter_memory(redis_conn *rs, uint32_t users);
 server_usec redis_server_usec(redis_conn *rs);
 
 /* ---- serving a column (seen_run.c) ------------------------------------------ */
@@ -115,7 +130,9 @@ typedef struct result {
     double serve_s;      /* time spent serving, per thread */
     double filter_bytes; /* per user; < 0: no filter */
     double exact_bytes;  /* per user */
-    server_usec server;  /* Redis's time in the column's commands; < 0: none */
+    double server_exact, server_filter; /* Redis's time in the column's commands; < 0: none */
+    char filter_cmds[64]; /* the filter commands the column sent, or "-" */
+    double filter_used;   /* used_memory per user of the Redis filters; < 0: unknown */
 } result;
 
 void *xcalloc(size_t n, size_t size);

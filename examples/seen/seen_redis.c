@@ -4,6 +4,7 @@
  * time. */
 #define _POSIX_C_SOURCE 200809L
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@ void redis_connect(redis_conn *rs, const config *c)
         die("cannot connect to Redis at %s:%d: %s", c->host, c->port,
             rs->rc ? rs->rc->errstr : "out of memory");
     redisSetTimeout(rs->rc, tv);
+    rs->filter_used = -1;
     bg_remote_options o = {.host = c->host, .port = c->port, .command_timeout_ms = 5000};
     int rc = bg_remote_connect(&rs->r, &o);
     if (rc != BG_OK)
@@ -72,10 +74,27 @@ static const char *module_hint(const char *err)
                                           : "";
 }
 
+/* INFO memory's used_memory, in bytes (0 if Redis will not say). */
+static double used_memory(redis_conn *rs)
+{
+    redisReply *r = redisCommand(rs->rc, "INFO memory");
+    double n = 0;
+    if (r && r->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(r->str, "used_memory:");
+        if (p)
+            n = strtod(p + strlen("used_memory:"), NULL);
+    }
+    if (r)
+        freeReplyObject(r);
+    return n;
+}
+
 /* Replaces whatever Redis holds for these users by their histories: the
  * filters bf:seen:<u> (BF.RESERVE NONSCALING, then one BF.INSERT with the
  * whole history: 2 round trips a user), the SETs seen:<u> (SADD, pipelined
- * 64 users at a time), then seen:params. */
+ * 64 users at a time), then seen:params. used_memory before and after the
+ * filters gives their real cost per user, key and allocator overhead
+ * included, which MEMORY USAGE only estimates. */
 void redis_load(const world *w, redis_conn *rs)
 {
     const config *c = w->cfg;
@@ -95,6 +114,7 @@ void redis_load(const world *w, redis_conn *rs)
     const void **keys = xcalloc(hn * PIPE, sizeof *keys);
     size_t *lens = xcalloc(hn * PIPE, sizeof *lens);
     rs->rf = xcalloc(c->users, sizeof *rs->rf);
+    double used0 = used_memory(rs);
     bg_remote_filter_options fo = {.backend = BG_REMOTE_MODULE,
                                    .capacity = c->capacity,
                                    .error_rate = c->error_rate,
@@ -112,6 +132,9 @@ void redis_load(const world *w, redis_conn *rs)
         if (n < 0)
             die("BF.INSERT %s: %s", name, bg_remote_errstr(rs->r));
     }
+    double used1 = used_memory(rs);
+    if (used0 > 0 && used1 > used0)
+        rs->filter_used = (used1 - used0) / c->users;
 
     const char **argv = xcalloc(hn + 2, sizeof *argv);
     size_t *argvlen = xcalloc(hn + 2, sizeof *argvlen);
@@ -193,29 +216,75 @@ uint64_t redis_memory(redis_conn *rs, const char *key)
     return n;
 }
 
-static double cmdstat_usec(const char *info, const char *cmd)
+/* MEMORY USAGE of the filters of up to 16 users spread over all of them,
+ * averaged: bytes per user, 0 if Redis will not say. */
+double redis_filter_memory(redis_conn *rs, uint32_t users)
 {
-    char pat[64];
-    snprintf(pat, sizeof pat, "cmdstat_%s:", cmd);
-    const char *p = strstr(info, pat);
-    if (!p)
-        return 0;
-    const char *u = strstr(p, ",usec=");
-    const char *eol = strchr(p, '\n');
-    if (!u || (eol && u > eol))
-        return 0;
-    return strtod(u + 6, NULL);
+    uint32_t n = users < 16 ? users : 16;
+    double sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "bf:seen:%" PRIu32, (uint32_t)((uint64_t)i * users / n));
+        sum += (double)redis_memory(rs, name);
+    }
+    return n ? sum / n : 0;
+}
+
+/* One commandstats line's field ("calls=" or "usec="), 0 if absent. */
+static double cmdstat_field(const char *line, const char *eol, const char *field)
+{
+    const char *f = strstr(line, field);
+    return f && (!eol || f < eol) ? strtod(f + strlen(field), NULL) : 0;
 }
 
 server_usec redis_server_usec(redis_conn *rs)
 {
-    server_usec s = {0, 0};
+    server_usec s = {0};
     redisReply *r = redisCommand(rs->rc, "INFO commandstats");
     if (r && r->type == REDIS_REPLY_STRING) {
-        s.exact = cmdstat_usec(r->str, "smismember");
-        s.filter = cmdstat_usec(r->str, "bf.mexists");
+        for (const char *p = strstr(r->str, "cmdstat_"); p; p = strstr(p + 1, "cmdstat_")) {
+            const char *name = p + strlen("cmdstat_");
+            const char *colon = strchr(name, ':');
+            const char *eol = strchr(name, '\n');
+            if (!colon || (eol && colon > eol))
+                continue;
+            double usec = cmdstat_field(colon, eol, "usec=");
+            size_t len = (size_t)(colon - name);
+            if (len == strlen("smismember") && memcmp(name, "smismember", len) == 0) {
+                s.exact = usec;
+            } else if (len >= 3 && len < sizeof s.cmd[0].name &&
+                       (memcmp(name, "bf.", 3) == 0 || memcmp(name, "bg.", 3) == 0) &&
+                       s.ncmds < MAX_FILTER_CMDS) {
+                s.filter += usec;
+                memcpy(s.cmd[s.ncmds].name, name, len);
+                s.cmd[s.ncmds].name[len] = '\0';
+                s.cmd[s.ncmds].calls = cmdstat_field(colon, eol, "calls=");
+                s.cmd[s.ncmds++].usec = usec;
+            }
+        }
     }
     if (r)
         freeReplyObject(r);
     return s;
+}
+
+void server_usec_names(const server_usec *before, const server_usec *after, char *buf, size_t len)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < after->ncmds; i++) {
+        double calls = after->cmd[i].calls;
+        for (size_t j = 0; j < before->ncmds; j++)
+            if (strcmp(before->cmd[j].name, after->cmd[i].name) == 0)
+                calls -= before->cmd[j].calls;
+        if (calls <= 0 || o + strlen(after->cmd[i].name) + 2 > len)
+            continue;
+        if (o)
+            buf[o++] = '+';
+        for (const char *c = after->cmd[i].name; *c; c++)
+            buf[o++] = (char)toupper((unsigned char)*c);
+        buf[o] = '\0';
+    }
+    if (!o)
+        snprintf(buf, len, "-");
 }

@@ -267,7 +267,7 @@ static int serve(runner *x, const request *q, size_t *nout)
         int64_t rc = bg_remote_filter_contains_many(x->rs->rf[q->user], q->keys, q->lens, n,
                                                     x->maybe);
         if (rc < 0)
-            return runner_fail(x, "BF.MEXISTS bf:seen:%" PRIu32 ": %s", q->user,
+            return runner_fail(x, "MEXISTS bf:seen:%" PRIu32 ": %s", q->user,
                                rc == BG_EREMOTE || rc == BG_ECONN ? bg_remote_errstr(x->rs->r)
                                                                   : bg_strerror((int)rc));
     }
@@ -378,7 +378,9 @@ void run_column(const world *w, column col, redis_conn *rs, result *res)
     unsigned nt = col.exact == EXACT_LOCAL && col.filter != FILTER_REMOTE ? c->threads : 1;
     runner *xs = xcalloc(nt, sizeof *xs);
     int on_redis = col.exact == EXACT_REDIS || col.filter == FILTER_REMOTE;
-    server_usec before = on_redis ? redis_server_usec(rs) : (server_usec){0, 0};
+    server_usec before = {0};
+    if (on_redis)
+        before = redis_server_usec(rs);
     double deadline = now_s() + c->seconds;
     for (unsigned t = 0; t < nt; t++) {
         runner_init(&xs[t], w, col, t, rs);
@@ -419,19 +421,27 @@ void run_column(const world *w, column col, redis_conn *rs, result *res)
     }
     free(xs);
 
-    res->server = (server_usec){-1, -1};
+    res->server_exact = res->server_filter = -1;
+    snprintf(res->filter_cmds, sizeof res->filter_cmds, "-");
     if (on_redis) {
         server_usec after = redis_server_usec(rs);
-        res->server.exact = col.exact == EXACT_REDIS ? after.exact - before.exact : -1;
-        res->server.filter = col.filter == FILTER_REMOTE ? after.filter - before.filter : -1;
+        if (col.exact == EXACT_REDIS)
+            res->server_exact = after.exact - before.exact;
+        if (col.filter == FILTER_REMOTE) {
+            res->server_filter = after.filter - before.filter;
+            server_usec_names(&before, &after, res->filter_cmds, sizeof res->filter_cmds);
+        }
     }
     /* In-process: the filter's bit array and the hash table's share; in
-     * Redis: MEMORY USAGE of user 0's keys (all users are alike). */
-    res->filter_bytes = -1;
-    if (col.filter == FILTER_LOCAL)
+     * Redis: MEMORY USAGE of a sample of users' filters (all users are
+     * alike), and used_memory's growth per user when this run loaded them. */
+    res->filter_bytes = res->filter_used = -1;
+    if (col.filter == FILTER_LOCAL) {
         res->filter_bytes = (double)bg_filter_bytes(w->filters[0]);
-    else if (col.filter == FILTER_REMOTE)
-        res->filter_bytes = (double)redis_memory(rs, "bf:seen:0");
+    } else if (col.filter == FILTER_REMOTE) {
+        res->filter_bytes = redis_filter_memory(rs, c->users);
+        res->filter_used = rs->filter_used;
+    }
     if (col.exact == EXACT_LOCAL)
         res->exact_bytes = (double)pairset_bytes(&w->truth) / c->users;
     else
