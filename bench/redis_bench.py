@@ -102,7 +102,8 @@ def build(need_module):
                     "-DBG_BUILD_TESTS=OFF", "-DBG_BUILD_EXAMPLES=OFF", "-DBG_BUILD_BENCH=ON"],
                    check=True, stdout=subprocess.DEVNULL)
     targets = ["redis_load"] + (["bloomgate_redis"] if need_module else [])
-    subprocess.run(["cmake", "--build", build, "--target"] + targets, check=True,
+    jobs = os.environ.get("JOBS", "2")  # the Makefile's JOBS; 2 leaves a shared machine usable
+    subprocess.run(["cmake", "--build", build, "-j", jobs, "--target"] + targets, check=True,
                    stdout=subprocess.DEVNULL)
     return (os.path.join(build, "src", "redis_module", "bloomgate.so"),
             os.path.join(build, "bench", "redis_load"))
