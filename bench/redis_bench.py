@@ -201,7 +201,9 @@ def setup_filters(r, load, a, keyspace):
     line = check_distinct("fill", r.execute_command("BF.CARD", "bf"), n, n)
     print(f"filled bf (0.01, {n}) with item:%012d for 0..{n - 1} in {time.time() - t:.1f} s; "
           f"{line}")
-    adds = a.rounds * a.requests * (1 + 2 * BATCH // 10)
+    # Per round: BF.ADD's requests, and a tenth as many calls of BATCH items
+    # for each of BF.MADD and BF.INSERT.
+    adds = a.rounds * (a.requests + 2 * (a.requests // 10) * BATCH)
     r.execute_command("BF.RESERVE", "bfw", "0.01", max(n, adds))
     bits = info(r, "bf")["Size"] * 8
     r.setbit("bm", bits - 1, 0)
