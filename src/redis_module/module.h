@@ -42,6 +42,7 @@ typedef struct bgr_config {
     uint32_t expansion;       /* EXPANSION: their growth (2) */
     uint64_t max_bytes;       /* MAX_BYTES: cap on one key's bit arrays */
     bg_variant layer_variant; /* LAYERS standard|blocked */
+    bool layers_auto;         /* LAYERS auto: chosen per filter (bgr_filter_new) */
 } bgr_config;
 
 extern bgr_config bgr_cfg;
