@@ -39,6 +39,15 @@
 
 #include "redis_module/module.h"
 
+/* HOT COMMANDS
+ * BF.ADD, BF.MADD, BF.EXISTS and BF.MEXISTS, the commands a service sends
+ * per request, do not use RedisModule_AutoMemory: with it every key handle
+ * is queued and the queue (an allocation of its own) emptied after the
+ * command, a few percent of a BF.EXISTS. They close their one key handle
+ * themselves, right after taking the filter from it: the value stays in
+ * the keyspace, unchanged by anything but this command, until the command
+ * returns, and they make no other object that needs freeing. */
+
 /* Items per batch call: the stack arrays below are a few KiB. */
 #define WINDOW 64
 
@@ -181,21 +190,24 @@ static bool add_items(RedisModuleCtx *ctx, bg_filter *f, RedisModuleString **ite
 /* The filter a query reads: NULL (answer 0s) for a missing key and, as in
  * RedisBloom, for a key of another type. A filter still being assembled by
  * BF.LOADCHUNK is an error (BGR_ERR_LOADING, replied): then
- * REDISMODULE_ERR. */
+ * REDISMODULE_ERR. The key's handle is closed before returning (HOT
+ * COMMANDS). */
 static int open_query(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter **f)
 {
     RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ);
     *f = NULL;
-    if (RedisModule_KeyType(key) != REDISMODULE_KEYTYPE_MODULE ||
-        RedisModule_ModuleTypeGetType(key) != bgr_type)
-        return REDISMODULE_OK;
-    bgr_value *v = RedisModule_ModuleTypeGetValue(key);
-    if (v->filter == NULL) {
-        RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
-        return REDISMODULE_ERR;
+    int rc = REDISMODULE_OK;
+    if (RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_MODULE &&
+        RedisModule_ModuleTypeGetType(key) == bgr_type) {
+        bgr_value *v = RedisModule_ModuleTypeGetValue(key);
+        *f = v->filter;
+        if (v->filter == NULL) {
+            RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
+            rc = REDISMODULE_ERR;
+        }
     }
-    *f = v->filter;
-    return REDISMODULE_OK;
+    RedisModule_CloseKey(key);
+    return rc;
 }
 
 /* ---- BF.RESERVE key error_rate capacity [EXPANSION e] [NONSCALING] ----------- */
@@ -268,29 +280,28 @@ int bgr_cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 /* ---- BF.ADD / BF.MADD --------------------------------------------------------- */
 
 /* The filter under a key that an add writes to, created with the module's
- * defaults when missing (*created). REDISMODULE_ERR after replying. */
+ * defaults when missing (*created). REDISMODULE_ERR after replying. The
+ * key's handle is closed before returning (HOT COMMANDS). */
 static int open_for_add(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter **f,
                         bool *created)
 {
     RedisModuleKey *key;
     bgr_value *v;
     *created = false;
-    if (bgr_open(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE, &key, &v, 0) != REDISMODULE_OK)
-        return REDISMODULE_ERR;
-    if (v != NULL) {
+    int rc = bgr_open(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE, &key, &v, 0);
+    if (rc == REDISMODULE_OK && v != NULL) {
         *f = v->filter;
-        return REDISMODULE_OK;
+    } else if (rc == REDISMODULE_OK) {
+        rc = create_filter(ctx, key, bgr_cfg.error_rate, bgr_cfg.initial_size, bgr_cfg.expansion,
+                           f);
+        *created = rc == REDISMODULE_OK;
     }
-    if (create_filter(ctx, key, bgr_cfg.error_rate, bgr_cfg.initial_size, bgr_cfg.expansion, f) !=
-        REDISMODULE_OK)
-        return REDISMODULE_ERR;
-    *created = true;
-    return REDISMODULE_OK;
+    RedisModule_CloseKey(key);
+    return rc;
 }
 
 int bgr_cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-    RedisModule_AutoMemory(ctx);
     if (argc != 3)
         return RedisModule_WrongArity(ctx);
     bg_filter *f;
@@ -311,7 +322,6 @@ int bgr_cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 int bgr_cmd_madd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-    RedisModule_AutoMemory(ctx);
     if (argc < 3)
         return RedisModule_WrongArity(ctx);
     bg_filter *f;
@@ -328,7 +338,6 @@ int bgr_cmd_madd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 
 int bgr_cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-    RedisModule_AutoMemory(ctx);
     if (argc != 3)
         return RedisModule_WrongArity(ctx);
     bg_filter *f;
@@ -373,7 +382,6 @@ static int reply_mexists(RedisModuleCtx *ctx, const bg_filter *f, RedisModuleStr
 
 int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-    RedisModule_AutoMemory(ctx);
     if (argc < 3)
         return RedisModule_WrongArity(ctx);
     bg_filter *f;
