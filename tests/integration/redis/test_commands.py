@@ -714,6 +714,30 @@ class ModuleArgs(h.RespTestCase):
         self.assertEqual(mexists_all(c, "k", its), [1] * len(its))
         self.assertReply(c.cmd("BF.INFO", "k", "FILTERS"), [2])  # 1000 + 4000 capacity
 
+    def test_layers_auto(self):
+        """The default, LAYERS auto: blocked layers for a filter whose first
+        layer holds 65536 items or more, standard ones below (docs/REDIS.md);
+        a reserved 0.01 filter then takes no more bytes per item than
+        RedisBloom's (1.378) and its rate stays below 0.01 when full."""
+        auto, std = self._server(), self._server("LAYERS", "standard")
+        auto.start()
+        std.start()
+        ca, cs = auto.conn(), std.conn()
+        for c in (ca, cs):
+            self.assertReply(c.cmd("BF.RESERVE", "small", "0.01", "1000"), OK)
+            self.assertReply(c.cmd("BF.RESERVE", "big", "0.01", "1000000"), OK)
+            self.assertReply(c.cmd("BF.RESERVE", "full", "0.01", "100000"), OK)
+        size = lambda c, k: c.cmd("BF.INFO", k, "SIZE")[0]  # noqa: E731
+        self.assertEqual(size(ca, "small"), size(cs, "small"))
+        self.assertNotEqual(size(ca, "big"), size(cs, "big"))
+        self.assertLessEqual(ca.cmd("MEMORY", "USAGE", "big") / 1000000, 1.378)
+        its = items("full", 100000)
+        madd_all(ca, "full", its, batch=5000)
+        self.assertReply(ca.cmd("BF.INFO", "full", "FILTERS"), [1])
+        self.assertEqual(mexists_all(ca, "full", its, batch=5000), [1] * len(its))
+        probes = items("absent", 20000)
+        self.assertLessEqual(sum(mexists_all(ca, "full", probes, batch=5000)) / len(probes), 0.01)
+
     def test_max_bytes(self):
         s = self._server("MAX_BYTES", "1048576")
         s.start()
