@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSD-3-Clause
-"""Data written by the 0.2.0 module loads and answers the same: an RDB, an
-AOF with an RDB preamble and an AOF of commands only (fixtures/, made by
-fixtures/make_fixtures.py; fixtures/README.md). Every key's BF.INFO, BF.CARD
-and recorded answers are checked after the load; then items are added, the
-data saved (SAVE, or the AOF and a rewrite of it), the server restarted and
-everything checked again. Keys keep their layers' variant whatever the
-module now makes for new filters, so their answers do not change."""
+"""Data written by the module with standard layers as its default loads and
+answers the same: an RDB, an AOF with an RDB preamble and an AOF of
+commands only (fixtures/, made by fixtures/make_fixtures.py;
+fixtures/README.md). Every key's BF.INFO, BF.CARD and recorded answers are
+checked after the load; then items are added, the data saved (SAVE, or the
+AOF and a rewrite of it), the server restarted and everything checked
+again. Keys keep their layers' variant whatever the module now makes for
+new filters, so their answers do not change."""
 
 import json
 import os
