@@ -61,9 +61,16 @@ void bgr_value_free(void *value)
  * SCALABLE). At p = 0.01 the first layer then gets 0.0064 and fits in
  * fewer bits per item than a standard one at 0.005 (RedisBloom's), about
  * 11.0 against 11.03; the later layers, at smaller rates, cost more, which
- * matters little for a filter reserved this large. Keys made before keep
- * what they were made with: the layer variant and tightening are part of
- * the stored filter. */
+ * matters little for a filter reserved this large. A stored key keeps the
+ * layer variant and tightening it was made with: both are part of the
+ * stored filter.
+ *
+ * A blocked layer's rate must stay at or above BG_BLOCKED_MIN_P, so such a
+ * stack cannot grow past layer 23 at p = 0.01 (27 at most, for p near 1).
+ * With EXPANSION 2 or more, that layer alone holds 65536 x 2^23 items, past
+ * any MAX_BYTES a server has; with EXPANSION 1 the stack would stop at 23
+ * times its first layer's items, where standard layers go on to
+ * BG_MAX_LAYERS. So EXPANSION 1 keeps standard layers. */
 #define AUTO_BLOCKED_ITEMS UINT64_C(65536)
 #define AUTO_BLOCKED_RATE 1e-3
 #define AUTO_BLOCKED_TIGHTENING 0.36
@@ -75,7 +82,7 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
     double tightening = 0; /* the library's default */
     if (bgr_cfg.layers_auto) {
         double first = nonscaling ? p : p * (1 - AUTO_BLOCKED_TIGHTENING);
-        bool blocked = n >= AUTO_BLOCKED_ITEMS && first >= AUTO_BLOCKED_RATE;
+        bool blocked = n >= AUTO_BLOCKED_ITEMS && first >= AUTO_BLOCKED_RATE && expansion != 1;
         layers = blocked ? BG_VARIANT_BLOCKED : BG_VARIANT_STANDARD;
         if (blocked && !nonscaling)
             tightening = AUTO_BLOCKED_TIGHTENING;
