@@ -75,12 +75,12 @@
  * sizing solver.
  *
  * THREADS
- * The layers live in a fixed array of BG_MAX_LAYERS atomic pointers and a
- * count. A new layer is built completely, its pointer stored, then the count
- * raised, both with release order; readers load the count with acquire
- * order, so every layer below the count they see is complete, and they never
- * lock or wait. Adds run lock-free on the layers' atomic bits and counters
- * (filter.h THREADS); growth takes a mutex, and the thread that gets it
+ * The layers' pointers (LAYOUT) and a count: a new layer is built
+ * completely, its pointer stored, then the count raised, both with release
+ * order; readers load the count with acquire order, so every layer below
+ * the count they see is complete, and they never lock or wait. Adds run
+ * lock-free on the layers' atomic bits and counters (filter.h THREADS);
+ * with concurrent writers growth takes a mutex, and the thread that gets it
  * first checks that no one grew the stack meanwhile. Consequences, all
  * documented in filter.h:
  *   - a layer can overshoot its capacity by up to the number of threads
@@ -100,16 +100,42 @@
 #include "hash_inline.h"
 #include "scalable_internal.h"
 
+/* LAYOUT
+ * A small filter is most of what a Redis server holds (one per key), so the
+ * stack's own state is kept small: layer 0's pointer inline, the others in
+ * `more`, an array allocated at the first growth and doubled when full. A
+ * doubled array replaces the old one for new readers, but a reader that
+ * loaded the old one may still be reading it, so the old ones stay (chained
+ * through `prev`, half the size of the live one together) until the filter
+ * is freed. Each slot also keeps the measured rate of the layer below it
+ * (THE BUDGET), so that rates cost no memory before there is a retired
+ * layer. The mutex that serializes growth exists only for concurrent
+ * writers; a single writer grows the stack itself. The state lives in the
+ * same allocation as the filter that owns it. */
+typedef struct layer_slots {
+    struct layer_slots *prev; /* the array this one replaced, or NULL */
+    uint32_t cap;
+    struct {
+        _Atomic(bg_filter *) layer; /* layer i + 1 */
+        double rate_below;          /* retired layer i's measured rate r_i, or NaN */
+    } slot[];
+} layer_slots;
+
 struct bg__scalable {
     bg__scalable_params p;
-    _Atomic(bg_filter *) layers[BG_MAX_LAYERS];
     _Atomic uint32_t count;
-    _Atomic int stuck;    /* the permanent growth error met, or 0 */
-    pthread_mutex_t grow; /* held while a layer is added */
-    /* Retired layer j's measured rate r_j (THE BUDGET), NaN until measured;
-     * under `grow`. */
-    double rate_of[BG_MAX_LAYERS];
+    _Atomic int stuck;                /* the permanent growth error met, or 0 */
+    _Atomic(bg_filter *) first;       /* layer 0 */
+    _Atomic(layer_slots *) more;      /* layers 1.., or NULL before the first growth */
+    pthread_mutex_t *grow;            /* held while a layer is added; NULL: single writer */
 };
+
+/* The outer filter and its state, one allocation. */
+typedef struct scalable_block {
+    bg_filter f;
+    struct bg__scalable s;
+    pthread_mutex_t grow[]; /* one, for concurrent writers only */
+} scalable_block;
 
 /* Keys per step of the batch calls. */
 #define CHUNK 64
@@ -242,7 +268,11 @@ static uint32_t count_of(const struct bg__scalable *s)
  * after the layer's publication, so a relaxed load suffices. */
 static bg_filter *layer_at(const struct bg__scalable *s, uint32_t i)
 {
-    return atomic_load_explicit(&s->layers[i], memory_order_relaxed);
+    if (i == 0)
+        return atomic_load_explicit(&s->first, memory_order_relaxed);
+    /* Acquire: a doubled array's slots were filled before it was stored. */
+    const layer_slots *m = atomic_load_explicit(&s->more, memory_order_acquire);
+    return atomic_load_explicit(&m->slot[i - 1].layer, memory_order_relaxed);
 }
 
 uint32_t bg__scalable_count(const bg_filter *f)
@@ -260,28 +290,69 @@ void bg__scalable_params_get(const bg_filter *f, bg__scalable_params *out)
     *out = f->scalable->p;
 }
 
-/* Appends a complete layer: pointer first, then the count, both released. */
+/* Room for layer n (n >= 1) in `more`: the array, doubled (or made) when
+ * full, the old one kept for readers that may still hold it (LAYOUT).
+ * BG_OK or BG_ENOMEM. Under the writer's exclusion. */
+static int make_room(struct bg__scalable *s, uint32_t n)
+{
+    layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed);
+    if (m != NULL && n - 1 < m->cap)
+        return BG_OK;
+    uint32_t cap = m != NULL ? 2 * m->cap : 1;
+    if (cap > BG_MAX_LAYERS - 1)
+        cap = BG_MAX_LAYERS - 1;
+    layer_slots *g = bg__malloc(sizeof *g + cap * sizeof g->slot[0]);
+    if (g == NULL)
+        return BG_ENOMEM;
+    g->prev = m;
+    g->cap = cap;
+    for (uint32_t i = 0; i < cap; i++) {
+        bool old = m != NULL && i < m->cap;
+        atomic_init(&g->slot[i].layer,
+                    old ? atomic_load_explicit(&m->slot[i].layer, memory_order_relaxed) : NULL);
+        g->slot[i].rate_below = old ? m->slot[i].rate_below : NAN;
+    }
+    atomic_store_explicit(&s->more, g, memory_order_release);
+    return BG_OK;
+}
+
+/* Appends a complete layer (room made for it): pointer first, then the
+ * count, both released. */
 static void publish(struct bg__scalable *s, uint32_t n, bg_filter *layer)
 {
-    atomic_store_explicit(&s->layers[n], layer, memory_order_release);
+    if (n == 0) {
+        atomic_store_explicit(&s->first, layer, memory_order_release);
+    } else {
+        layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed);
+        atomic_store_explicit(&m->slot[n - 1].layer, layer, memory_order_release);
+    }
     atomic_store_explicit(&s->count, n + 1, memory_order_release);
+}
+
+static struct bg__scalable *state_of(const bg_filter *f)
+{
+    return f->scalable;
 }
 
 int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
 {
     *out = NULL;
-    bg_filter *f = bg__calloc(1, sizeof *f);
-    struct bg__scalable *s = bg__calloc(1, sizeof *s);
-    if (f == NULL || s == NULL || pthread_mutex_init(&s->grow, NULL) != 0) {
-        bg__free(f);
-        bg__free(s);
+    size_t size = sizeof(scalable_block) + (p->single_writer ? 0 : sizeof(pthread_mutex_t));
+    scalable_block *b = bg__calloc(1, size);
+    if (b == NULL)
         return BG_ENOMEM;
+    bg_filter *f = &b->f;
+    struct bg__scalable *s = &b->s;
+    if (!p->single_writer) {
+        if (pthread_mutex_init(&b->grow[0], NULL) != 0) {
+            bg__free(b);
+            return BG_ENOMEM;
+        }
+        s->grow = &b->grow[0];
     }
     s->p = *p;
-    for (uint32_t i = 0; i < BG_MAX_LAYERS; i++) {
-        atomic_init(&s->layers[i], NULL);
-        s->rate_of[i] = NAN;
-    }
+    atomic_init(&s->first, NULL);
+    atomic_init(&s->more, NULL);
     atomic_init(&s->count, 0);
     atomic_init(&s->stuck, 0);
     f->ops = &bg__scalable_ops;
@@ -293,10 +364,14 @@ int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
     return BG_OK;
 }
 
-void bg__scalable_push(bg_filter *f, bg_filter *layer)
+int bg__scalable_push(bg_filter *f, bg_filter *layer)
 {
-    struct bg__scalable *s = f->scalable;
-    publish(s, count_of(s), layer);
+    struct bg__scalable *s = state_of(f);
+    uint32_t n = count_of(s);
+    if (n > 0 && make_room(s, n) != BG_OK)
+        return BG_ENOMEM;
+    publish(s, n, layer);
+    return BG_OK;
 }
 
 void bg__scalable_adopt_mapping(bg_filter *f, void *mapping, size_t mapping_bytes)
@@ -312,8 +387,8 @@ int bg__scalable_push_mapped(bg_filter *f, const bg__filter_shape *sh, void *wor
 {
     bg_filter *l;
     int rc = bg__filter_wrap_mapping(&l, sh, words, NULL, 0);
-    if (rc == BG_OK)
-        bg__scalable_push(f, l);
+    if (rc == BG_OK && (rc = bg__scalable_push(f, l)) != BG_OK)
+        bg_filter_free(l);
     return rc;
 }
 
@@ -348,7 +423,7 @@ static int scalable_new(bg_filter **out, const bg_filter_options *o)
         bg_filter_free(layer);
         return rc;
     }
-    bg__scalable_push(f, layer);
+    (void)bg__scalable_push(f, layer); /* layer 0 takes no room */
     *out = f;
     return BG_OK;
 }
@@ -359,23 +434,29 @@ static void scalable_free(bg_filter *f)
     uint32_t n = count_of(s);
     for (uint32_t i = 0; i < n; i++)
         bg_filter_free(layer_at(s, i));
-    pthread_mutex_destroy(&s->grow);
+    for (layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed), *prev; m;
+         m = prev) {
+        prev = m->prev;
+        bg__free(m);
+    }
+    if (s->grow != NULL)
+        pthread_mutex_destroy(s->grow);
     if (f->mapping)
         bg__unmap(f->mapping, f->mapping_bytes);
-    bg__free(s);
-    bg__free(f);
+    bg__free(f); /* the scalable_block */
 }
 
 static int scalable_clear(bg_filter *f)
 {
     struct bg__scalable *s = f->scalable;
     uint32_t n = count_of(s);
+    layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed);
     for (uint32_t i = 1; i < n; i++) {
         bg_filter_free(layer_at(s, i));
-        atomic_store_explicit(&s->layers[i], NULL, memory_order_relaxed);
+        atomic_store_explicit(&m->slot[i - 1].layer, NULL, memory_order_relaxed);
     }
-    for (uint32_t i = 0; i < BG_MAX_LAYERS; i++)
-        s->rate_of[i] = NAN;
+    for (uint32_t i = 0; m != NULL && i < m->cap; i++)
+        m->slot[i].rate_below = NAN;
     atomic_store_explicit(&s->count, 1, memory_order_release);
     atomic_store_explicit(&s->stuck, 0, memory_order_relaxed);
     bg_filter *l = layer_at(s, 0);
@@ -395,8 +476,10 @@ static bool full(const bg_filter *l)
 static double budget_for(struct bg__scalable *s, uint32_t n)
 {
     double budget = layer_rate(&s->p, n);
+    layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed);
     for (uint32_t j = 0; j < n; j++) {
-        if (isnan(s->rate_of[j])) {
+        double *rate_of = &m->slot[j].rate_below; /* room for layer n made: j < n <= cap */
+        if (isnan(*rate_of)) {
             const bg_filter *l = layer_at(s, j);
             double r = l->ops->exact_rate ? l->ops->exact_rate(l) : NAN;
             if (isnan(r)) {
@@ -404,9 +487,9 @@ static double budget_for(struct bg__scalable *s, uint32_t n)
                 l->ops->estimate(l, &st);
                 r = st.estimated_fp_rate;
             }
-            s->rate_of[j] = r;
+            *rate_of = r;
         }
-        budget += layer_rate(&s->p, j) - s->rate_of[j];
+        budget += layer_rate(&s->p, j) - *rate_of;
     }
     return budget;
 }
@@ -423,8 +506,9 @@ static int grow(bg_filter *f, uint32_t n)
         return BG_EFULL;
     if (n >= s->p.max_layers)
         return BG_ELAYERS;
-    pthread_mutex_lock(&s->grow);
-    if (count_of(s) == n) {
+    if (s->grow != NULL)
+        pthread_mutex_lock(s->grow);
+    if (count_of(s) == n && (rc = make_room(s, n)) == BG_OK) {
         uint64_t used = 0;
         for (uint32_t i = 0; i < n; i++)
             used += layer_at(s, i)->nwords * 8;
@@ -435,7 +519,8 @@ static int grow(bg_filter *f, uint32_t n)
         else if (rc != BG_ENOMEM)
             atomic_store_explicit(&s->stuck, rc, memory_order_relaxed);
     }
-    pthread_mutex_unlock(&s->grow);
+    if (s->grow != NULL)
+        pthread_mutex_unlock(s->grow);
     return rc;
 }
 
@@ -675,7 +760,11 @@ static int scalable_clone(bg_filter **out, const bg_filter *f)
             bg_filter_free(c);
             return rc;
         }
-        bg__scalable_push(c, layer);
+        if ((rc = bg__scalable_push(c, layer)) != BG_OK) {
+            bg_filter_free(layer);
+            bg_filter_free(c);
+            return rc;
+        }
     }
     *out = c;
     return BG_OK;

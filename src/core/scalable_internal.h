@@ -57,7 +57,9 @@ bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i);
  *                          (BG_OK or BG_ENOMEM); free it with
  *                          bg_filter_free at any point;
  *   bg__scalable_push      appends a layer made by bg__filter_alloc, which
- *                          the filter owns from then on;
+ *                          the filter owns from then on: BG_OK, or
+ *                          BG_ENOMEM (nothing appended; the caller still
+ *                          owns the layer);
  *   bg__scalable_adopt_mapping  makes the filter read-only and the owner of
  *                          a file mapping (bg_filter_free unmaps it); call it
  *                          on an empty shell, before any layer is pushed;
@@ -67,7 +69,7 @@ bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i);
  *                          BG_ENOMEM (nothing appended).
  * The caller never pushes more than params.max_layers layers. */
 int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p);
-void bg__scalable_push(bg_filter *f, bg_filter *layer);
+int bg__scalable_push(bg_filter *f, bg_filter *layer);
 void bg__scalable_adopt_mapping(bg_filter *f, void *mapping, size_t mapping_bytes);
 int bg__scalable_push_mapped(bg_filter *f, const bg__filter_shape *s, void *words);
 

@@ -418,7 +418,11 @@ static int decode_v2(bg_filter **out, const uint8_t *buf, bg__file_plan *plan, b
             return rc;
         }
         memcpy((void *)layer->words, buf + pt->payload_offset, (size_t)pt->payload_bytes);
-        bg__scalable_push(f, layer);
+        if ((rc = bg__scalable_push(f, layer)) != BG_OK) {
+            bg_filter_free(layer);
+            bg_filter_free(f);
+            return rc;
+        }
     }
     *out = f;
     return BG_OK;

@@ -95,7 +95,10 @@ static int load_v2(opened *o, bool verify, bool single_writer, bg_filter **out)
         bg_filter *layer;
         if ((rc = bg__filter_alloc(&layer, &plan->part[i].shape)) != BG_OK)
             goto fail;
-        bg__scalable_push(f, layer);
+        if ((rc = bg__scalable_push(f, layer)) != BG_OK) {
+            bg_filter_free(layer);
+            goto fail;
+        }
     }
     XXH3_state_t st;
     if (verify) {
