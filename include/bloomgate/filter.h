@@ -442,6 +442,17 @@ BG_API uint64_t bg_filter_bytes(const bg_filter *f);
 /* n it was sized for (0 if sized by m and k); scalable: its layers' sum. */
 BG_API uint64_t bg_filter_capacity(const bg_filter *f);
 
+/* The memory `f` holds from the allocator: its structures and bit arrays
+ * with their alignment slack, every layer of a scalable filter included
+ * (bg_filter_bytes counts the arrays' bytes alone). With size_of NULL, the
+ * bytes the library asked for; else the sum of size_of(p) over the blocks p
+ * it holds, for an allocator that rounds sizes up (the Redis module passes
+ * RedisModule_MallocSize). An array the library maps itself (see
+ * <bloomgate/alloc.h>) counts as its mapping's length; the file a filter
+ * of bg_filter_map reads its bits from does not count. Allocates nothing;
+ * costs one step per layer. 0 for a NULL filter. */
+BG_API uint64_t bg_filter_memory(const bg_filter *f, size_t (*size_of)(void *ptr));
+
 /* A variant's name ("standard", "blocked", "counting", "scalable") or NULL;
  * and back (BG_OK or BG_EVARIANT). */
 BG_API const char *bg_variant_name(bg_variant v);

@@ -13,20 +13,25 @@
 #include "alloc_internal.h"
 
 static bg_allocator bg__allocator = {malloc, calloc, realloc, free};
-static bool bg__allocator_is_libc = true;
+static bool allocator_is_libc = true;
 
 int bg_set_allocator(const bg_allocator *a)
 {
     if (a == NULL) {
         bg__allocator = (bg_allocator){malloc, calloc, realloc, free};
-        bg__allocator_is_libc = true;
+        allocator_is_libc = true;
         return BG_OK;
     }
     if (!a->malloc_fn || !a->calloc_fn || !a->realloc_fn || !a->free_fn)
         return BG_EINVAL;
     bg__allocator = *a;
-    bg__allocator_is_libc = false;
+    allocator_is_libc = false;
     return BG_OK;
+}
+
+bool bg__allocator_is_libc(void)
+{
+    return allocator_is_libc;
 }
 
 void *bg__malloc(size_t size)
@@ -60,6 +65,7 @@ char *bg__strdup(const char *s)
 typedef struct aligned_header {
     void *raw;     /* what was allocated */
     size_t mapped; /* its length if it came from mmap, else 0 */
+    size_t size;   /* its length */
 } aligned_header;
 
 /* Over-allocate by align + a header, align the address up, and keep the
@@ -80,7 +86,7 @@ void *bg__aligned_calloc(size_t size, size_t align)
     unsigned char *raw;
     size_t mapped = 0;
 #if defined(__linux__)
-    if (bg__allocator_is_libc && size >= BG__HUGE_PAGE) {
+    if (allocator_is_libc && size >= BG__HUGE_PAGE) {
         void *m = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (m == MAP_FAILED)
             return NULL;
@@ -95,8 +101,18 @@ void *bg__aligned_calloc(size_t size, size_t align)
     }
     uintptr_t start = (uintptr_t)(raw + sizeof(aligned_header));
     uintptr_t aligned = (start + (align - 1)) & ~(uintptr_t)(align - 1);
-    ((aligned_header *)aligned)[-1] = (aligned_header){raw, mapped};
+    ((aligned_header *)aligned)[-1] = (aligned_header){raw, mapped, total};
     return (void *)aligned;
+}
+
+uint64_t bg__aligned_size(void *ptr, size_t (*size_of)(void *ptr))
+{
+    aligned_header *h = (aligned_header *)ptr - 1;
+    if (h->mapped)
+        return h->mapped;
+    if (size_of)
+        return size_of(h->raw);
+    return h->size;
 }
 
 void bg__aligned_free(void *ptr)

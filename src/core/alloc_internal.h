@@ -5,7 +5,9 @@
 #ifndef BG_ALLOC_INTERNAL_H
 #define BG_ALLOC_INTERNAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/alloc.h"
 
@@ -15,6 +17,14 @@
  * Release with bg__aligned_free only. */
 void *bg__aligned_calloc(size_t size, size_t align);
 void bg__aligned_free(void *ptr);
+
+/* The bytes behind a block of bg__aligned_calloc: its mapping's length,
+ * size_of of what the hooks gave when size_of is not NULL, else what was
+ * asked of them. */
+uint64_t bg__aligned_size(void *ptr, size_t (*size_of)(void *ptr));
+
+/* Whether the C library's allocator is in use (no hooks installed). */
+bool bg__allocator_is_libc(void);
 
 /* Arrays at least this large are aligned to it and get huge pages. */
 #define BG__HUGE_PAGE ((size_t)2 << 20)

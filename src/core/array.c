@@ -69,12 +69,24 @@ uint64_t bg__filter_array_bytes(const bg__filter_shape *s)
     return (s->m * bg__ops_for(s->variant)->cell_bits + 63) / 64 * 8;
 }
 
-static bg_filter *shell_new(const bg__filter_shape *s)
+/* The array's alignment inside the filter's allocation (LAYOUT): a
+ * blocked filter's blocks are cache lines. */
+static size_t array_align(bg_variant v)
 {
-    bg_filter *f = bg__calloc(1, sizeof *f);
-    if (f == NULL)
-        return NULL;
-    f->ops = bg__ops_for(s->variant);
+    return v == BG_VARIANT_BLOCKED ? 64 : 8;
+}
+
+/* The hooks promise no alignment beyond the struct's own (8 bytes), so a
+ * filter whose array needs 64 asks for room to move it up. */
+static size_t head_bytes(bool tail)
+{
+    return sizeof(bg_filter) + (tail ? sizeof(bg__filter_tail) : 0);
+}
+
+static void shell_init(bg_filter *f, const bg__filter_ops *ops, const bg__filter_shape *s,
+                       bool tail)
+{
+    f->ops = ops;
     f->m = s->m;
     f->k = s->k;
     f->nwords = bg__filter_array_bytes(s) / 8;
@@ -82,8 +94,8 @@ static bg_filter *shell_new(const bg__filter_shape *s)
     f->seed = s->seed;
     f->capacity = s->capacity;
     f->single_writer = s->single_writer;
+    f->has_tail = tail;
     atomic_init(&f->items, s->items);
-    return f;
 }
 
 int bg__filter_alloc(bg_filter **out, const bg__filter_shape *s)
@@ -92,17 +104,34 @@ int bg__filter_alloc(bg_filter **out, const bg__filter_shape *s)
     uint64_t bytes = bg__filter_array_bytes(s);
     if (bytes > SIZE_MAX)
         return BG_EOVERFLOW;
-    bg_filter *f = shell_new(s);
+    const bg__filter_ops *ops = bg__ops_for(s->variant);
+    bool tail = ops->tx_counters && !s->single_writer;
+    size_t head = head_bytes(tail);
+    size_t align = array_align(s->variant);
+    bool apart = bytes >= BG__HUGE_PAGE;
+    size_t slack = align > 8 ? align - 8 : 0;
+    if (!apart && bytes > SIZE_MAX - head - slack)
+        return BG_EOVERFLOW;
+    bg_filter *f = bg__calloc(1, apart ? head : head + slack + (size_t)bytes);
     if (f == NULL)
         return BG_ENOMEM;
-    size_t align = bytes >= BG__HUGE_PAGE ? BG__HUGE_PAGE : 64;
-    f->words = bg__aligned_calloc((size_t)bytes, align);
-    if (f->words == NULL) {
-        bg__free(f);
-        return BG_ENOMEM;
+    shell_init(f, ops, s, tail);
+    if (apart) {
+        /* Huge-page aligned only where the pages are ours to advise
+         * (alloc.c); through hooks, a cache line is enough. */
+        size_t big = bg__allocator_is_libc() ? BG__HUGE_PAGE : 64;
+        f->words = bg__aligned_calloc((size_t)bytes, big);
+        if (f->words == NULL) {
+            bg__free(f);
+            return BG_ENOMEM;
+        }
+        f->words_apart = true;
+        if (big == BG__HUGE_PAGE)
+            bg__advise_huge_pages((void *)f->words, (size_t)bytes);
+    } else {
+        uintptr_t at = (uintptr_t)f + head;
+        f->words = (_Atomic uint64_t *)((at + (align - 1)) & ~(uintptr_t)(align - 1));
     }
-    if (align == BG__HUGE_PAGE)
-        bg__advise_huge_pages((void *)f->words, (size_t)bytes);
     *out = f;
     return BG_OK;
 }
@@ -111,27 +140,53 @@ int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *wo
                             void *mapping, size_t mapping_bytes)
 {
     *out = NULL;
-    bg_filter *f = shell_new(s);
+    bg_filter *f = bg__calloc(1, head_bytes(true));
     if (f == NULL) {
         if (mapping)
             bg__unmap(mapping, mapping_bytes);
         return BG_ENOMEM;
     }
+    shell_init(f, bg__ops_for(s->variant), s, true);
     f->words = words;
-    f->mapping = mapping;
-    f->mapping_bytes = mapping_bytes;
     f->read_only = true;
+    bg__filter_tail *t = bg__filter_tail_of(f);
+    t->mapping = mapping;
+    t->mapping_bytes = mapping_bytes;
     *out = f;
     return BG_OK;
 }
 
 void bg__array_destroy(bg_filter *f)
 {
-    if (f->mapping)
-        bg__unmap(f->mapping, f->mapping_bytes);
-    else if (!f->read_only) /* read-only words are a mapping's, owned or borrowed */
+    bg__filter_tail *t = bg__filter_tail_of(f);
+    if (t != NULL && t->mapping)
+        bg__unmap(t->mapping, t->mapping_bytes);
+    if (f->words_apart)
         bg__aligned_free((void *)f->words);
     bg__free(f);
+}
+
+uint64_t bg__filter_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
+{
+    if (f == NULL)
+        return 0;
+    return f->ops->cell_bits == 0 ? bg__scalable_memory(f, size_of) : bg__array_memory(f, size_of);
+}
+
+/* What bg__filter_memory counts for a filter with an array. */
+uint64_t bg__array_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
+{
+    uint64_t head = head_bytes(f->has_tail);
+    if (f->read_only)
+        return size_of ? size_of((void *)(uintptr_t)f) : head;
+    if (f->words_apart) {
+        uint64_t own = size_of ? size_of((void *)(uintptr_t)f) : head;
+        return own + bg__aligned_size((void *)f->words, size_of);
+    }
+    if (size_of)
+        return size_of((void *)(uintptr_t)f);
+    size_t align = array_align(f->ops->variant);
+    return head + (align > 8 ? align - 8 : 0) + f->nwords * 8;
 }
 
 /* CLONE

@@ -519,8 +519,9 @@ BG__TARGET static BG__INLINE int64_t run_keys_in(bg_filter *f, const void *const
         }
     }
     if (tx) {
-        atomic_fetch_add_explicit(&f->tx_commits, commits, memory_order_relaxed);
-        atomic_fetch_add_explicit(&f->tx_aborts, aborts, memory_order_relaxed);
+        bg__filter_tail *t = bg__filter_tail_of(f); /* concurrent writers: has one */
+        atomic_fetch_add_explicit(&t->tx_commits, commits, memory_order_relaxed);
+        atomic_fetch_add_explicit(&t->tx_aborts, aborts, memory_order_relaxed);
     }
     return hits;
 }
@@ -560,15 +561,15 @@ static int64_t avx512_tx_run_keys(bg_filter *f, const void *const *keys, const s
 
 /* The two ops differ only in run_keys: avx512_tx_ops is chosen where the
  * CPU has RTM (bg__blocked_avx512_ops). */
-#define AVX512_OPS(RUN_KEYS)                                                                 \
+#define AVX512_OPS(RUN_KEYS, TX)                                                             \
     {                                                                                        \
-        .variant = BG_VARIANT_BLOCKED, .name = "blocked", .cell_bits = 1,                    \
+        .variant = BG_VARIANT_BLOCKED, .name = "blocked", .cell_bits = 1, .tx_counters = TX, \
         BG__ARRAY_OPS(avx512),                                                               \
         .run_keys = RUN_KEYS, .items_for_bits = bg__blocked_items_for_bits,                  \
         .estimate = bg__blocked_estimate,                                                    \
     }
-static const bg__filter_ops avx512_ops = AVX512_OPS(avx512_run_keys);
-static const bg__filter_ops avx512_tx_ops = AVX512_OPS(avx512_tx_run_keys);
+static const bg__filter_ops avx512_ops = AVX512_OPS(avx512_run_keys, false);
+static const bg__filter_ops avx512_tx_ops = AVX512_OPS(avx512_tx_run_keys, true);
 #undef AVX512_OPS
 
 /* RTM: CPUID leaf 7, EBX bit 11. The CPU clears it where TSX is switched

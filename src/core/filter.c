@@ -452,3 +452,8 @@ uint64_t bg_filter_bytes(const bg_filter *f)
 {
     return sizes_of(f).bytes;
 }
+
+uint64_t bg_filter_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
+{
+    return bg__filter_memory(f, size_of);
+}

@@ -45,6 +45,9 @@ typedef struct bg__filter_ops {
      * counters); the array holds m cells, m * cell_bits bits. 0: no array
      * of its own (scalable: its layers have them). */
     unsigned cell_bits;
+    /* Filters for concurrent writers count hardware transactions in their
+     * tail (LAYOUT; the AVX-512 ops with RTM). */
+    bool tx_counters;
 
     /* ---- the filter ---- */
     /* bg_filter_new with this variant (opts non-NULL, concurrency valid). */
@@ -135,29 +138,56 @@ void bg__array_sizes(const bg_filter *f, bg__filter_sizes *out);
  * stack's). */
 int bg__array_clone_as(bg_filter **out, const bg_filter *f, bool single_writer);
 
+/* LAYOUT
+ * Small filters are common (a Redis server may hold one per key), so a
+ * filter is one allocation, this struct with its array right behind it
+ * (aligned to a cache line for the blocked variant, whose blocks are lines;
+ * 8 bytes suffice for the others), and the struct holds only what every
+ * filter uses. What few filters need lives in a bg__filter_tail between the
+ * two, present only for them (has_tail): the transaction counters of the
+ * AVX-512 ops with RTM under concurrent writers, and the file mapping a
+ * read-only filter's words lie in. An array of BG__HUGE_PAGE or more is an
+ * allocation of its own (words_apart), huge-page aligned with the C
+ * library's allocator (alloc.c). A scalable filter's struct is followed by
+ * its state instead (scalable.c, LAYOUT). */
 struct bg_filter {
     const bg__filter_ops *ops;
-    uint64_t m;           /* bits */
-    uint64_t nblocks;     /* blocked: m / 512 */
-    uint64_t nwords;      /* 64-bit words in the array */
+    _Atomic uint64_t *words; /* bit i as in <bloomgate/filter.h>; NULL for scalable */
+    uint64_t m;              /* bits */
+    uint64_t nblocks;        /* blocked: m / 512 */
+    uint64_t nwords;         /* 64-bit words in the array */
     uint64_t seed;
-    uint64_t capacity;    /* n the filter was sized for, or 0 */
+    uint64_t capacity;       /* n the filter was sized for, or 0 */
+    _Atomic uint64_t items;
     uint32_t k;
     bool single_writer;
-    bool read_only;       /* bits are a read-only file mapping (bg_filter_map) */
-    _Atomic uint64_t items;
+    bool read_only;          /* bits are a read-only file mapping (bg_filter_map) */
+    bool has_tail;           /* a bg__filter_tail follows the struct */
+    bool words_apart;        /* words are an allocation of their own (bg__aligned_calloc) */
+};
+
+typedef struct bg__filter_tail {
     /* Blocked, AVX-512 with RTM: groups of keys its concurrent batch adds
      * committed in hardware transactions, and attempts that aborted (their
      * groups then took locked ORs); blocked_avx512.c, TRANSACTIONS. */
     _Atomic uint64_t tx_commits, tx_aborts;
-    _Atomic uint64_t *words; /* 64-byte aligned; bit i as in <bloomgate/filter.h> */
-    void *mapping;        /* the file mapping `words` lies in, or NULL (own memory) */
+    void *mapping;           /* the file mapping `words` lie in, or NULL (borrowed) */
     size_t mapping_bytes;
-    /* Scalable filters only (else NULL): the layers and their parameters
-     * (scalable.c). Such a filter has no array of its own: ops is
-     * bg__scalable_ops and words is NULL. */
-    struct bg__scalable *scalable;
-};
+} bg__filter_tail;
+
+/* The tail of a filter that has one (has_tail), else NULL. */
+static inline bg__filter_tail *bg__filter_tail_of(const bg_filter *f)
+{
+    return f->has_tail ? (bg__filter_tail *)(void *)((char *)(uintptr_t)f + sizeof *f) : NULL;
+}
+
+/* Bytes a filter holds from the allocator (struct, tail, array, alignment
+ * slack; a scalable filter's state and layers), as requested, or as
+ * size_of(ptr) reports for each allocation when size_of is not NULL. File
+ * mappings are not counted. */
+uint64_t bg__filter_memory(const bg_filter *f, size_t (*size_of)(void *ptr));
+uint64_t bg__array_memory(const bg_filter *f, size_t (*size_of)(void *ptr));
+uint64_t bg__scalable_memory(const bg_filter *f, size_t (*size_of)(void *ptr));
 
 /* What a filter is, apart from its bits: what bg_filter_new derives from its
  * options and what a file's header records. */

@@ -128,6 +128,8 @@ struct bg__scalable {
     _Atomic(bg_filter *) first;       /* layer 0 */
     _Atomic(layer_slots *) more;      /* layers 1.., or NULL before the first growth */
     pthread_mutex_t *grow;            /* held while a layer is added; NULL: single writer */
+    void *mapping;                    /* the file mapping the layers lie in, or NULL */
+    size_t mapping_bytes;
 };
 
 /* The outer filter and its state, one allocation. */
@@ -136,6 +138,11 @@ typedef struct scalable_block {
     struct bg__scalable s;
     pthread_mutex_t grow[]; /* one, for concurrent writers only */
 } scalable_block;
+
+static struct bg__scalable *state_of(const bg_filter *f)
+{
+    return &((scalable_block *)(uintptr_t)f)->s;
+}
 
 /* Keys per step of the batch calls. */
 #define CHUNK 64
@@ -277,17 +284,17 @@ static bg_filter *layer_at(const struct bg__scalable *s, uint32_t i)
 
 uint32_t bg__scalable_count(const bg_filter *f)
 {
-    return count_of(f->scalable);
+    return count_of(state_of(f));
 }
 
 bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i)
 {
-    return layer_at(f->scalable, i);
+    return layer_at(state_of(f), i);
 }
 
 void bg__scalable_params_get(const bg_filter *f, bg__scalable_params *out)
 {
-    *out = f->scalable->p;
+    *out = state_of(f)->p;
 }
 
 /* Room for layer n (n >= 1) in `more`: the array, doubled (or made) when
@@ -329,11 +336,6 @@ static void publish(struct bg__scalable *s, uint32_t n, bg_filter *layer)
     atomic_store_explicit(&s->count, n + 1, memory_order_release);
 }
 
-static struct bg__scalable *state_of(const bg_filter *f)
-{
-    return f->scalable;
-}
-
 int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
 {
     *out = NULL;
@@ -359,8 +361,7 @@ int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
     f->seed = p->seed;
     f->single_writer = p->single_writer;
     atomic_init(&f->items, 0);
-    f->scalable = s;
-    *out = f;
+        *out = f;
     return BG_OK;
 }
 
@@ -376,8 +377,8 @@ int bg__scalable_push(bg_filter *f, bg_filter *layer)
 
 void bg__scalable_adopt_mapping(bg_filter *f, void *mapping, size_t mapping_bytes)
 {
-    f->mapping = mapping;
-    f->mapping_bytes = mapping_bytes;
+    state_of(f)->mapping = mapping;
+    state_of(f)->mapping_bytes = mapping_bytes;
     f->read_only = true;
 }
 
@@ -430,7 +431,7 @@ static int scalable_new(bg_filter **out, const bg_filter_options *o)
 
 static void scalable_free(bg_filter *f)
 {
-    struct bg__scalable *s = f->scalable;
+    struct bg__scalable *s = state_of(f);
     uint32_t n = count_of(s);
     for (uint32_t i = 0; i < n; i++)
         bg_filter_free(layer_at(s, i));
@@ -441,14 +442,14 @@ static void scalable_free(bg_filter *f)
     }
     if (s->grow != NULL)
         pthread_mutex_destroy(s->grow);
-    if (f->mapping)
-        bg__unmap(f->mapping, f->mapping_bytes);
+    if (s->mapping)
+        bg__unmap(s->mapping, s->mapping_bytes);
     bg__free(f); /* the scalable_block */
 }
 
 static int scalable_clear(bg_filter *f)
 {
-    struct bg__scalable *s = f->scalable;
+    struct bg__scalable *s = state_of(f);
     uint32_t n = count_of(s);
     layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed);
     for (uint32_t i = 1; i < n; i++) {
@@ -498,7 +499,7 @@ static double budget_for(struct bg__scalable *s, uint32_t n)
  * another thread did it first; else a growth error (GROWTH AND ITS LIMITS). */
 static int grow(bg_filter *f, uint32_t n)
 {
-    struct bg__scalable *s = f->scalable;
+    struct bg__scalable *s = state_of(f);
     int rc = atomic_load_explicit(&s->stuck, memory_order_relaxed);
     if (rc != 0)
         return rc;
@@ -538,7 +539,7 @@ static inline int layer_has(const bg_filter *l, bg_hash h)
  * then adds to the newest. 1, 0 or a growth error. */
 static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 {
-    struct bg__scalable *s = f->scalable;
+    struct bg__scalable *s = state_of(f);
     for (;;) {
         uint32_t n = count_of(s);
         for (uint32_t i = n - 1; i-- > checked;)
@@ -567,7 +568,7 @@ static int any_layer(const struct bg__scalable *s, uint32_t n, bg_hash h)
 
 static int scalable_contains(const bg_filter *f, bg_hash h)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     return any_layer(s, count_of(s), h);
 }
 
@@ -575,7 +576,7 @@ static int scalable_contains(const bg_filter *f, bg_hash h)
  * a key it has (add_absent searches it before growing past it). */
 static int scalable_test_and_add(bg_filter *f, bg_hash h)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     uint32_t n = count_of(s);
     if (any_layer(s, n - 1, h))
         return 0;
@@ -618,7 +619,7 @@ static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash
 static int run_chunk(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results, bool adding,
                      int64_t *hits)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     uint8_t present[CHUNK];
     uint32_t n = count_of(s);
     find_present(s, n, h, count, present);
@@ -673,7 +674,7 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
 
 static int scalable_stats(const bg_filter *f, bg_filter_stats *out)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     uint32_t n = count_of(s);
     bg_filter_stats st;
     memset(&st, 0, sizeof st);
@@ -703,7 +704,7 @@ static int scalable_stats(const bg_filter *f, bg_filter_stats *out)
 
 static int scalable_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     if (layer >= count_of(s))
         return BG_EINVAL;
     return bg_filter_stats_get(layer_at(s, layer), out);
@@ -711,7 +712,7 @@ static int scalable_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_st
 
 static int scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     *out = (bg_filter_scaling){
         .layer_variant = s->p.layer_variant,
         .capacity = s->p.capacity,
@@ -728,7 +729,7 @@ static int scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
 
 static void scalable_sizes(const bg_filter *f, bg__filter_sizes *out)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     bg__filter_sizes z = {0};
     uint32_t n = count_of(s);
     for (uint32_t i = 0; i < n; i++) {
@@ -742,13 +743,29 @@ static void scalable_sizes(const bg_filter *f, bg__filter_sizes *out)
     *out = z;
 }
 
+/* ---- memory --------------------------------------------------------------- */
+
+uint64_t bg__scalable_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
+{
+    const struct bg__scalable *s = state_of(f);
+    uint64_t n = size_of ? size_of((void *)(uintptr_t)f)
+                         : sizeof(scalable_block) + (s->grow ? sizeof(pthread_mutex_t) : 0);
+    for (const layer_slots *m = atomic_load_explicit(&s->more, memory_order_acquire); m;
+         m = m->prev)
+        n += size_of ? size_of((void *)(uintptr_t)m) : sizeof *m + m->cap * sizeof m->slot[0];
+    uint32_t count = count_of(s);
+    for (uint32_t i = 0; i < count; i++)
+        n += bg__array_memory(layer_at(s, i), size_of);
+    return n;
+}
+
 /* ---- copying -------------------------------------------------------------- */
 
 /* CLONE (array.c): the growth parameters, then a copy of every layer the
  * filter has when the call begins, in the stack's concurrency mode. */
 static int scalable_clone(bg_filter **out, const bg_filter *f)
 {
-    const struct bg__scalable *s = f->scalable;
+    const struct bg__scalable *s = state_of(f);
     bg_filter *c;
     int rc = bg__scalable_shell(&c, &s->p);
     if (rc != BG_OK)

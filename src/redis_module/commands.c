@@ -510,7 +510,7 @@ static void reply_info_value(RedisModuleCtx *ctx, const bgr_value *v, info_field
         RedisModule_ReplyWithLongLong(ctx, clamp_ll(bg_filter_capacity(f)));
         break;
     case SIZE:
-        RedisModule_ReplyWithLongLong(ctx, clamp_ll(bgr_mem_usage(v)));
+        RedisModule_ReplyWithLongLong(ctx, clamp_ll(bgr_value_size(v, false)));
         break;
     case FILTERS:
         (void)bg_filter_scaling_get(f, &sc);

@@ -16,6 +16,7 @@
 #ifndef BG_REDIS_MODULE_H
 #define BG_REDIS_MODULE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <bloomgate/bloomgate.h>
@@ -94,6 +95,12 @@ void *bgr_rdb_load(RedisModuleIO *rdb, int encver);
 void bgr_rdb_save(RedisModuleIO *rdb, void *value);
 void bgr_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value);
 size_t bgr_mem_usage(const void *value);
+
+/* The bytes a value holds: as the allocator sized each block (allocated:
+ * MEMORY USAGE) or as they were asked for (BF.INFO's Size, which so tells
+ * filters of different shapes apart where jemalloc rounds them to one size
+ * class). */
+size_t bgr_value_size(const bgr_value *v, bool allocated);
 void *bgr_copy(RedisModuleString *fromkey, RedisModuleString *tokey, const void *value);
 void bgr_digest(RedisModuleDigest *md, void *value);
 

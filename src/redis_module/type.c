@@ -36,9 +36,12 @@
 
 enum { KIND_FILTER = 0, KIND_ASSEMBLY = 1 };
 
-/* A fixed estimate of the library's structures per filter and per layer
- * (they are opaque to the module), for MEMORY USAGE. */
-#define STRUCT_ESTIMATE 256u
+/* An estimate of an assembly's own structure, for MEMORY USAGE. */
+#define ASSEMBLY_STRUCT 64u
+
+/* Bit arrays from this size up are jemalloc "large" allocations (its
+ * smallest large class, with 4 KiB pages), whole pages of an extent. */
+#define LARGE_ARRAY (UINT64_C(16) << 10)
 
 /* ---- walking an image's pieces -------------------------------------------- */
 
@@ -217,19 +220,28 @@ void bgr_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 
 /* ---- MEMORY USAGE, COPY, DEBUG DIGEST ----------------------------------------- */
 
+/* MEMORY USAGE: what the value holds from Redis's allocator. A small
+ * filter's blocks count as jemalloc sized them (RedisModule_MallocSize):
+ * its size classes are slab regions, every byte of them taken. A large bit
+ * array is an extent of whole pages rounded up to a large size class (up to
+ * 25% more), whose pages past the array are never touched, so a filter
+ * whose arrays reach LARGE_ARRAY counts the bytes it asked for. */
 size_t bgr_mem_usage(const void *value)
 {
     const bgr_value *v = value;
-    size_t n = sizeof *v;
-    if (v->filter != NULL) {
-        /* bg_filter_scaling_get, not bg_filter_stats_get: the latter scans
-         * every bit (BF.INFO and MEMORY USAGE must stay O(1)). */
-        bg_filter_scaling sc;
-        uint64_t layers = bg_filter_scaling_get(v->filter, &sc) == BG_OK ? sc.layers : 1;
-        n += (size_t)bg_filter_bytes(v->filter) + (size_t)(layers + 1) * STRUCT_ESTIMATE;
-    }
+    bool small = v->filter == NULL || bg_filter_bytes(v->filter) < LARGE_ARRAY;
+    return bgr_value_size(v, small);
+}
+
+/* bg_filter_memory walks the library's blocks without scanning any bits:
+ * O(layers), as MEMORY USAGE and BF.INFO must be. */
+size_t bgr_value_size(const bgr_value *v, bool allocated)
+{
+    size_t n = allocated ? RedisModule_MallocSize((void *)(uintptr_t)v) : sizeof *v;
+    if (v->filter != NULL)
+        n += (size_t)bg_filter_memory(v->filter, allocated ? RedisModule_MallocSize : NULL);
     if (v->assembly != NULL)
-        n += (size_t)bgr_assembly_total(v->assembly) + STRUCT_ESTIMATE;
+        n += (size_t)bgr_assembly_total(v->assembly) + ASSEMBLY_STRUCT;
     return n;
 }
 

@@ -407,9 +407,9 @@ static void tx_adds_match(void **state)
             TU_EQ_I(memcmp((const void *)f[i]->words, (const void *)f[0]->words,
                            f[0]->nwords * 8), 0);
         TU_EQ_U(bg_filter_items(f[1]), bg_filter_items(f[0]));
-        TU_TRUE(atomic_load(&f[1]->tx_commits) > 0);
-        TU_TRUE(atomic_load(&f[1]->tx_aborts) > 0);
-        TU_EQ_U(atomic_load(&f[2]->tx_commits) + atomic_load(&f[2]->tx_aborts), 0);
+        TU_TRUE(atomic_load(&bg__filter_tail_of(f[1])->tx_commits) > 0);
+        TU_TRUE(atomic_load(&bg__filter_tail_of(f[1])->tx_aborts) > 0);
+        TU_TRUE(bg__filter_tail_of(f[2]) == NULL);
         tu_batch_free(&keys);
         for (int i = 0; i < 3; i++)
             bg_filter_free(f[i]);
@@ -480,8 +480,8 @@ static void tx_threads_lose_nothing(void **state)
             }
         tu_batch_free(&keys);
         TU_EQ_I(memcmp((const void *)f->words, (const void *)ref->words, f->nwords * 8), 0);
-        commits += atomic_load(&f->tx_commits);
-        aborts += atomic_load(&f->tx_aborts);
+        commits += atomic_load(&bg__filter_tail_of(f)->tx_commits);
+        aborts += atomic_load(&bg__filter_tail_of(f)->tx_aborts);
         bg_filter_free(f);
         bg_filter_free(ref);
     }
