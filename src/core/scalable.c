@@ -127,21 +127,32 @@ struct bg__scalable {
     _Atomic int stuck;                /* the permanent growth error met, or 0 */
     _Atomic(bg_filter *) first;       /* layer 0 */
     _Atomic(layer_slots *) more;      /* layers 1.., or NULL before the first growth */
-    pthread_mutex_t *grow;            /* held while a layer is added; NULL: single writer */
-    void *mapping;                    /* the file mapping the layers lie in, or NULL */
-    size_t mapping_bytes;
 };
 
-/* The outer filter and its state, one allocation. */
+/* The outer filter and its state, one allocation, with a tail for a filter
+ * that writers share (the mutex held while a layer is added) or that lies
+ * in a file mapping it owns (read-only: it never grows). */
 typedef struct scalable_block {
     bg_filter f;
     struct bg__scalable s;
-    pthread_mutex_t grow[]; /* one, for concurrent writers only */
+    union {
+        pthread_mutex_t grow;
+        struct {
+            void *at;
+            size_t bytes;
+        } mapping;
+    } tail[];
 } scalable_block;
 
 static struct bg__scalable *state_of(const bg_filter *f)
 {
     return &((scalable_block *)(uintptr_t)f)->s;
+}
+
+/* The growth mutex, or NULL: a single writer grows the stack itself. */
+static pthread_mutex_t *grow_lock(bg_filter *f)
+{
+    return f->has_tail && !f->read_only ? &((scalable_block *)f)->tail[0].grow : NULL;
 }
 
 /* Keys per step of the batch calls. */
@@ -336,22 +347,24 @@ static void publish(struct bg__scalable *s, uint32_t n, bg_filter *layer)
     atomic_store_explicit(&s->count, n + 1, memory_order_release);
 }
 
-int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
+static int shell_new(bg_filter **out, const bg__scalable_params *p, void *mapping,
+                     size_t mapping_bytes)
 {
     *out = NULL;
-    size_t size = sizeof(scalable_block) + (p->single_writer ? 0 : sizeof(pthread_mutex_t));
-    scalable_block *b = bg__calloc(1, size);
+    bool tail = mapping != NULL || !p->single_writer;
+    scalable_block *b = bg__calloc(1, sizeof *b + (tail ? sizeof b->tail[0] : 0));
     if (b == NULL)
         return BG_ENOMEM;
     bg_filter *f = &b->f;
-    struct bg__scalable *s = &b->s;
-    if (!p->single_writer) {
-        if (pthread_mutex_init(&b->grow[0], NULL) != 0) {
-            bg__free(b);
-            return BG_ENOMEM;
-        }
-        s->grow = &b->grow[0];
+    if (mapping != NULL) {
+        b->tail[0].mapping.at = mapping;
+        b->tail[0].mapping.bytes = mapping_bytes;
+        f->read_only = true;
+    } else if (tail && pthread_mutex_init(&b->tail[0].grow, NULL) != 0) {
+        bg__free(b);
+        return BG_ENOMEM;
     }
+    struct bg__scalable *s = &b->s;
     s->p = *p;
     atomic_init(&s->first, NULL);
     atomic_init(&s->more, NULL);
@@ -360,9 +373,21 @@ int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
     f->ops = &bg__scalable_ops;
     f->seed = p->seed;
     f->single_writer = p->single_writer;
+    f->has_tail = tail;
     atomic_init(&f->items, 0);
-        *out = f;
+    *out = f;
     return BG_OK;
+}
+
+int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p)
+{
+    return shell_new(out, p, NULL, 0);
+}
+
+int bg__scalable_shell_mapped(bg_filter **out, const bg__scalable_params *p, void *mapping,
+                              size_t mapping_bytes)
+{
+    return shell_new(out, p, mapping, mapping_bytes);
 }
 
 int bg__scalable_push(bg_filter *f, bg_filter *layer)
@@ -373,13 +398,6 @@ int bg__scalable_push(bg_filter *f, bg_filter *layer)
         return BG_ENOMEM;
     publish(s, n, layer);
     return BG_OK;
-}
-
-void bg__scalable_adopt_mapping(bg_filter *f, void *mapping, size_t mapping_bytes)
-{
-    state_of(f)->mapping = mapping;
-    state_of(f)->mapping_bytes = mapping_bytes;
-    f->read_only = true;
 }
 
 /* The layer borrows its words from the outer filter's mapping, which only
@@ -440,10 +458,11 @@ static void scalable_free(bg_filter *f)
         prev = m->prev;
         bg__free(m);
     }
-    if (s->grow != NULL)
-        pthread_mutex_destroy(s->grow);
-    if (s->mapping)
-        bg__unmap(s->mapping, s->mapping_bytes);
+    scalable_block *b = (scalable_block *)f;
+    if (grow_lock(f) != NULL)
+        pthread_mutex_destroy(grow_lock(f));
+    else if (f->read_only)
+        bg__unmap(b->tail[0].mapping.at, b->tail[0].mapping.bytes);
     bg__free(f); /* the scalable_block */
 }
 
@@ -507,8 +526,9 @@ static int grow(bg_filter *f, uint32_t n)
         return BG_EFULL;
     if (n >= s->p.max_layers)
         return BG_ELAYERS;
-    if (s->grow != NULL)
-        pthread_mutex_lock(s->grow);
+    pthread_mutex_t *lock = grow_lock(f);
+    if (lock != NULL)
+        pthread_mutex_lock(lock);
     if (count_of(s) == n && (rc = make_room(s, n)) == BG_OK) {
         uint64_t used = 0;
         for (uint32_t i = 0; i < n; i++)
@@ -520,8 +540,8 @@ static int grow(bg_filter *f, uint32_t n)
         else if (rc != BG_ENOMEM)
             atomic_store_explicit(&s->stuck, rc, memory_order_relaxed);
     }
-    if (s->grow != NULL)
-        pthread_mutex_unlock(s->grow);
+    if (lock != NULL)
+        pthread_mutex_unlock(lock);
     return rc;
 }
 
@@ -749,7 +769,8 @@ uint64_t bg__scalable_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
 {
     const struct bg__scalable *s = state_of(f);
     uint64_t n = size_of ? size_of((void *)(uintptr_t)f)
-                         : sizeof(scalable_block) + (s->grow ? sizeof(pthread_mutex_t) : 0);
+                         : sizeof(scalable_block) +
+                               (f->has_tail ? sizeof((scalable_block *)0)->tail[0] : 0);
     for (const layer_slots *m = atomic_load_explicit(&s->more, memory_order_acquire); m;
          m = m->prev)
         n += size_of ? size_of((void *)(uintptr_t)m) : sizeof *m + m->cap * sizeof m->slot[0];

@@ -20,15 +20,15 @@ extern const bg__filter_ops bg__scalable_ops;
  * what a version-2 file's header records (docs/FORMAT.md), plus the seed
  * and the concurrency mode. */
 typedef struct bg__scalable_params {
-    bg_variant layer_variant; /* standard or blocked */
     uint64_t capacity;        /* n0: the first layer's */
     double error_rate;        /* p: the whole stack's bound */
-    uint32_t expansion;       /* 1..BG_MAX_EXPANSION; 0 exactly when nonscaling */
     double tightening;        /* in (0, 1) */
-    uint32_t max_layers;      /* 1..BG_MAX_LAYERS */
     uint64_t max_bytes;       /* > 0: on all layers' arrays together */
-    bool nonscaling;
     uint64_t seed;
+    bg_variant layer_variant; /* standard or blocked */
+    uint32_t expansion;       /* 1..BG_MAX_EXPANSION; 0 exactly when nonscaling */
+    uint32_t max_layers;      /* 1..BG_MAX_LAYERS */
+    bool nonscaling;
     bool single_writer;
 } bg__scalable_params;
 
@@ -60,9 +60,9 @@ bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i);
  *                          the filter owns from then on: BG_OK, or
  *                          BG_ENOMEM (nothing appended; the caller still
  *                          owns the layer);
- *   bg__scalable_adopt_mapping  makes the filter read-only and the owner of
- *                          a file mapping (bg_filter_free unmaps it); call it
- *                          on an empty shell, before any layer is pushed;
+ *   bg__scalable_shell_mapped  the same, read-only, and the owner of a
+ *                          file mapping (bg_filter_free unmaps it; on
+ *                          failure the caller still owns it);
  *   bg__scalable_push_mapped    appends a read-only layer of a checked shape
  *                          whose array is `words` (64-byte aligned) inside
  *                          that mapping: the layer borrows it. BG_OK or
@@ -70,7 +70,8 @@ bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i);
  * The caller never pushes more than params.max_layers layers. */
 int bg__scalable_shell(bg_filter **out, const bg__scalable_params *p);
 int bg__scalable_push(bg_filter *f, bg_filter *layer);
-void bg__scalable_adopt_mapping(bg_filter *f, void *mapping, size_t mapping_bytes);
+int bg__scalable_shell_mapped(bg_filter **out, const bg__scalable_params *p, void *mapping,
+                              size_t mapping_bytes);
 int bg__scalable_push_mapped(bg_filter *f, const bg__filter_shape *s, void *words);
 
 #endif

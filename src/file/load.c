@@ -215,12 +215,11 @@ static int wrap_v2(bg__file_plan *plan, bool single_writer, uint8_t *map, size_t
 {
     plan->params.single_writer = single_writer;
     bg_filter *f;
-    int rc = bg__scalable_shell(&f, &plan->params);
+    int rc = bg__scalable_shell_mapped(&f, &plan->params, map, map_len);
     if (rc != BG_OK) {
         bg__unmap(map, map_len);
         return rc;
     }
-    bg__scalable_adopt_mapping(f, map, map_len);
     for (uint32_t i = 0; i < plan->parts; i++) {
         bg__file_part *pt = &plan->part[i];
         pt->shape.single_writer = single_writer;
