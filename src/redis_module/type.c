@@ -39,6 +39,11 @@ enum { KIND_FILTER = 0, KIND_ASSEMBLY = 1 };
 /* An estimate of an assembly's own structure, for MEMORY USAGE. */
 #define ASSEMBLY_STRUCT 64u
 
+/* The robj and the moduleValue Redis allocates for a module type's value
+ * (16 bytes each under jemalloc): its MEMORY USAGE counts the robj of its
+ * own types, but leaves a module value's to the type. */
+#define REDIS_VALUE 32u
+
 /* Bit arrays from this size up are jemalloc "large" allocations (its
  * smallest large class, with 4 KiB pages), whole pages of an extent. */
 #define LARGE_ARRAY (UINT64_C(16) << 10)
@@ -230,7 +235,7 @@ size_t bgr_mem_usage(const void *value)
 {
     const bgr_value *v = value;
     bool small = v->filter == NULL || bg_filter_bytes(v->filter) < LARGE_ARRAY;
-    return bgr_value_size(v, small);
+    return bgr_value_size(v, small) + REDIS_VALUE;
 }
 
 /* bg_filter_memory walks the library's blocks without scanning any bits:
