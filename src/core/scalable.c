@@ -121,13 +121,27 @@ typedef struct layer_slots {
     } slot[];
 } layer_slots;
 
+/* The growth parameters are kept in their narrowest types (expansion <=
+ * BG_MAX_EXPANSION, max_layers <= BG_MAX_LAYERS, the count <= max_layers, a
+ * growth error >= -128); the seed and the concurrency mode are the filter's
+ * own. params_of gives them back as a bg__scalable_params. */
 struct bg__scalable {
-    bg__scalable_params p;
-    _Atomic uint32_t count;
-    _Atomic int stuck;                /* the permanent growth error met, or 0 */
+    uint64_t capacity;
+    double error_rate;
+    double tightening;
+    uint64_t max_bytes;
+    uint16_t expansion;
+    uint8_t max_layers;
+    uint8_t layer_variant;
+    bool nonscaling;
+    _Atomic uint8_t count;
+    _Atomic int8_t stuck;             /* the permanent growth error met, or 0 */
     _Atomic(bg_filter *) first;       /* layer 0 */
     _Atomic(layer_slots *) more;      /* layers 1.., or NULL before the first growth */
 };
+
+_Static_assert(BG_MAX_EXPANSION <= UINT16_MAX && BG_MAX_LAYERS <= UINT8_MAX,
+               "the growth parameters' narrow types");
 
 /* The outer filter and its state, one allocation, with a tail for a filter
  * that writers share (the mutex held while a layer is added) or that lies
@@ -144,9 +158,31 @@ typedef struct scalable_block {
     } tail[];
 } scalable_block;
 
+/* A one-layer filter's block fits jemalloc's 128-byte size class (the
+ * Redis module's allocator), as small filters are what a server holds
+ * most of. */
+_Static_assert(sizeof(scalable_block) <= 128, "a scalable filter's block");
+
 static struct bg__scalable *state_of(const bg_filter *f)
 {
     return &((scalable_block *)(uintptr_t)f)->s;
+}
+
+static bg__scalable_params params_of(const bg_filter *f)
+{
+    const struct bg__scalable *s = state_of(f);
+    return (bg__scalable_params){
+        .capacity = s->capacity,
+        .error_rate = s->error_rate,
+        .tightening = s->tightening,
+        .max_bytes = s->max_bytes,
+        .seed = f->seed,
+        .layer_variant = (bg_variant)s->layer_variant,
+        .expansion = s->expansion,
+        .max_layers = s->max_layers,
+        .nonscaling = s->nonscaling,
+        .single_writer = f->single_writer,
+    };
 }
 
 /* The growth mutex, or NULL: a single writer grows the stack itself. */
@@ -305,7 +341,7 @@ bg_filter *bg__scalable_layer(const bg_filter *f, uint32_t i)
 
 void bg__scalable_params_get(const bg_filter *f, bg__scalable_params *out)
 {
-    *out = state_of(f)->p;
+    *out = params_of(f);
 }
 
 /* Room for layer n (n >= 1) in `more`: the array, doubled (or made) when
@@ -344,7 +380,7 @@ static void publish(struct bg__scalable *s, uint32_t n, bg_filter *layer)
         layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed);
         atomic_store_explicit(&m->slot[n - 1].layer, layer, memory_order_release);
     }
-    atomic_store_explicit(&s->count, n + 1, memory_order_release);
+    atomic_store_explicit(&s->count, (uint8_t)(n + 1), memory_order_release);
 }
 
 static int shell_new(bg_filter **out, const bg__scalable_params *p, void *mapping,
@@ -365,7 +401,14 @@ static int shell_new(bg_filter **out, const bg__scalable_params *p, void *mappin
         return BG_ENOMEM;
     }
     struct bg__scalable *s = &b->s;
-    s->p = *p;
+    s->capacity = p->capacity;
+    s->error_rate = p->error_rate;
+    s->tightening = p->tightening;
+    s->max_bytes = p->max_bytes;
+    s->expansion = (uint16_t)p->expansion;
+    s->max_layers = (uint8_t)p->max_layers;
+    s->layer_variant = (uint8_t)p->layer_variant;
+    s->nonscaling = p->nonscaling;
     atomic_init(&s->first, NULL);
     atomic_init(&s->more, NULL);
     atomic_init(&s->count, 0);
@@ -493,9 +536,9 @@ static bool full(const bg_filter *l)
 /* What layers [0, n) left of the rate for layer n (THE BUDGET): the sum of
  * the nominal rates up to n minus the retired layers' measured ones, each
  * measured once. Under the mutex. */
-static double budget_for(struct bg__scalable *s, uint32_t n)
+static double budget_for(struct bg__scalable *s, const bg__scalable_params *p, uint32_t n)
 {
-    double budget = layer_rate(&s->p, n);
+    double budget = layer_rate(p, n);
     layer_slots *m = atomic_load_explicit(&s->more, memory_order_relaxed);
     for (uint32_t j = 0; j < n; j++) {
         double *rate_of = &m->slot[j].rate_below; /* room for layer n made: j < n <= cap */
@@ -509,7 +552,7 @@ static double budget_for(struct bg__scalable *s, uint32_t n)
             }
             *rate_of = r;
         }
-        budget += layer_rate(&s->p, j) - *rate_of;
+        budget += layer_rate(p, j) - *rate_of;
     }
     return budget;
 }
@@ -522,9 +565,9 @@ static int grow(bg_filter *f, uint32_t n)
     int rc = atomic_load_explicit(&s->stuck, memory_order_relaxed);
     if (rc != 0)
         return rc;
-    if (s->p.nonscaling)
+    if (s->nonscaling)
         return BG_EFULL;
-    if (n >= s->p.max_layers)
+    if (n >= s->max_layers)
         return BG_ELAYERS;
     pthread_mutex_t *lock = grow_lock(f);
     if (lock != NULL)
@@ -534,11 +577,12 @@ static int grow(bg_filter *f, uint32_t n)
         for (uint32_t i = 0; i < n; i++)
             used += layer_at(s, i)->nwords * 8;
         bg_filter *layer;
-        rc = layer_new(&s->p, n, used, budget_for(s, n), &layer);
+        bg__scalable_params p = params_of(f);
+        rc = layer_new(&p, n, used, budget_for(s, &p, n), &layer);
         if (rc == BG_OK)
             publish(s, n, layer);
         else if (rc != BG_ENOMEM)
-            atomic_store_explicit(&s->stuck, rc, memory_order_relaxed);
+            atomic_store_explicit(&s->stuck, (int8_t)rc, memory_order_relaxed);
     }
     if (lock != NULL)
         pthread_mutex_unlock(lock);
@@ -734,14 +778,14 @@ static int scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
 {
     const struct bg__scalable *s = state_of(f);
     *out = (bg_filter_scaling){
-        .layer_variant = s->p.layer_variant,
-        .capacity = s->p.capacity,
-        .error_rate = s->p.error_rate,
-        .expansion = s->p.expansion,
-        .tightening = s->p.tightening,
-        .max_layers = s->p.max_layers,
-        .max_bytes = s->p.max_bytes,
-        .nonscaling = s->p.nonscaling,
+        .layer_variant = (bg_variant)s->layer_variant,
+        .capacity = s->capacity,
+        .error_rate = s->error_rate,
+        .expansion = s->expansion,
+        .tightening = s->tightening,
+        .max_layers = s->max_layers,
+        .max_bytes = s->max_bytes,
+        .nonscaling = s->nonscaling,
         .layers = count_of(s),
     };
     return BG_OK;
@@ -788,13 +832,14 @@ static int scalable_clone(bg_filter **out, const bg_filter *f)
 {
     const struct bg__scalable *s = state_of(f);
     bg_filter *c;
-    int rc = bg__scalable_shell(&c, &s->p);
+    bg__scalable_params p = params_of(f);
+    int rc = bg__scalable_shell(&c, &p);
     if (rc != BG_OK)
         return rc;
     uint32_t n = count_of(s); /* the layers it has now */
     for (uint32_t i = 0; i < n; i++) {
         bg_filter *layer;
-        if ((rc = bg__array_clone_as(&layer, layer_at(s, i), s->p.single_writer)) != BG_OK) {
+        if ((rc = bg__array_clone_as(&layer, layer_at(s, i), f->single_writer)) != BG_OK) {
             bg_filter_free(c);
             return rc;
         }

@@ -19,7 +19,7 @@ BATCH = 1000
 # or 296 (scaling) bytes of bits, the filter's structures and the module's
 # value as jemalloc sizes them, Redis's robj and moduleValue, dictEntry and
 # key string.
-MAX_USAGE = {"nonscaling": 576, "scaling": 640}
+MAX_USAGE = {"nonscaling": 544, "scaling": 608}
 
 
 class SmallKeys(h.RespTestCase):
