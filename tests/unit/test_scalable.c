@@ -637,12 +637,49 @@ static void every_call_and_layer_kind(void **state)
     }
 }
 
+/* bg_filter_memory: a small filter costs its bits and a few hundred bytes
+ * of structures, each layer adds its own, and a size function sees every
+ * block (here: each counted as one byte). */
+static size_t one_byte(void *ptr)
+{
+    TU_TRUE(ptr != NULL);
+    return 1;
+}
+
+static void memory(void **state)
+{
+    (void)state;
+    bg_filter *f = tu_scalable((bg_filter_options){.capacity = 200, .error_rate = 0.01,
+                                                   .nonscaling = 1,
+                                                   .concurrency = BG_SINGLE_WRITER});
+    uint64_t m1 = bg_filter_memory(f, NULL);
+    TU_TRUE(m1 > bg_filter_bytes(f) && m1 <= bg_filter_bytes(f) + 256);
+    TU_EQ_U(bg_filter_memory(f, one_byte), 2); /* the filter's block, the layer's */
+    bg_filter_free(f);
+    TU_EQ_U(bg_filter_memory(NULL, NULL), 0);
+
+    f = tu_scalable((bg_filter_options){.capacity = 100, .error_rate = 0.01});
+    for (uint64_t i = 0; i < 1000; i++)
+        TU_TRUE(tu_add_key(f, SET_ADDED, i) >= 0);
+    bg_filter_scaling sc;
+    TU_EQ_I(bg_filter_scaling_get(f, &sc), BG_OK);
+    TU_TRUE(sc.layers >= 3);
+    uint64_t m = bg_filter_memory(f, NULL);
+    TU_TRUE(m > bg_filter_bytes(f) && m <= bg_filter_bytes(f) + 256 * sc.layers);
+    /* The block, one per layer, and the layer arrays (doubled, the old ones
+     * kept): 1 + layers + at most layers - 1. */
+    uint64_t blocks = bg_filter_memory(f, one_byte);
+    TU_TRUE(blocks >= 1 + (uint64_t)sc.layers + 1 && blocks <= 2 * (uint64_t)sc.layers);
+    bg_filter_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(options),
         cmocka_unit_test(redisbloom_numbers),
         cmocka_unit_test(nonscaling_full),
+        cmocka_unit_test(memory),
         cmocka_unit_test(growth_limits),
         cmocka_unit_test(every_call_and_layer_kind),
         cmocka_unit_test(grows_a_thousandfold),
