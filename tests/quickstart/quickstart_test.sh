@@ -122,6 +122,17 @@ run_sh() {
     [ "$rc" -eq 0 ] || fail "$(basename "$1") exited with status $rc"
 }
 
+# run_absent FILE EXPECTED: runs a README check block, which exits with
+# status 1 when a key is definitely absent, and compares its output with the
+# README's EXPECTED.
+run_absent() {
+    echo "+ README $(basename "$1") (exit status 1: a key is definitely absent)"
+    local rc=0
+    bash "$1" >actual.out || rc=$?
+    [ "$rc" -eq 1 ] || fail "$(basename "$1") exited with status $rc, not 1"
+    same "$2" actual.out
+}
+
 # The build tree as an installed package: pkg-config files that point at
 # it, the tool on PATH, the libraries where the loader finds them.
 use_build_tree() {
@@ -215,11 +226,7 @@ cli) # (b) the command-line tool fed from a database dump
     need shop.sh filter.sh check.sh check.out
     run_sh shop.sh
     run_sh filter.sh
-    echo "+ README check.sh (exit status 1: a key is definitely absent)"
-    bash check.sh >actual.out
-    rc=$?
-    [ "$rc" -eq 1 ] || fail "check.sh exited with status $rc, not 1"
-    same check.out actual.out
+    run_absent check.sh check.out
     ;;
 module_python | module_node) # (c) the Redis module from RedisBloom's clients
     [ -n "$MODULE" ] || missing "bloomgate.so is not built (BG_BUILD_REDIS)"
@@ -266,11 +273,7 @@ remote) # (d) one filter in a plain Redis for every instance
     to_port shared.sh shared_check.sh worker.c worker.sh
     run_sh shop.sh
     run_sh shared.sh
-    echo "+ README shared_check.sh (exit status 1: a key is definitely absent)"
-    bash shared_check.sh >actual.out
-    rc=$?
-    [ "$rc" -eq 1 ] || fail "shared_check.sh exited with status $rc, not 1"
-    same shared_check.out actual.out
+    run_absent shared_check.sh shared_check.out
     run_sh worker.sh actual.out
     same worker.out actual.out
     # shellcheck disable=SC2046 # pkg-config's words are separate arguments
