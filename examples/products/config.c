@@ -66,6 +66,7 @@ const char *config_variant_name(bg_variant v)
     case BG_VARIANT_BLOCKED: return "blocked";
     case BG_VARIANT_COUNTING: return "counting";
     case BG_VARIANT_SCALABLE: return "scalable";
+    case BG_VARIANT_REDISBLOOM: return "redisbloom";
     }
     return "?";
 }

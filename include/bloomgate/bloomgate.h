@@ -9,6 +9,7 @@
 #include <bloomgate/filter.h>
 #include <bloomgate/hash.h>
 #include <bloomgate/layout.h>
+#include <bloomgate/redisbloom.h>
 #include <bloomgate/sizing.h>
 #include <bloomgate/version.h>
 

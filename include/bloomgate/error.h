@@ -42,7 +42,9 @@ extern "C" {
     X(ESTALE,    -21, "filter was re-created: its parameters changed under the client") \
     X(ENOTFOUND, -22, "filter does not exist")                                    \
     X(EEXIST,    -23, "filter already exists")                                    \
-    X(EBUSY,     -24, "resource is busy")
+    X(EBUSY,     -24, "resource is busy")                                         \
+    X(EOFFSET,   -25, "chunk position lies outside the filter's data")           \
+    X(ECHUNK,    -26, "chunk is longer than the rest of the part it starts in")
 
 typedef enum bg_status {
 #define BG__STATUS_ENUM(name, value, msg) BG_##name = (value),

@@ -195,6 +195,7 @@ typedef enum bg_variant {
     BG_VARIANT_BLOCKED  = 2, /* k probes in one 64-byte cache line: one miss per op */
     BG_VARIANT_COUNTING = 3, /* standard, with 4-bit counters: keys can be removed */
     BG_VARIANT_SCALABLE = 4, /* a stack of standard or blocked layers that grows */
+    BG_VARIANT_REDISBLOOM = 5, /* RedisBloom's chain of links, bit for bit (<bloomgate/redisbloom.h>) */
 } bg_variant;
 
 /* The variant chosen when none is given: blocked. An operation costs one
@@ -453,8 +454,8 @@ BG_API uint64_t bg_filter_capacity(const bg_filter *f);
  * costs one step per layer. 0 for a NULL filter. */
 BG_API uint64_t bg_filter_memory(const bg_filter *f, size_t (*size_of)(void *ptr));
 
-/* A variant's name ("standard", "blocked", "counting", "scalable") or NULL;
- * and back (BG_OK or BG_EVARIANT). */
+/* A variant's name ("standard", "blocked", "counting", "scalable", "redisbloom") or
+ * NULL; and back (BG_OK or BG_EVARIANT). */
 BG_API const char *bg_variant_name(bg_variant v);
 BG_API int bg_variant_parse(const char *name, bg_variant *out);
 

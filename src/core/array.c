@@ -172,6 +172,8 @@ uint64_t bg__filter_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
 {
     if (f == NULL)
         return 0;
+    if (f->ops->memory)
+        return f->ops->memory(f, size_of);
     return f->ops->cell_bits == 0 ? bg__scalable_memory(f, size_of) : bg__array_memory(f, size_of);
 }
 

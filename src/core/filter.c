@@ -23,6 +23,8 @@ const bg__filter_ops *bg__variant_ops(bg_variant v)
         return &bg__counting_ops;
     case BG_VARIANT_SCALABLE:
         return &bg__scalable_ops;
+    case BG_VARIANT_REDISBLOOM:
+        return &bg__redisbloom_ops;
     }
     return NULL;
 }
@@ -44,7 +46,8 @@ int bg_variant_parse(const char *name, bg_variant *out)
     if (name == NULL || out == NULL)
         return BG_EINVAL;
     static const bg_variant all[] = {BG_VARIANT_STANDARD, BG_VARIANT_BLOCKED,
-                                     BG_VARIANT_COUNTING, BG_VARIANT_SCALABLE};
+                                     BG_VARIANT_COUNTING, BG_VARIANT_SCALABLE,
+                                     BG_VARIANT_REDISBLOOM};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         if (strcmp(name, bg_variant_name(all[i])) == 0) {
             *out = all[i];
@@ -86,11 +89,19 @@ int bg_filter_clone(bg_filter **out, const bg_filter *f)
     return f->ops->clone(out, f);
 }
 
+/* A key's hash for f: XXH3-128 with its seed, unless its variant hashes
+ * keys its own way (ops->hash). */
+static inline bg_hash hash_for(const bg_filter *f, const void *key, size_t len)
+{
+    return f->ops->hash ? f->ops->hash(f, key, len) : bg__hash(key, len, f->seed);
+}
+
 int bg_filter_hash(const bg_filter *f, const void *key, size_t len, bg_hash *out)
 {
-    if (f == NULL)
+    if (f == NULL || out == NULL || (key == NULL && len != 0))
         return BG_EINVAL;
-    return bg_hash_key(key, len, f->seed, out);
+    *out = hash_for(f, key, len);
+    return BG_OK;
 }
 
 int bg_filter_test_and_add_hash(bg_filter *f, bg_hash h)
@@ -119,7 +130,7 @@ int bg_filter_test_and_add(bg_filter *f, const void *key, size_t len)
 {
     if (f == NULL || (key == NULL && len != 0))
         return BG_EINVAL;
-    return bg_filter_test_and_add_hash(f, bg__hash(key, len, f->seed));
+    return bg_filter_test_and_add_hash(f, hash_for(f, key, len));
 }
 
 int bg_filter_add(bg_filter *f, const void *key, size_t len)
@@ -132,7 +143,7 @@ int bg_filter_contains(const bg_filter *f, const void *key, size_t len)
 {
     if (f == NULL || (key == NULL && len != 0))
         return BG_EINVAL;
-    return bg_filter_contains_hash(f, bg__hash(key, len, f->seed));
+    return bg_filter_contains_hash(f, hash_for(f, key, len));
 }
 
 /* Whether some key is NULL with a length (a NULL key of length 0 is the
@@ -254,7 +265,7 @@ int bg_filter_remove(bg_filter *f, const void *key, size_t len)
 {
     if (f == NULL || (key == NULL && len != 0))
         return BG_EINVAL;
-    return bg_filter_remove_hash(f, bg__hash(key, len, f->seed));
+    return bg_filter_remove_hash(f, hash_for(f, key, len));
 }
 
 int64_t bg_filter_remove_many(bg_filter *f, const void *const *keys, const size_t *lens,
@@ -267,7 +278,7 @@ int64_t bg_filter_remove_many(bg_filter *f, const void *const *keys, const size_
         return rc;
     int64_t removed = 0;
     for (size_t i = 0; i < count; i++) {
-        int r = f->ops->remove(f, bg__hash(keys[i], lens[i], f->seed));
+        int r = f->ops->remove(f, hash_for(f, keys[i], lens[i]));
         if (r)
             count_removed(f);
         if (results)

@@ -72,6 +72,13 @@ typedef struct bg__filter_ops {
     /* BG_EVARIANT for a filter that does not grow. */
     int (*scaling)(const bg_filter *f, bg_filter_scaling *out);
     void (*sizes)(const bg_filter *f, bg__filter_sizes *out);
+    /* The key's bg_hash for this filter; NULL: XXH3-128 with the filter's
+     * seed (bg__hash). A variant that hashes keys its own way (RedisBloom's
+     * MurmurHash) sets it, and its batch calls over keys hash with it. */
+    bg_hash (*hash)(const bg_filter *f, const void *key, size_t len);
+    /* bg__filter_memory for this variant; NULL: the array's, or the
+     * scalable variant's for a filter without an array of its own. */
+    uint64_t (*memory)(const bg_filter *f, size_t (*size_of)(void *ptr));
 
     /* ---- the array ---- */
     /* Asks the CPU to start loading the lines of a group of keys. */
@@ -225,6 +232,7 @@ int bg__filter_wrap_mapping(bg_filter **out, const bg__filter_shape *s, void *wo
 
 extern const bg__filter_ops bg__standard_ops;
 extern const bg__filter_ops bg__counting_ops;
+extern const bg__filter_ops bg__redisbloom_ops; /* redisbloom.c */
 
 /* counting.c: one word of a union into a filter made for concurrent
  * writers, loaded as `loaded` before another writer may have changed *w:

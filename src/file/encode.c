@@ -152,6 +152,8 @@ int bg_filter_encoded_size(const bg_filter *f, uint64_t *out)
 {
     if (f == NULL || out == NULL)
         return BG_EINVAL;
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
+        return BG_EVARIANT;
     bg__file_image v;
     bg__file_image_snapshot(f, &v);
     *out = v.total;
@@ -165,6 +167,8 @@ int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written)
 {
     if (f == NULL || buf == NULL)
         return BG_EINVAL;
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
+        return BG_EVARIANT;
     bg__file_image v;
     bg__file_image_snapshot(f, &v);
     if (len < v.total)
@@ -287,6 +291,8 @@ int bg_filter_encode_range(const bg_filter *f, uint64_t offset, void *buf, size_
 {
     if (f == NULL || (buf == NULL && len != 0))
         return BG_EINVAL;
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
+        return BG_EVARIANT;
     image_map m;
     image_map_build(f, &m);
     if (offset > m.total || len > m.total - offset)

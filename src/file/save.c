@@ -224,6 +224,8 @@ int bg_filter_save(const bg_filter *f, const char *path)
 {
     if (f == NULL || path == NULL || path[0] == '\0')
         return BG_EINVAL;
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
+        return BG_EVARIANT;
     if (check_target(path) != BG_OK)
         return BG_EIO;
     target_dir t;

@@ -38,6 +38,8 @@ static void status_names_and_messages(void **state)
         {BG_ENOTFOUND, "BG_ENOTFOUND"},
         {BG_EEXIST, "BG_EEXIST"},
         {BG_EBUSY, "BG_EBUSY"},
+        {BG_EOFFSET, "BG_EOFFSET"},
+        {BG_ECHUNK, "BG_ECHUNK"},
     };
     /* The values are ABI: pinned. */
     TU_EQ_I(BG_OK, 0);
@@ -65,6 +67,8 @@ static void status_names_and_messages(void **state)
     TU_EQ_I(BG_ENOTFOUND, -22);
     TU_EQ_I(BG_EEXIST, -23);
     TU_EQ_I(BG_EBUSY, -24);
+    TU_EQ_I(BG_EOFFSET, -25);
+    TU_EQ_I(BG_ECHUNK, -26);
 
     size_t n = sizeof all / sizeof all[0];
     for (size_t i = 0; i < n; i++) {
@@ -83,7 +87,7 @@ static void status_names_and_messages(void **state)
     assert_string_equal(bg_strerror(BG_OK), "success");
     assert_string_equal(bg_strerror(BG_ENOMEM), "out of memory");
 
-    static const int unknown[] = {1, 2, -25, -100, 1000, INT32_MAX, INT32_MIN};
+    static const int unknown[] = {1, 2, -27, -100, 1000, INT32_MAX, INT32_MIN};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         tu_ctx("unknown status %d", unknown[i]);
         assert_string_equal(bg_strerror(unknown[i]), "unknown error");
@@ -117,8 +121,11 @@ static void variant_names(void **state)
     TU_TRUE(bg_variant_name((bg_variant)0) == NULL);
     assert_string_equal(bg_variant_name(BG_VARIANT_COUNTING), "counting");
     assert_string_equal(bg_variant_name(BG_VARIANT_SCALABLE), "scalable");
-    TU_TRUE(bg_variant_name((bg_variant)5) == NULL);
+    assert_string_equal(bg_variant_name(BG_VARIANT_REDISBLOOM), "redisbloom");
+    TU_TRUE(bg_variant_name((bg_variant)6) == NULL);
     bg_variant v = (bg_variant)0;
+    TU_EQ_I(bg_variant_parse("redisbloom", &v), BG_OK);
+    TU_EQ_I(v, BG_VARIANT_REDISBLOOM);
     TU_EQ_I(bg_variant_parse("counting", &v), BG_OK);
     TU_EQ_I(v, BG_VARIANT_COUNTING);
     TU_EQ_I(bg_variant_parse("scalable", &v), BG_OK);

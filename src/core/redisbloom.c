@@ -1,0 +1,972 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The RedisBloom variant (<bloomgate/redisbloom.h>): RedisBloom 2.6's
+ * "chain of links", with its fields, sizing, hashing, growth and encodings,
+ * written from REDISBLOOM_FORMAT.md.
+ *
+ * HOW IT WORKS
+ * A chain is a list of plain Bloom filters, the links; only the last one
+ * takes new keys. A key is hashed once per operation into (a, b) (RedisBloom's
+ * MurmurHash pair, carried in a bg_hash), and link l tests or sets positions
+ * h_j = a + j b (mod 2^64), j < hashes, reduced mod 2^n2 (a mask) or mod
+ * bits (a division: RedisBloom's own arithmetic, so the positions are its
+ * positions). Growth sizes the next link from the last one's entries and
+ * error, under the chain's options, which may be old ones (32-bit hashing,
+ * power-of-two sizes) when the chain was stored by an old RedisBloom.
+ *
+ * LAYOUT
+ * A link is one allocation: its fields, then its array. The chain is the
+ * bg_filter with its fields behind it in one block, and the table of link
+ * pointers, inline for one link (most Redis keys never grow), else an
+ * allocation doubled when full. Adds are single-writer (redisbloom.h
+ * THREADS), so a growing table simply replaces the old one.
+ *
+ * LIMITS
+ * Everything stored is checked before use (LOADING in the header), so
+ * every position falls inside its link's array: bits = 8 x bytes, and
+ * 2^n2 <= bits. Sizes RedisBloom would compute past 64 bits (a product that
+ * wraps, a power of two beyond 2^63) refuse the new link with BG_ETOOBIG,
+ * where RedisBloom's arithmetic is undefined or fails the same add. */
+#include <math.h>
+#include <string.h>
+
+#include <bloomgate/redisbloom.h>
+
+#include "alloc_internal.h"
+#include "filter_internal.h"
+#include "murmur.h"
+
+/* ---- structures ------------------------------------------------------ */
+
+typedef struct rb_link {
+    uint64_t entries;
+    double error;
+    double bpe;
+    uint64_t bytes;
+    uint64_t size;
+    uint64_t reduce; /* n2 > 0: 2^n2 - 1 (a mask); else bits (a divisor) */
+    uint32_t hashes;
+    uint8_t n2;
+    uint64_t words[]; /* the array, `bytes` bytes (rounded up to words) */
+} rb_link;
+
+/* Links whose pointers the chain's block holds itself. */
+#define INLINE_LINKS 1u
+
+/* Most links room is made for before any is pushed (bg_rb_new): the count
+ * a loader announces is not believed beyond it. */
+#define RESERVE_MAX 64u
+
+typedef struct rb_chain {
+    bg_filter f;
+    uint64_t size;
+    uint64_t max_bytes;
+    uint64_t total_bytes; /* all links' arrays */
+    rb_link **links;      /* `inline_links` or an allocation of `cap` */
+    uint32_t nfilters;
+    uint32_t cap;
+    uint32_t options;
+    uint32_t growth;
+    rb_link *inline_links[INLINE_LINKS];
+} rb_chain;
+
+static rb_chain *chain_of(const bg_filter *f)
+{
+    return (rb_chain *)(uintptr_t)f;
+}
+
+static bool is_rb(const bg_filter *f)
+{
+    return f != NULL && f->ops == &bg__redisbloom_ops;
+}
+
+static uint8_t *link_data(const rb_link *l)
+{
+    return (uint8_t *)(uintptr_t)l->words;
+}
+
+/* ---- sizing (REDISBLOOM_FORMAT.md section 2) -------------------------- */
+
+/* ln(2)^2 and ln(2) with the digits RedisBloom uses. */
+#define LN2_SQUARED 0.480453013918201
+#define LN2 0.693147180559945
+
+static double bpe_of(double error)
+{
+    return -(log(error) / LN2_SQUARED);
+}
+
+/* The hash count a link's bpe implies, in double (so that it can be
+ * compared with any stored value, NaN included). */
+static double hashes_of(double bpe)
+{
+    return ceil(LN2 * bpe);
+}
+
+static bool rate_ok(double e)
+{
+    return e > 0.0 && e < 1.0; /* false for NaN */
+}
+
+/* 2^64 as a double: doubles at or above it do not convert to uint64_t. */
+#define TWO_64 18446744073709551616.0
+
+int bg_rb_link_plan(bg_rb_link *out, uint64_t entries, double error, uint32_t options)
+{
+    if (out == NULL || !rate_ok(error))
+        return BG_EINVAL;
+    double bpe = bpe_of(error);
+    double k = hashes_of(bpe);
+    if (!(k >= 0.0 && k <= (double)UINT32_MAX))
+        return BG_ETOOBIG;
+    uint64_t bits_raw;
+    uint8_t n2;
+    uint64_t ents;
+    if (options & BG_RB_ENTS_IS_BITS) {
+        /* 2^64 bits would not fit the fields (nor any memory). */
+        if (entries >= 64)
+            return BG_ETOOBIG;
+        n2 = (uint8_t)entries;
+        bits_raw = UINT64_C(1) << n2;
+        ents = (uint64_t)((double)bits_raw / bpe);
+    } else if (options & BG_RB_NOROUND) {
+        double x = (double)entries * bpe;
+        if (!(x < TWO_64))
+            return BG_ETOOBIG;
+        bits_raw = (uint64_t)x;
+        if (bits_raw == 0)
+            bits_raw = 1;
+        n2 = 0;
+        ents = entries;
+    } else {
+        /* The power of two strictly above x. Below 1 bit RedisBloom's
+         * arithmetic is undefined: refused. */
+        double x = (double)entries * bpe;
+        if (!(x >= 1.0))
+            return BG_EINVAL;
+        int e = (int)logb(x);
+        if (e > 62)
+            return BG_ETOOBIG;
+        n2 = (uint8_t)(e + 1);
+        bits_raw = UINT64_C(1) << n2;
+        uint64_t spare = (uint64_t)((double)bits_raw - x);
+        uint64_t extra = (uint64_t)((double)spare / bpe);
+        if (extra > UINT64_MAX - entries)
+            return BG_ETOOBIG;
+        ents = entries + extra;
+    }
+    uint64_t bytes = (bits_raw / 64 + (bits_raw % 64 != 0)) * 8;
+    *out = (bg_rb_link){
+        .entries = ents,
+        .error = error,
+        .bpe = bpe,
+        .hashes = (uint32_t)k,
+        .bits = bytes * 8,
+        .bytes = bytes,
+        .n2 = n2,
+        .size = 0,
+    };
+    return BG_OK;
+}
+
+/* RedisBloom's checks of a stored link whose array is `length` bytes
+ * (REDISBLOOM_FORMAT.md section 6, after the array-length check). */
+static bool link_fields_ok(const bg_rb_link *l, uint64_t length)
+{
+    if (!rate_ok(l->error) || l->n2 > 63)
+        return false;
+    if (l->n2 != 0 && l->bits < (UINT64_C(1) << l->n2))
+        return false;
+    if (l->bits == 0 || length > UINT64_MAX / 8 || l->bits != 8 * length)
+        return false;
+    return (double)l->hashes == hashes_of(l->bpe);
+}
+
+/* ---- links ----------------------------------------------------------- */
+
+/* A new link with l's fields and a zeroed array of `bytes` bytes, or NULL
+ * (out of memory, or beyond size_t). */
+static rb_link *link_alloc(const bg_rb_link *l, uint64_t bytes)
+{
+    uint64_t words = bytes / 8 + (bytes % 8 != 0);
+    if (words > (SIZE_MAX - sizeof(rb_link)) / 8)
+        return NULL;
+    rb_link *n = bg__calloc(1, sizeof(rb_link) + (size_t)words * 8);
+    if (n == NULL)
+        return NULL;
+    n->entries = l->entries;
+    n->error = l->error;
+    n->bpe = l->bpe;
+    n->bytes = bytes;
+    n->size = l->size;
+    n->hashes = l->hashes;
+    n->n2 = l->n2;
+    n->reduce = l->n2 ? (UINT64_C(1) << l->n2) - 1 : bytes * 8;
+    return n;
+}
+
+static void link_fields(const rb_link *l, bg_rb_link *out)
+{
+    *out = (bg_rb_link){
+        .entries = l->entries,
+        .error = l->error,
+        .bpe = l->bpe,
+        .hashes = l->hashes,
+        .bits = l->bytes * 8,
+        .bytes = l->bytes,
+        .n2 = l->n2,
+        .size = l->size,
+    };
+}
+
+/* Room in the table for one more link. BG_OK or BG_ENOMEM. */
+static int table_room(rb_chain *c, uint32_t want)
+{
+    if (want <= c->cap)
+        return BG_OK;
+    uint32_t cap = c->cap;
+    while (cap < want)
+        cap = cap > UINT32_MAX / 2 ? UINT32_MAX : cap * 2;
+    rb_link **t = bg__malloc((size_t)cap * sizeof *t);
+    if (t == NULL)
+        return BG_ENOMEM;
+    if (c->nfilters)
+        memcpy(t, c->links, (size_t)c->nfilters * sizeof *t);
+    if (c->links != c->inline_links)
+        bg__free(c->links);
+    c->links = t;
+    c->cap = cap;
+    return BG_OK;
+}
+
+static void chain_init(rb_chain *c, const bg_rb_chain *ch, uint64_t max_bytes)
+{
+    memset(c, 0, sizeof *c);
+    c->f.ops = &bg__redisbloom_ops;
+    c->f.single_writer = true;
+    c->size = ch->size;
+    c->options = ch->options;
+    c->growth = ch->growth;
+    c->max_bytes = max_bytes ? max_bytes : BG_DEFAULT_MAX_BYTES;
+    c->links = c->inline_links;
+    c->cap = INLINE_LINKS;
+}
+
+static rb_chain *chain_alloc(const bg_rb_chain *ch, uint64_t max_bytes)
+{
+    rb_chain *c = bg__malloc(sizeof *c);
+    if (c != NULL)
+        chain_init(c, ch, max_bytes);
+    return c;
+}
+
+static void rb_destroy(bg_filter *f)
+{
+    rb_chain *c = chain_of(f);
+    for (uint32_t i = 0; i < c->nfilters; i++)
+        bg__free(c->links[i]);
+    if (c->links != c->inline_links)
+        bg__free(c->links);
+    bg__free(c);
+}
+
+/* Appends a link made by link_alloc (room made). */
+static void chain_append(rb_chain *c, rb_link *l)
+{
+    c->links[c->nfilters++] = l;
+    c->total_bytes += l->bytes;
+}
+
+/* Whether `bytes` more fit in the chain's cap. */
+static bool fits(const rb_chain *c, uint64_t bytes)
+{
+    return c->total_bytes <= c->max_bytes && bytes <= c->max_bytes - c->total_bytes;
+}
+
+/* ---- making ---------------------------------------------------------- */
+
+int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes)
+{
+    if (out == NULL)
+        return BG_EINVAL;
+    *out = NULL;
+    if (chain == NULL)
+        return BG_EINVAL;
+    if (chain->nfilters == 0)
+        return BG_ECORRUPT;
+    rb_chain *c = chain_alloc(chain, max_bytes);
+    if (c == NULL)
+        return BG_ENOMEM;
+    uint32_t reserve = chain->nfilters < RESERVE_MAX ? chain->nfilters : RESERVE_MAX;
+    if (table_room(c, reserve) != BG_OK) {
+        rb_destroy(&c->f);
+        return BG_ENOMEM;
+    }
+    *out = &c->f;
+    return BG_OK;
+}
+
+int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array, size_t len)
+{
+    if (!is_rb(f) || fields == NULL || (array == NULL && len != 0))
+        return BG_EINVAL;
+    uint64_t length = array ? (uint64_t)len : fields->bytes;
+    if (array != NULL && length < fields->bits / 8 + (fields->bits % 8 != 0))
+        return BG_ECORRUPT;
+    if (!link_fields_ok(fields, length))
+        return BG_ECORRUPT;
+    rb_chain *c = chain_of(f);
+    if (!fits(c, length))
+        return BG_ETOOBIG;
+    if (c->nfilters == UINT32_MAX)
+        return BG_ETOOBIG;
+    if (table_room(c, c->nfilters + 1) != BG_OK)
+        return BG_ENOMEM;
+    rb_link *l = link_alloc(fields, length);
+    if (l == NULL)
+        return BG_ENOMEM;
+    if (array != NULL && length != 0)
+        memcpy(link_data(l), array, (size_t)length);
+    chain_append(c, l);
+    return BG_OK;
+}
+
+/* bg_filter_new with BG_VARIANT_REDISBLOOM: BF.RESERVE. */
+static int rb_create(bg_filter **out, const bg_filter_options *o)
+{
+    *out = NULL;
+    if (o->capacity == 0 || !rate_ok(o->error_rate) || o->bits != 0 || o->hashes != 0 ||
+        o->seed != 0 || o->layer_variant != 0 || o->tightening != 0 || o->max_layers != 0)
+        return BG_EINVAL;
+    if (o->nonscaling ? o->expansion != 0 : o->expansion > BG_MAX_EXPANSION)
+        return BG_EINVAL;
+    bg_rb_chain ch = {
+        .size = 0,
+        .nfilters = 1,
+        .options = BG_RB_OPTIONS_DEFAULT | (o->nonscaling ? BG_RB_NO_SCALING : 0),
+        .growth = o->expansion ? o->expansion : 2,
+    };
+    bg_rb_link l;
+    int rc = bg_rb_link_plan(&l, o->capacity, o->nonscaling ? o->error_rate : o->error_rate * 0.5,
+                             ch.options);
+    if (rc != BG_OK)
+        return rc;
+    rb_chain *c = chain_alloc(&ch, o->max_bytes);
+    if (c == NULL)
+        return BG_ENOMEM;
+    if (!fits(c, l.bytes)) {
+        rb_destroy(&c->f);
+        return BG_ETOOBIG;
+    }
+    rb_link *link = link_alloc(&l, l.bytes);
+    if (link == NULL) {
+        rb_destroy(&c->f);
+        return BG_ENOMEM;
+    }
+    chain_append(c, link);
+    *out = &c->f;
+    return BG_OK;
+}
+
+static int rb_clone(bg_filter **out, const bg_filter *f)
+{
+    const rb_chain *src = chain_of(f);
+    bg_rb_chain ch = {.size = src->size, .nfilters = src->nfilters, .options = src->options,
+                      .growth = src->growth};
+    rb_chain *c = chain_alloc(&ch, src->max_bytes);
+    if (c == NULL)
+        return BG_ENOMEM;
+    if (table_room(c, src->nfilters) != BG_OK) {
+        rb_destroy(&c->f);
+        return BG_ENOMEM;
+    }
+    for (uint32_t i = 0; i < src->nfilters; i++) {
+        const rb_link *s = src->links[i];
+        bg_rb_link fl;
+        link_fields(s, &fl);
+        rb_link *l = link_alloc(&fl, s->bytes);
+        if (l == NULL) {
+            rb_destroy(&c->f);
+            return BG_ENOMEM;
+        }
+        memcpy(link_data(l), link_data(s), (size_t)s->bytes);
+        chain_append(c, l);
+    }
+    *out = &c->f;
+    return BG_OK;
+}
+
+/* ---- hashing and probing (REDISBLOOM_FORMAT.md sections 4, 5) --------- */
+
+static bg_hash rb_hash(const bg_filter *f, const void *key, size_t len)
+{
+    bg_hash h;
+    if (chain_of(f)->options & BG_RB_FORCE64) {
+        h.h1 = bg__murmur64a(key, len, BG__MURMUR64A_SEED);
+        h.h2 = bg__murmur64a(key, len, h.h1);
+    } else {
+        uint32_t a = bg__murmur2(key, len, BG__MURMUR2_SEED);
+        h.h1 = a;
+        h.h2 = bg__murmur2(key, len, a);
+    }
+    return h;
+}
+
+static inline uint64_t position(const rb_link *l, uint64_t x)
+{
+    return l->n2 ? x & l->reduce : x % l->reduce;
+}
+
+static inline bool link_has(const rb_link *l, bg_hash h)
+{
+    const uint8_t *d = link_data(l);
+    uint64_t x = h.h1;
+    for (uint32_t j = 0; j < l->hashes; j++, x += h.h2) {
+        uint64_t p = position(l, x);
+        if (!(d[p >> 3] & (1u << (p & 7))))
+            return false;
+    }
+    return true;
+}
+
+static inline void link_set(rb_link *l, bg_hash h)
+{
+    uint8_t *d = link_data(l);
+    uint64_t x = h.h1;
+    for (uint32_t j = 0; j < l->hashes; j++, x += h.h2) {
+        uint64_t p = position(l, x);
+        d[p >> 3] = (uint8_t)(d[p >> 3] | (1u << (p & 7)));
+    }
+}
+
+/* The first position a key probes in the newest link, asked of the CPU
+ * early by the batch calls: absent keys mostly stop there. */
+static inline void link_prefetch(const rb_link *l, bg_hash h)
+{
+    bg__prefetch(link_data(l) + (position(l, h.h1) >> 3));
+}
+
+static int rb_contains(const bg_filter *f, bg_hash h)
+{
+    const rb_chain *c = chain_of(f);
+    if (c->nfilters == 0)
+        return BG_EINVAL;
+    for (uint32_t i = c->nfilters; i-- > 0;)
+        if (link_has(c->links[i], h))
+            return 1;
+    return 0;
+}
+
+/* Appends the link that follows the full last one (section 3). */
+static int grow(rb_chain *c)
+{
+    if (c->options & BG_RB_NO_SCALING)
+        return BG_EFULL;
+    const rb_link *last = c->links[c->nfilters - 1];
+    if (c->growth != 0 && last->entries > UINT64_MAX / c->growth)
+        return BG_ETOOBIG;
+    bg_rb_link l;
+    int rc = bg_rb_link_plan(&l, last->entries * c->growth, last->error * 0.5, c->options);
+    if (rc == BG_EINVAL)
+        rc = BG_ETOOBIG; /* a link RedisBloom could not make either */
+    if (rc != BG_OK)
+        return rc;
+    if (!fits(c, l.bytes) || c->nfilters == UINT32_MAX)
+        return BG_ETOOBIG;
+    if ((rc = table_room(c, c->nfilters + 1)) != BG_OK)
+        return rc;
+    rb_link *n = link_alloc(&l, l.bytes);
+    if (n == NULL)
+        return BG_ENOMEM;
+    chain_append(c, n);
+    return BG_OK;
+}
+
+static int rb_test_and_add(bg_filter *f, bg_hash h)
+{
+    rb_chain *c = chain_of(f);
+    if (c->nfilters == 0)
+        return BG_EINVAL;
+    for (uint32_t i = c->nfilters; i-- > 0;)
+        if (link_has(c->links[i], h))
+            return 0;
+    rb_link *last = c->links[c->nfilters - 1];
+    if (last->size >= last->entries) {
+        int rc = grow(c);
+        if (rc != BG_OK)
+            return rc;
+        last = c->links[c->nfilters - 1];
+    }
+    link_set(last, h);
+    last->size++;
+    c->size++;
+    return 1;
+}
+
+/* Keys per step of the batch calls: hashed and prefetched together. */
+#define STEP 16
+
+static int64_t run(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results, bool adding,
+                   int64_t *hits)
+{
+    const rb_chain *c = chain_of(f);
+    const rb_link *last = c->links[c->nfilters - 1];
+    if (last->bytes >= 32768) /* beyond L1: worth the early loads */
+        for (size_t i = 0; i < n; i++)
+            link_prefetch(last, h[i]);
+    for (size_t i = 0; i < n; i++) {
+        int r = adding ? rb_test_and_add(f, h[i]) : rb_contains(f, h[i]);
+        if (r < 0)
+            return r;
+        if (results)
+            results[i] = (uint8_t)r;
+        *hits += r;
+    }
+    return BG_OK;
+}
+
+static int64_t rb_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
+                         bool adding)
+{
+    if (chain_of(f)->nfilters == 0)
+        return BG_EINVAL;
+    int64_t hits = 0;
+    for (size_t at = 0; at < count; at += STEP) {
+        size_t n = count - at < STEP ? count - at : STEP;
+        int64_t rc = run(f, h + at, n, results ? results + at : NULL, adding, &hits);
+        if (rc < 0)
+            return rc;
+    }
+    return hits;
+}
+
+static int64_t rb_keys(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
+                       uint8_t *results, bool adding)
+{
+    if (chain_of(f)->nfilters == 0)
+        return BG_EINVAL;
+    bg_hash h[STEP];
+    int64_t hits = 0;
+    for (size_t at = 0; at < count; at += STEP) {
+        size_t n = count - at < STEP ? count - at : STEP;
+        for (size_t i = 0; i < n; i++)
+            h[i] = rb_hash(f, keys[at + i], lens[at + i]);
+        int64_t rc = run(f, h, n, results ? results + at : NULL, adding, &hits);
+        if (rc < 0)
+            return rc;
+    }
+    return hits;
+}
+
+static int rb_clear(bg_filter *f)
+{
+    rb_chain *c = chain_of(f);
+    for (uint32_t i = 0; i < c->nfilters; i++) {
+        memset(link_data(c->links[i]), 0, (size_t)c->links[i]->bytes);
+        c->links[i]->size = 0;
+    }
+    c->size = 0;
+    return BG_OK;
+}
+
+/* ---- statistics ------------------------------------------------------ */
+
+static uint64_t add_sat(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t link_popcount(const rb_link *l)
+{
+    uint64_t n = 0, words = l->bytes / 8;
+    for (uint64_t i = 0; i < words; i++)
+        n += (uint64_t)__builtin_popcountll(l->words[i]);
+    const uint8_t *d = link_data(l);
+    for (uint64_t i = words * 8; i < l->bytes; i++)
+        n += (uint64_t)__builtin_popcount(d[i]);
+    return n;
+}
+
+/* One link's statistics: its bits and hashes, the fill model of a standard
+ * Bloom filter over the positions it uses (2^n2 or bits). */
+static void link_stats(const rb_link *l, bg_filter_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    st->variant = BG_VARIANT_REDISBLOOM;
+    st->bits = l->bytes * 8;
+    st->hashes = l->hashes;
+    st->capacity = l->entries;
+    st->error_rate = l->error;
+    st->bytes = l->bytes;
+    st->items = l->size;
+    st->bits_set = link_popcount(l);
+    st->fill_ratio = st->bits ? (double)st->bits_set / (double)st->bits : 0.0;
+    double m = l->n2 ? ldexp(1.0, l->n2) : (double)st->bits;
+    double x = (double)st->bits_set / m;
+    if (x > 1.0)
+        x = 1.0;
+    st->estimated_items = x >= 1.0 ? INFINITY
+                          : l->hashes ? -(m / l->hashes) * log1p(-x)
+                                      : 0.0;
+    st->estimated_fp_rate = pow(x, (double)l->hashes);
+    st->layers = 1;
+}
+
+static int rb_stats(const bg_filter *f, bg_filter_stats *out)
+{
+    const rb_chain *c = chain_of(f);
+    if (c->nfilters == 0)
+        return BG_EINVAL;
+    bg_filter_stats st;
+    memset(&st, 0, sizeof st);
+    st.variant = BG_VARIANT_REDISBLOOM;
+    st.layers = c->nfilters;
+    double keep_est = 1.0;
+    for (uint32_t i = 0; i < c->nfilters; i++) {
+        bg_filter_stats ls;
+        link_stats(c->links[i], &ls);
+        st.bits = add_sat(st.bits, ls.bits);
+        st.bytes = add_sat(st.bytes, ls.bytes);
+        st.bits_set = add_sat(st.bits_set, ls.bits_set);
+        st.capacity = add_sat(st.capacity, ls.capacity);
+        st.estimated_items += ls.estimated_items;
+        st.error_rate += ls.error_rate;
+        st.hashes = ls.hashes;
+        keep_est *= 1.0 - ls.estimated_fp_rate;
+    }
+    st.items = c->size;
+    st.estimated_fp_rate = 1.0 - keep_est;
+    st.fill_ratio = st.bits ? (double)st.bits_set / (double)st.bits : 0.0;
+    *out = st;
+    return BG_OK;
+}
+
+static int rb_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
+{
+    const rb_chain *c = chain_of(f);
+    if (layer >= c->nfilters)
+        return BG_EINVAL;
+    link_stats(c->links[layer], out);
+    return BG_OK;
+}
+
+static int rb_scaling(const bg_filter *f, bg_filter_scaling *out)
+{
+    const rb_chain *c = chain_of(f);
+    if (c->nfilters == 0)
+        return BG_EINVAL;
+    bool nonscaling = (c->options & BG_RB_NO_SCALING) != 0;
+    *out = (bg_filter_scaling){
+        .layer_variant = BG_VARIANT_REDISBLOOM,
+        .capacity = c->links[0]->entries,
+        .error_rate = c->links[0]->error,
+        .expansion = nonscaling ? 0 : c->growth,
+        .tightening = 0.5,
+        .max_layers = UINT32_MAX,
+        .max_bytes = c->max_bytes,
+        .nonscaling = nonscaling,
+        .layers = c->nfilters,
+    };
+    return BG_OK;
+}
+
+static void rb_sizes(const bg_filter *f, bg__filter_sizes *out)
+{
+    const rb_chain *c = chain_of(f);
+    bg__filter_sizes z = {0};
+    for (uint32_t i = 0; i < c->nfilters; i++) {
+        const rb_link *l = c->links[i];
+        z.bits = add_sat(z.bits, l->bytes * 8);
+        z.bytes = add_sat(z.bytes, l->bytes);
+        z.capacity = add_sat(z.capacity, l->entries);
+        z.hashes = l->hashes;
+    }
+    z.items = c->size;
+    *out = z;
+}
+
+static uint64_t rb_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
+{
+    const rb_chain *c = chain_of(f);
+    uint64_t n = size_of ? size_of((void *)(uintptr_t)c) : sizeof *c;
+    if (c->links != c->inline_links)
+        n += size_of ? size_of((void *)c->links) : (uint64_t)c->cap * sizeof *c->links;
+    for (uint32_t i = 0; i < c->nfilters; i++) {
+        const rb_link *l = c->links[i];
+        n += size_of ? size_of((void *)(uintptr_t)l)
+                     : sizeof *l + (l->bytes / 8 + (l->bytes % 8 != 0)) * 8;
+    }
+    return n;
+}
+
+/* ---- getters --------------------------------------------------------- */
+
+int bg_rb_chain_get(const bg_filter *f, bg_rb_chain *out)
+{
+    if (!is_rb(f) || out == NULL)
+        return BG_EINVAL;
+    const rb_chain *c = chain_of(f);
+    *out = (bg_rb_chain){
+        .size = c->size, .nfilters = c->nfilters, .options = c->options, .growth = c->growth};
+    return BG_OK;
+}
+
+int bg_rb_link_get(const bg_filter *f, uint32_t i, bg_rb_link *out)
+{
+    if (!is_rb(f) || out == NULL || i >= chain_of(f)->nfilters)
+        return BG_EINVAL;
+    link_fields(chain_of(f)->links[i], out);
+    return BG_OK;
+}
+
+int bg_rb_link_array(const bg_filter *f, uint32_t i, const uint8_t **data, size_t *len)
+{
+    if (!is_rb(f) || data == NULL || len == NULL || i >= chain_of(f)->nfilters)
+        return BG_EINVAL;
+    const rb_link *l = chain_of(f)->links[i];
+    *data = link_data(l);
+    *len = (size_t)l->bytes;
+    return BG_OK;
+}
+
+int bg_rb_link_array_mut(bg_filter *f, uint32_t i, uint8_t **data, size_t *len)
+{
+    const uint8_t *d;
+    int rc = bg_rb_link_array(f, i, &d, len);
+    if (rc == BG_OK)
+        *data = (uint8_t *)(uintptr_t)d;
+    return rc;
+}
+
+/* ---- SCANDUMP / LOADCHUNK (REDISBLOOM_FORMAT.md section 8) ------------ */
+
+/* Offsets inside the header: the chain's fields, then a link's. */
+enum {
+    H_SIZE = 0, H_NFILTERS = 8, H_OPTIONS = 12, H_GROWTH = 16,
+    L_BYTES = 0, L_BITS = 8, L_SIZE = 16, L_ERROR = 24, L_BPE = 32, L_HASHES = 40,
+    L_ENTRIES = 44, L_N2 = 52,
+};
+_Static_assert(L_N2 + 1 == BG_RB_HEADER_LINK, "a link's header is 53 bytes");
+_Static_assert(H_GROWTH + 4 == BG_RB_HEADER_CHAIN, "the chain's header is 20 bytes");
+
+static void put_le(uint8_t *p, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put_f64(uint8_t *p, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    put_le(p, v, 8);
+}
+
+static double get_f64(const uint8_t *p)
+{
+    uint64_t v = get_le(p, 8);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+size_t bg_rb_header_size(const bg_filter *f)
+{
+    if (!is_rb(f))
+        return 0;
+    return BG_RB_HEADER_CHAIN + (size_t)chain_of(f)->nfilters * BG_RB_HEADER_LINK;
+}
+
+int bg_rb_header_encode(const bg_filter *f, void *buf, size_t cap, size_t *len)
+{
+    if (!is_rb(f) || buf == NULL)
+        return BG_EINVAL;
+    size_t need = bg_rb_header_size(f);
+    if (cap < need)
+        return BG_ETRUNC;
+    const rb_chain *c = chain_of(f);
+    uint8_t *p = buf;
+    put_le(p + H_SIZE, c->size, 8);
+    put_le(p + H_NFILTERS, c->nfilters, 4);
+    put_le(p + H_OPTIONS, c->options, 4);
+    put_le(p + H_GROWTH, c->growth, 4);
+    for (uint32_t i = 0; i < c->nfilters; i++) {
+        const rb_link *l = c->links[i];
+        uint8_t *q = p + BG_RB_HEADER_CHAIN + (size_t)i * BG_RB_HEADER_LINK;
+        put_le(q + L_BYTES, l->bytes, 8);
+        put_le(q + L_BITS, l->bytes * 8, 8);
+        put_le(q + L_SIZE, l->size, 8);
+        put_f64(q + L_ERROR, l->error);
+        put_f64(q + L_BPE, l->bpe);
+        put_le(q + L_HASHES, l->hashes, 4);
+        put_le(q + L_ENTRIES, l->entries, 8);
+        q[L_N2] = l->n2;
+    }
+    if (len)
+        *len = need;
+    return BG_OK;
+}
+
+static void read_link(const uint8_t *q, bg_rb_link *l)
+{
+    *l = (bg_rb_link){
+        .bytes = get_le(q + L_BYTES, 8),
+        .bits = get_le(q + L_BITS, 8),
+        .size = get_le(q + L_SIZE, 8),
+        .error = get_f64(q + L_ERROR),
+        .bpe = get_f64(q + L_BPE),
+        .hashes = (uint32_t)get_le(q + L_HASHES, 4),
+        .entries = get_le(q + L_ENTRIES, 8),
+        .n2 = q[L_N2],
+    };
+}
+
+int bg_rb_header_decode(bg_filter **out, const void *buf, size_t len, uint64_t max_bytes)
+{
+    if (out == NULL)
+        return BG_EINVAL;
+    *out = NULL;
+    if (buf == NULL && len != 0)
+        return BG_EINVAL;
+    const uint8_t *p = buf;
+    if (len < BG_RB_HEADER_CHAIN)
+        return BG_ECORRUPT;
+    bg_rb_chain ch = {
+        .size = get_le(p + H_SIZE, 8),
+        .nfilters = (uint32_t)get_le(p + H_NFILTERS, 4),
+        .options = (uint32_t)get_le(p + H_OPTIONS, 4),
+        .growth = (uint32_t)get_le(p + H_GROWTH, 4),
+    };
+    if (ch.nfilters == 0 ||
+        (uint64_t)len != BG_RB_HEADER_CHAIN + (uint64_t)ch.nfilters * BG_RB_HEADER_LINK)
+        return BG_ECORRUPT;
+    if (ch.options & ~BG_RB_OPTIONS_KNOWN)
+        return BG_ECORRUPT;
+    uint64_t sizes = 0, total = 0;
+    bool over = false;
+    for (uint32_t i = 0; i < ch.nfilters; i++) {
+        bg_rb_link l;
+        read_link(p + BG_RB_HEADER_CHAIN + (size_t)i * BG_RB_HEADER_LINK, &l);
+        if (!link_fields_ok(&l, l.bytes))
+            return BG_ECORRUPT;
+        sizes += l.size; /* mod 2^64, as RedisBloom sums them */
+        if (l.bytes > UINT64_MAX - total)
+            over = true;
+        else
+            total += l.bytes;
+    }
+    if (sizes != ch.size)
+        return BG_ECORRUPT;
+    uint64_t cap = max_bytes ? max_bytes : BG_DEFAULT_MAX_BYTES;
+    if (over || total > cap)
+        return BG_ETOOBIG;
+    bg_filter *f;
+    int rc = bg_rb_new(&f, &ch, max_bytes);
+    if (rc != BG_OK)
+        return rc;
+    rb_chain *c = chain_of(f);
+    if ((rc = table_room(c, ch.nfilters)) != BG_OK) {
+        bg_filter_free(f);
+        return rc;
+    }
+    for (uint32_t i = 0; i < ch.nfilters; i++) {
+        bg_rb_link l;
+        read_link(p + BG_RB_HEADER_CHAIN + (size_t)i * BG_RB_HEADER_LINK, &l);
+        rb_link *n = link_alloc(&l, l.bytes);
+        if (n == NULL) {
+            bg_filter_free(f);
+            return BG_ENOMEM;
+        }
+        chain_append(c, n);
+    }
+    *out = f;
+    return BG_OK;
+}
+
+/* The link holding stream position pos, and pos's offset inside it; false
+ * past the last link. */
+static bool locate(const rb_chain *c, uint64_t pos, uint32_t *link, uint64_t *off)
+{
+    for (uint32_t i = 0; i < c->nfilters; i++) {
+        uint64_t b = c->links[i]->bytes;
+        if (pos < b) {
+            *link = i;
+            *off = pos;
+            return true;
+        }
+        pos -= b;
+    }
+    return false;
+}
+
+int bg_rb_dump_chunk(const bg_filter *f, int64_t it, int64_t *next, const uint8_t **data,
+                     size_t *len)
+{
+    if (!is_rb(f) || next == NULL || data == NULL || len == NULL)
+        return BG_EINVAL;
+    *data = NULL;
+    *len = 0;
+    if (it == 0) {
+        *next = 1;
+        return 1;
+    }
+    *next = 0;
+    uint32_t i;
+    uint64_t off;
+    if (it < 0 || !locate(chain_of(f), (uint64_t)it - 1, &i, &off))
+        return 0;
+    const rb_link *l = chain_of(f)->links[i];
+    uint64_t n = l->bytes - off;
+    if (n > BG_RB_CHUNK_MAX)
+        n = BG_RB_CHUNK_MAX;
+    *data = link_data(l) + off;
+    *len = (size_t)n;
+    *next = it + (int64_t)n; /* it - 1 + n <= the stream's length, far below 2^63 */
+    return 0;
+}
+
+int bg_rb_load_chunk(bg_filter *f, int64_t it, const void *data, size_t len)
+{
+    if (!is_rb(f) || (data == NULL && len != 0))
+        return BG_EINVAL;
+    if (it <= 0 || (uint64_t)it < (uint64_t)len)
+        return BG_ECORRUPT;
+    uint64_t start = (uint64_t)it - len;
+    uint32_t i;
+    uint64_t off;
+    if (start < 1 || !locate(chain_of(f), start - 1, &i, &off))
+        return BG_EOFFSET;
+    rb_link *l = chain_of(f)->links[i];
+    if (len > l->bytes - off)
+        return BG_ECHUNK;
+    if (len != 0)
+        memcpy(link_data(l) + off, data, len);
+    return BG_OK;
+}
+
+const bg__filter_ops bg__redisbloom_ops = {
+    .variant = BG_VARIANT_REDISBLOOM,
+    .name = "redisbloom",
+    .cell_bits = 0,
+    .create = rb_create,
+    .clone = rb_clone,
+    .destroy = rb_destroy,
+    .test_and_add = rb_test_and_add,
+    .contains = rb_contains,
+    .hashes = rb_hashes,
+    .keys = rb_keys,
+    .clear = rb_clear,
+    .stats = rb_stats,
+    .layer_stats = rb_layer_stats,
+    .scaling = rb_scaling,
+    .sizes = rb_sizes,
+    .hash = rb_hash,
+    .memory = rb_memory,
+};
