@@ -176,6 +176,1026 @@ static void position_examples(void **state)
     bg_filter_free(f);
 }
 
+
+/* ---- fixtures ----------------------------------------------------------- */
+
+#ifndef BG_RB_FIXTURES
+#error "BG_RB_FIXTURES: the directory of RedisBloom's fixtures (tests/CMakeLists.txt)"
+#endif
+
+typedef struct blob {
+    uint8_t *data;
+    size_t len;
+} blob;
+
+/* The file at BG_RB_FIXTURES/<rel>; false if it does not exist. */
+static bool blob_read(blob *b, const char *fmt, ...) CMOCKA_PRINTF_ATTRIBUTE(2, 3);
+static bool blob_read(blob *b, const char *fmt, ...)
+{
+    char rel[256], path[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rel, sizeof rel, fmt, ap);
+    va_end(ap);
+    snprintf(path, sizeof path, "%s/%s", BG_RB_FIXTURES, rel);
+    b->data = NULL;
+    b->len = 0;
+    FILE *fp = fopen(path, "rb");
+    if (fp == NULL)
+        return false;
+    TU_EQ_I(fseek(fp, 0, SEEK_END), 0);
+    long n = ftell(fp);
+    TU_TRUE(n >= 0);
+    rewind(fp);
+    b->len = (size_t)n;
+    b->data = malloc(b->len + 1);
+    assert_non_null(b->data);
+    TU_EQ_U(fread(b->data, 1, b->len, fp), b->len);
+    b->data[b->len] = 0; /* JSON files are read as strings */
+    fclose(fp);
+    return true;
+}
+
+static void blob_free(blob *b)
+{
+    free(b->data);
+    b->data = NULL;
+}
+
+/* JSON, as far as the fixtures need it: the value after the keys of `path`,
+ * each looked for ("key":) after the one before. */
+static const char *json_find(const char *text, const char *const *path, size_t n)
+{
+    const char *at = text;
+    for (size_t i = 0; i < n; i++) {
+        char pat[96];
+        snprintf(pat, sizeof pat, "\"%s\":", path[i]);
+        at = strstr(at, pat);
+        if (at == NULL)
+            fail_msg("JSON key %s not found", path[i]);
+        at += strlen(pat);
+    }
+    while (*at == ' ' || *at == '\n')
+        at++;
+    return at;
+}
+
+/* The integer array at `path` into *out (malloc'd); its length. */
+static size_t json_ints(const char *text, const char *const *path, size_t n, uint64_t **out)
+{
+    const char *at = json_find(text, path, n);
+    TU_TRUE(*at == '[');
+    at++;
+    size_t cap = 16, len = 0;
+    uint64_t *v = malloc(cap * sizeof *v);
+    for (;;) {
+        while (*at == ' ' || *at == '\n' || *at == ',')
+            at++;
+        if (*at == ']')
+            break;
+        char *end;
+        uint64_t x = strtoull(at, &end, 10);
+        TU_TRUE(end != at);
+        at = end;
+        if (len == cap)
+            v = realloc(v, (cap *= 2) * sizeof *v);
+        v[len++] = x;
+    }
+    *out = v;
+    return len;
+}
+
+static uint64_t json_u64(const char *text, const char *const *path, size_t n)
+{
+    const char *at = json_find(text, path, n);
+    char *end;
+    uint64_t x = strtoull(at, &end, 10);
+    TU_TRUE(end != at);
+    return x;
+}
+
+#define PATH(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
+
+/* The items of a fixture: "<prefix>:<name>:<i>". */
+typedef struct items {
+    char **key;
+    size_t *len;
+    size_t count;
+} items;
+
+static void items_make(items *it, const char *prefix, const char *name, size_t first, size_t count)
+{
+    it->key = malloc(count * sizeof *it->key);
+    it->len = malloc(count * sizeof *it->len);
+    it->count = count;
+    for (size_t i = 0; i < count; i++) {
+        char buf[64];
+        int n = snprintf(buf, sizeof buf, "%s:%s:%zu", prefix, name, first + i);
+        it->key[i] = strdup(buf);
+        it->len[i] = (size_t)n;
+    }
+}
+
+static void items_free(items *it)
+{
+    for (size_t i = 0; i < it->count; i++)
+        free(it->key[i]);
+    free(it->key);
+    free(it->len);
+}
+
+/* The SCANDUMP sequence of a fixture (dir/scandump/NNN.bin). */
+typedef struct dump_seq {
+    blob part[16];
+    size_t n; /* 000.bin is the header */
+} dump_seq;
+
+static void seq_read(dump_seq *s, const char *dir)
+{
+    s->n = 0;
+    while (s->n < 16 && blob_read(&s->part[s->n], "%s/scandump/%03zu.bin", dir, s->n))
+        s->n++;
+    TU_TRUE(s->n >= 2);
+}
+
+static void seq_free(dump_seq *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        blob_free(&s->part[i]);
+}
+
+/* The chain that replaying BF.LOADCHUNK of the sequence on a missing key
+ * makes: the header at iterator 1, each chunk at its reply iterator. */
+static bg_filter *seq_load(const dump_seq *s)
+{
+    bg_filter *f;
+    TU_EQ_I(bg_rb_header_decode(&f, s->part[0].data, s->part[0].len, 0), BG_OK);
+    int64_t it = 1;
+    for (size_t i = 1; i < s->n; i++) {
+        it += (int64_t)s->part[i].len;
+        TU_EQ_I(bg_rb_load_chunk(f, it, s->part[i].data, s->part[i].len), BG_OK);
+    }
+    return f;
+}
+
+/* f's SCANDUMP sequence is the fixture's, byte for byte and iterator for
+ * iterator: the header (every chain and link field) and every link's array. */
+static void seq_check(const bg_filter *f, const dump_seq *s)
+{
+    uint8_t head[20 + 53 * 16];
+    size_t len;
+    char ctx[256];
+    snprintf(ctx, sizeof ctx, "%s", tu_ctx_buf());
+    TU_EQ_U(bg_rb_header_size(f), s->part[0].len);
+    TU_EQ_I(bg_rb_header_encode(f, head, sizeof head, &len), BG_OK);
+    TU_EQ_U(len, s->part[0].len);
+    TU_TRUE(memcmp(head, s->part[0].data, len) == 0);
+    int64_t it = 0, next;
+    const uint8_t *data;
+    TU_EQ_I(bg_rb_dump_chunk(f, it, &next, &data, &len), 1);
+    TU_EQ_I(next, 1);
+    for (size_t i = 1; i < s->n; i++) {
+        it = next;
+        TU_EQ_I(bg_rb_dump_chunk(f, it, &next, &data, &len), 0);
+        tu_ctx("%s chunk %zu", ctx, i);
+        TU_EQ_U(len, s->part[i].len);
+        TU_EQ_I(next, it + (int64_t)len);
+        TU_TRUE(memcmp(data, s->part[i].data, len) == 0);
+    }
+    TU_EQ_I(bg_rb_dump_chunk(f, next, &next, &data, &len), 0);
+    TU_EQ_I(next, 0);
+    TU_EQ_U(len, 0);
+    tu_ctx("%s", ctx);
+}
+
+/* Every added item answers 1; the absent ones answer 1 exactly at
+ * `ones` (one_indices). */
+static void answers_check(bg_filter *f, const char *name, size_t added, const uint64_t *ones,
+                          size_t nones)
+{
+    items it;
+    if (added > 0) {
+        items_make(&it, "fx", name, 0, added);
+        uint8_t *r = malloc(added);
+        for (size_t at = 0; at < added; at += 1000) {
+            size_t n = added - at < 1000 ? added - at : 1000;
+            TU_EQ_I(bg_filter_contains_many(f, (const void *const *)it.key + at, it.len + at, n,
+                                            r + at),
+                    (int64_t)n);
+        }
+        for (size_t i = 0; i < added; i++)
+            TU_EQ_I(bg_filter_contains(f, it.key[i], it.len[i]), 1);
+        free(r);
+        items_free(&it);
+    }
+    items_make(&it, "absent", name, 0, 20000);
+    uint8_t *r = malloc(20000);
+    int64_t total = 0;
+    for (size_t at = 0; at < 20000; at += 1000)
+        total += bg_filter_contains_many(f, (const void *const *)it.key + at, it.len + at, 1000,
+                                         r + at);
+    TU_EQ_I(total, (int64_t)nones);
+    size_t j = 0;
+    for (size_t i = 0; i < 20000; i++) {
+        int want = j < nones && ones[j] == i;
+        if (want)
+            j++;
+        if (r[i] != want)
+            fail_msg("[%s] absent:%s:%zu answers %d, RedisBloom %d", tu_ctx_buf(), name, i, r[i],
+                     want);
+        TU_EQ_I(bg_filter_contains(f, it.key[i], it.len[i]), want);
+    }
+    free(r);
+    items_free(&it);
+}
+
+/* Adds items [first, first + count) in batches of `batch` (0: one
+ * bg_filter_test_and_add each), checking that exactly the adds at
+ * `zeros` (indices from 0 of the whole item set) answer 0. */
+static void replay_adds(bg_filter *f, const char *name, size_t first, size_t count, size_t batch,
+                        const uint64_t *zeros, size_t nzeros)
+{
+    items it;
+    items_make(&it, "fx", name, first, count);
+    uint8_t *r = malloc(count ? count : 1);
+    for (size_t at = 0; at < count;) {
+        if (batch == 0) {
+            int rc = bg_filter_test_and_add(f, it.key[at], it.len[at]);
+            TU_TRUE(rc == 0 || rc == 1);
+            r[at++] = (uint8_t)rc;
+            continue;
+        }
+        size_t n = count - at < batch ? count - at : batch;
+        int64_t ones = bg_filter_add_many(f, (const void *const *)it.key + at, it.len + at, n,
+                                          r + at);
+        TU_TRUE(ones >= 0);
+        at += n;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < count; i++) {
+        int want = !(j < nzeros && zeros[j] == first + i);
+        if (!want)
+            j++;
+        if (r[i] != want)
+            fail_msg("[%s] add of fx:%s:%zu answers %d, RedisBloom %d", tu_ctx_buf(), name,
+                     first + i, r[i], want);
+    }
+    TU_EQ_U(j, nzeros);
+    free(r);
+    items_free(&it);
+}
+
+/* The keys of keys/, with the commands that made them. */
+typedef struct fixture_key {
+    const char *name;
+    uint64_t capacity;
+    double error;
+    uint32_t expansion;
+    bool nonscaling;
+    size_t items;
+    size_t batch; /* 0: one BF.ADD per item */
+} fixture_key;
+
+static const fixture_key fixture_keys[] = {
+    {"scale2", 1000, 0.01, 2, false, 20000, 1000},
+    {"onelink", 100000, 0.001, 0, false, 30000, 1000},
+    {"nonscaling", 500, 0.05, 0, true, 505, 0},
+    {"auto", 100, 0.01, 0, false, 250, 0},
+    {"exp4", 10, 0.1, 4, false, 300, 1000},
+    {"empty", 10000, 0.001, 0, false, 0, 1000},
+    {"large", 20000, 0.02, 3, false, 200000, 1000},
+};
+
+/* Each key rebuilt from its SCANDUMP sequence answers as RedisBloom did,
+ * and dumps back the same sequence. */
+static void fixture_keys_loaded(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof fixture_keys / sizeof fixture_keys[0]; k++) {
+        const fixture_key *fk = &fixture_keys[k];
+        char dir[64];
+        snprintf(dir, sizeof dir, "keys/%s", fk->name);
+        tu_ctx("%s loaded", dir);
+        dump_seq s;
+        seq_read(&s, dir);
+        bg_filter *f = seq_load(&s);
+        seq_check(f, &s);
+
+        blob mex, info;
+        TU_TRUE(blob_read(&mex, "%s/mexists.json", dir));
+        TU_TRUE(blob_read(&info, "%s/info.json", dir));
+        const char *m = (const char *)mex.data, *in = (const char *)info.data;
+        TU_EQ_U(bg_filter_capacity(f), json_u64(in, PATH("bf_info", "Capacity")));
+        TU_EQ_U(bg_filter_items(f), json_u64(in, PATH("bf_card")));
+        bg_rb_chain ch;
+        TU_EQ_I(bg_rb_chain_get(f, &ch), BG_OK);
+        TU_EQ_U(ch.nfilters, json_u64(in, PATH("bf_info", "Number of filters")));
+        uint64_t *ones, *none;
+        size_t nones = json_ints(m, PATH("absent", "one_indices"), &ones);
+        TU_EQ_U(json_ints(m, PATH("added", "zero_indices"), &none), 0);
+        answers_check(f, fk->name, fk->items, ones, nones);
+        free(ones);
+        free(none);
+        blob_free(&mex);
+        blob_free(&info);
+        bg_filter_free(f);
+        seq_free(&s);
+    }
+}
+
+/* Each key made again from scratch by the commands that made it: the same
+ * add replies, header and arrays. */
+static void fixture_keys_replayed(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof fixture_keys / sizeof fixture_keys[0]; k++) {
+        const fixture_key *fk = &fixture_keys[k];
+        char dir[64];
+        snprintf(dir, sizeof dir, "keys/%s", fk->name);
+        tu_ctx("%s replayed", dir);
+        bg_filter_options o = {
+            .variant = BG_VARIANT_REDISBLOOM,
+            .capacity = fk->capacity,
+            .error_rate = fk->error,
+            .expansion = fk->expansion,
+            .nonscaling = fk->nonscaling,
+        };
+        bg_filter *f;
+        TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+        blob mex;
+        TU_TRUE(blob_read(&mex, "%s/mexists.json", dir));
+        uint64_t *zeros;
+        size_t nzeros = json_ints((const char *)mex.data, PATH("add_replies", "zero_indices"), &zeros);
+        replay_adds(f, fk->name, 0, fk->items, fk->batch, zeros, nzeros);
+        if (fk->nonscaling) {
+            /* The next new item: "ERR non scaling filter is full". */
+            uint64_t at = json_u64((const char *)mex.data, PATH("add_replies", "rejected_item_index"));
+            char key[64];
+            int n = snprintf(key, sizeof key, "fx:%s:%" PRIu64, fk->name, at);
+            TU_EQ_I(bg_filter_test_and_add(f, key, (size_t)n), BG_EFULL);
+        }
+        dump_seq s;
+        seq_read(&s, dir);
+        seq_check(f, &s);
+        free(zeros);
+        blob_free(&mex);
+        seq_free(&s);
+        bg_filter_free(f);
+    }
+}
+
+/* The legacy chains: restored/ (RedisBloom's SCANDUMP right after RESTORE
+ * of an old encoding) loads and answers as RedisBloom did; the BF.MADDs
+ * that followed grow it, by its old options, into after/. */
+static const struct {
+    const char *name;
+    size_t before, after;
+} legacy_keys[] = {
+    {"legacy_v0", 50, 400},
+    {"legacy_v1", 600, 3000},
+    {"legacy_v2", 2500, 6000},
+    {"legacy_v3", 400, 4000},
+};
+
+static void legacy_grown(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof legacy_keys / sizeof legacy_keys[0]; k++) {
+        const char *name = legacy_keys[k].name;
+        char dir[64];
+        tu_ctx("legacy %s", name);
+        blob js;
+        TU_TRUE(blob_read(&js, "legacy/%s/legacy.json", name));
+        const char *j = (const char *)js.data;
+
+        snprintf(dir, sizeof dir, "legacy/%s/restored", name);
+        dump_seq s;
+        seq_read(&s, dir);
+        bg_filter *f = seq_load(&s);
+        seq_check(f, &s);
+        uint64_t *ones, *zeros;
+        size_t n = json_ints(j, PATH("restored", "mexists_absent", "one_indices"), &ones);
+        answers_check(f, name, legacy_keys[k].before, ones, n);
+        free(ones);
+        seq_free(&s);
+
+        size_t nz = json_ints(j, PATH("post_adds", "zero_indices"), &zeros);
+        replay_adds(f, name, legacy_keys[k].before, legacy_keys[k].after - legacy_keys[k].before,
+                    1000, zeros, nz);
+        snprintf(dir, sizeof dir, "legacy/%s/after", name);
+        seq_read(&s, dir);
+        seq_check(f, &s);
+        n = json_ints(j, PATH("after", "mexists_absent", "one_indices"), &ones);
+        answers_check(f, name, legacy_keys[k].after, ones, n);
+        free(ones);
+        free(zeros);
+        seq_free(&s);
+        bg_filter_free(f);
+        blob_free(&js);
+    }
+}
+
+
+/* ---- RDB values (DUMP payloads) ------------------------------------------
+ * A loader's view: the module value's fields read one at a time, as a
+ * Redis module's rdb_load reads them, handed to bg_rb_new and
+ * bg_rb_push_link by the encoding version's table (REDISBLOOM_FORMAT.md
+ * section 6). */
+
+typedef struct rdb {
+    const uint8_t *p, *end;
+} rdb;
+
+static uint8_t rdb_byte(rdb *r)
+{
+    TU_TRUE(r->p < r->end);
+    return *r->p++;
+}
+
+static uint64_t rdb_be(rdb *r, unsigned n)
+{
+    uint64_t v = 0;
+    for (unsigned i = 0; i < n; i++)
+        v = v << 8 | rdb_byte(r);
+    return v;
+}
+
+/* An RDB length; *lzf set for the LZF string form (0xC3). */
+static uint64_t rdb_len(rdb *r, bool *lzf)
+{
+    uint8_t b = rdb_byte(r);
+    if (lzf)
+        *lzf = false;
+    switch (b >> 6) {
+    case 0:
+        return b & 0x3f;
+    case 1:
+        return (uint64_t)(b & 0x3f) << 8 | rdb_byte(r);
+    case 2:
+        TU_TRUE(b == 0x80 || b == 0x81);
+        return rdb_be(r, b == 0x80 ? 4 : 8);
+    default:
+        TU_TRUE(lzf != NULL && b == 0xc3);
+        *lzf = true;
+        return 0;
+    }
+}
+
+/* LZF (liblzf's format): literal runs and back references. */
+static void lzf_expand(const uint8_t *in, size_t n, uint8_t *out, size_t want)
+{
+    size_t i = 0, o = 0;
+    while (i < n) {
+        unsigned ctrl = in[i++];
+        if (ctrl < 32) {
+            size_t len = ctrl + 1;
+            TU_TRUE(i + len <= n && o + len <= want);
+            memcpy(out + o, in + i, len);
+            i += len;
+            o += len;
+            continue;
+        }
+        size_t len = ctrl >> 5;
+        if (len == 7)
+            len += in[i++];
+        size_t back = ((size_t)(ctrl & 0x1f) << 8) + in[i++] + 1;
+        len += 2;
+        TU_TRUE(back <= o && o + len <= want);
+        for (size_t j = 0; j < len; j++, o++)
+            out[o] = out[o - back];
+    }
+    TU_EQ_U(o, want);
+}
+
+static uint64_t rdb_unsigned(rdb *r)
+{
+    TU_EQ_U(rdb_len(r, NULL), 2);
+    return rdb_len(r, NULL);
+}
+
+static double rdb_double(rdb *r)
+{
+    TU_EQ_U(rdb_len(r, NULL), 4);
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 8; i++)
+        v |= (uint64_t)rdb_byte(r) << (8 * i);
+    double d;
+    memcpy(&d, &v, 8);
+    return d;
+}
+
+/* A string buffer (malloc'd) and its length. */
+static uint8_t *rdb_string(rdb *r, size_t *len)
+{
+    TU_EQ_U(rdb_len(r, NULL), 5);
+    bool lzf;
+    uint64_t n = rdb_len(r, &lzf);
+    if (!lzf) {
+        TU_TRUE(n <= (uint64_t)(r->end - r->p));
+        uint8_t *b = malloc(n ? n : 1);
+        memcpy(b, r->p, n);
+        r->p += n;
+        *len = n;
+        return b;
+    }
+    uint64_t clen = rdb_len(r, NULL), ulen = rdb_len(r, NULL);
+    TU_TRUE(clen <= (uint64_t)(r->end - r->p));
+    uint8_t *b = malloc(ulen ? ulen : 1);
+    lzf_expand(r->p, clen, b, ulen);
+    r->p += clen;
+    *len = ulen;
+    return b;
+}
+
+/* The chain of a DUMP payload, loaded field by field. */
+static bg_filter *dump_load(const blob *payload)
+{
+    rdb r = {payload->data, payload->data + payload->len - 10}; /* less version and CRC */
+    TU_EQ_U(rdb_byte(&r), 7);
+    uint64_t id = rdb_len(&r, NULL);
+    TU_EQ_U(id >> 10, UINT64_C(0x3016e5a289bef804) >> 10); /* MBbloom-- */
+    unsigned encver = (unsigned)(id & 1023);
+    TU_TRUE(encver <= 4);
+    bg_rb_chain ch = {.growth = 2};
+    ch.size = rdb_unsigned(&r);
+    uint64_t nfilters = rdb_unsigned(&r);
+    TU_TRUE(nfilters >= 1 && nfilters <= UINT32_MAX);
+    ch.nfilters = (uint32_t)nfilters;
+    if (encver >= 2)
+        ch.options = (uint32_t)rdb_unsigned(&r);
+    if (encver >= 4)
+        ch.growth = (uint32_t)rdb_unsigned(&r);
+    bg_filter *f;
+    TU_EQ_I(bg_rb_new(&f, &ch, 0), BG_OK);
+    for (uint64_t i = 0; i < nfilters; i++) {
+        bg_rb_link l = {0};
+        l.entries = rdb_unsigned(&r);
+        l.error = rdb_double(&r);
+        l.hashes = (uint32_t)rdb_unsigned(&r);
+        l.bpe = rdb_double(&r);
+        if (encver == 0) {
+            l.bits = (uint64_t)((double)l.entries * l.bpe);
+        } else {
+            l.bits = rdb_unsigned(&r);
+            l.n2 = (uint8_t)rdb_unsigned(&r);
+        }
+        size_t len;
+        uint8_t *array = rdb_string(&r, &len);
+        l.size = rdb_unsigned(&r);
+        TU_EQ_I(bg_rb_push_link(f, &l, array, len), BG_OK);
+        free(array);
+    }
+    TU_EQ_U(rdb_len(&r, NULL), 0); /* the end opcode */
+    TU_TRUE(r.p == r.end);
+    return f;
+}
+
+/* Every DUMP payload (encoding 4, and the legacy inputs in 0 to 3) loads,
+ * through bg_rb_new and bg_rb_push_link, into the chain RedisBloom's
+ * SCANDUMP shows for it. */
+static void dump_payloads_loaded(void **state)
+{
+    (void)state;
+    for (size_t k = 0; k < sizeof fixture_keys / sizeof fixture_keys[0]; k++) {
+        char dir[64];
+        snprintf(dir, sizeof dir, "keys/%s", fixture_keys[k].name);
+        tu_ctx("%s dump.bin", dir);
+        blob b;
+        TU_TRUE(blob_read(&b, "%s/dump.bin", dir));
+        bg_filter *f = dump_load(&b);
+        dump_seq s;
+        seq_read(&s, dir);
+        seq_check(f, &s);
+        seq_free(&s);
+        bg_filter_free(f);
+        blob_free(&b);
+    }
+    for (size_t k = 0; k < sizeof legacy_keys / sizeof legacy_keys[0]; k++) {
+        static const char *const files[] = {"input.bin", "restored/dump.bin", "after/dump.bin"};
+        static const char *const seqs[] = {"restored", "restored", "after"};
+        for (size_t i = 0; i < 3; i++) {
+            char dir[64];
+            tu_ctx("legacy/%s/%s", legacy_keys[k].name, files[i]);
+            blob b;
+            TU_TRUE(blob_read(&b, "legacy/%s/%s", legacy_keys[k].name, files[i]));
+            bg_filter *f = dump_load(&b);
+            snprintf(dir, sizeof dir, "legacy/%s/%s", legacy_keys[k].name, seqs[i]);
+            dump_seq s;
+            seq_read(&s, dir);
+            seq_check(f, &s);
+            seq_free(&s);
+            bg_filter_free(f);
+            blob_free(&b);
+        }
+    }
+}
+
+
+/* ---- what is refused ------------------------------------------------------ */
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (unsigned i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void putf(uint8_t *p, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, 8);
+    put64(p, v);
+}
+
+/* BF.LOADCHUNK's header rules, each broken once on fx:scale2's header. */
+static void header_refused(void **state)
+{
+    (void)state;
+    blob h;
+    TU_TRUE(blob_read(&h, "keys/scale2/scandump/000.bin"));
+    TU_EQ_U(h.len, 20 + 53 * 5);
+    uint8_t b[20 + 53 * 5 + 1];
+    bg_filter *f = (bg_filter *)&f;
+    for (int c = 0; c < 17; c++) {
+        memcpy(b, h.data, h.len);
+        size_t len = h.len;
+        uint8_t *l2 = b + 20 + 53 * 2; /* a middle link */
+        int want = BG_ECORRUPT;
+        uint64_t max_bytes = 0;
+        switch (c) {
+        case 0: len = 19; break;
+        case 1: len = 0; break;
+        case 2: memset(b + 8, 0, 4); break;                /* nfilters 0 */
+        case 3: len -= 1; break;
+        case 4: b[len++] = 0; break;
+        case 5: b[12] |= 0x10; break;                      /* an unknown option */
+        case 6: b[0] ^= 1; break;                          /* size != sum */
+        case 7: putf(l2 + 24, 0.0); break;                 /* error */
+        case 8: putf(l2 + 24, 1.0); break;
+        case 9: putf(l2 + 24, NAN); break;
+        case 10: l2[52] = 64; break;                        /* n2 */
+        case 11: l2[52] = 20; break;                        /* bits < 2^n2 */
+        case 12: put64(l2 + 8, 0); put64(l2, 0); break;     /* bits 0 */
+        case 13: put64(l2 + 8, 8 * 3120 + 8); break;        /* bits != 8 bytes */
+        case 14: l2[40] ^= 1; break;                        /* hashes */
+        case 15: max_bytes = 60423; want = BG_ETOOBIG; break;
+        case 16: max_bytes = 60424; want = BG_OK; break;    /* exactly the arrays */
+        }
+        tu_ctx("header case %d", c);
+        TU_EQ_I(bg_rb_header_decode(&f, b, len, max_bytes), want);
+        if (want != BG_OK)
+            TU_TRUE(f == NULL);
+        bg_filter_free(f);
+    }
+    /* Unknown option bits are refused in a header but kept from RDB. */
+    bg_rb_chain ch = {.nfilters = 1, .options = 0x25, .growth = 2};
+    TU_EQ_I(bg_rb_new(&f, &ch, 0), BG_OK);
+    bg_rb_chain got;
+    TU_EQ_I(bg_rb_chain_get(f, &got), BG_OK);
+    TU_EQ_U(got.options, 0x25);
+    TU_EQ_U(got.nfilters, 0);
+    /* No link yet: the filter calls refuse it. */
+    TU_EQ_I(bg_filter_contains(f, "a", 1), BG_EINVAL);
+    TU_EQ_I(bg_filter_test_and_add(f, "a", 1), BG_EINVAL);
+    bg_filter_stats st;
+    TU_EQ_I(bg_filter_stats_get(f, &st), BG_EINVAL);
+    bg_filter_free(f);
+    ch.nfilters = 0;
+    TU_EQ_I(bg_rb_new(&f, &ch, 0), BG_ECORRUPT);
+    TU_TRUE(f == NULL);
+    TU_EQ_I(bg_rb_header_decode(NULL, h.data, h.len, 0), BG_EINVAL);
+    TU_EQ_I(bg_rb_header_decode(&f, NULL, 5, 0), BG_EINVAL);
+    blob_free(&h);
+}
+
+/* bg_rb_push_link's RDB checks. */
+static void links_refused(void **state)
+{
+    (void)state;
+    bg_rb_chain ch = {.nfilters = 1, .options = 5, .growth = 2};
+    bg_filter *f;
+    TU_EQ_I(bg_rb_new(&f, &ch, 4096), BG_OK);
+    bg_rb_link good;
+    TU_EQ_I(bg_rb_link_plan(&good, 1000, 0.005, 5), BG_OK);
+    uint8_t *array = calloc(1, 8192);
+    for (int c = 0; c < 10; c++) {
+        bg_rb_link l = good;
+        size_t len = (size_t)good.bytes;
+        int want = BG_ECORRUPT;
+        switch (c) {
+        case 0: len -= 1; break;                             /* shorter than bits / 8 */
+        case 1: len += 8; break;                             /* bits != 8 length */
+        case 2: l.error = 0; break;
+        case 3: l.error = -0.5; break;
+        case 4: l.n2 = 14; break;                            /* 2^14 > 11072 bits */
+        case 5: l.bits = 0; break;
+        case 6: l.hashes = 9; break;
+        case 7: l.bpe = NAN; break;
+        case 8: len = 8192; l.bits = 8 * 8192; want = BG_ETOOBIG; break; /* max_bytes */
+        case 9: want = BG_OK; break;
+        }
+        tu_ctx("link case %d", c);
+        TU_EQ_I(bg_rb_push_link(f, &l, array, len), want);
+        bg_rb_chain got;
+        TU_EQ_I(bg_rb_chain_get(f, &got), BG_OK);
+        TU_EQ_U(got.nfilters, want == BG_OK ? 1 : 0);
+    }
+    /* A power-of-two link, and a zeroed one made from its fields alone. */
+    bg_rb_link p2;
+    TU_EQ_I(bg_rb_link_plan(&p2, 100, 0.01, 0), BG_OK);
+    TU_EQ_I(bg_rb_push_link(f, &p2, NULL, 0), BG_OK);
+    TU_EQ_I(bg_rb_push_link(f, &p2, NULL, 1), BG_EINVAL);
+    TU_EQ_I(bg_rb_push_link(NULL, &p2, NULL, 0), BG_EINVAL);
+    TU_EQ_I(bg_rb_push_link(f, NULL, NULL, 0), BG_EINVAL);
+    bg_rb_link got;
+    TU_EQ_I(bg_rb_link_get(f, 1, &got), BG_OK);
+    TU_TRUE(got.n2 == 10 && got.n2 == p2.n2 && got.bytes == p2.bytes && got.bits == p2.bits &&
+            got.entries == p2.entries && got.hashes == p2.hashes && got.error == p2.error &&
+            got.bpe == p2.bpe && got.size == 0);
+    TU_EQ_I(bg_rb_link_get(f, 2, &got), BG_EINVAL);
+    free(array);
+    bg_filter_free(f);
+
+    /* Not this variant. */
+    bg_filter_options o = {.capacity = 100, .error_rate = 0.01};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    TU_EQ_I(bg_rb_push_link(f, &good, NULL, 0), BG_EINVAL);
+    bg_rb_chain c2;
+    TU_EQ_I(bg_rb_chain_get(f, &c2), BG_EINVAL);
+    TU_EQ_U(bg_rb_header_size(f), 0);
+    TU_EQ_I(bg_rb_load_chunk(f, 9, "x", 1), BG_EINVAL);
+    bg_filter_free(f);
+}
+
+/* BF.LOADCHUNK's chunk rules on fx:exp4 (links of 8, 40, 184, 848 bytes). */
+static void chunks_refused(void **state)
+{
+    (void)state;
+    dump_seq s;
+    seq_read(&s, "keys/exp4");
+    bg_filter *f = seq_load(&s);
+    TU_EQ_U(s.n, 5);
+    TU_EQ_U(s.part[1].len, 8);
+    TU_EQ_U(s.part[2].len, 40);
+    uint8_t junk[1024];
+    memset(junk, 0xa5, sizeof junk);
+    static const struct {
+        int64_t it;
+        size_t len;
+        int want;
+    } c[] = {
+        {0, 0, BG_ECORRUPT},
+        {-5, 0, BG_ECORRUPT},
+        {3, 4, BG_ECORRUPT},                 /* it < length */
+        {1, 20 + 53 * 4, BG_ECORRUPT},       /* a header on an existing key */
+        {4, 4, BG_EOFFSET},                  /* start 0 */
+        {1 + 1080, 0, BG_EOFFSET},           /* start 1081: position 1080, past the end */
+        {1 + 1080 + 10, 10, BG_EOFFSET},
+        {1 + 8 + 40 + 1, 41, BG_ECHUNK},     /* position 8: link 1, 40 bytes left */
+        {1 + 4 + 5, 5, BG_ECHUNK},           /* position 4 in link 0, 4 left */
+        {1 + 232 + 849, 849, BG_ECHUNK},     /* position 232: link 3 at 0, 848 long */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        tu_ctx("chunk case %zu", i);
+        TU_EQ_I(bg_rb_load_chunk(f, c[i].it, junk, c[i].len), c[i].want);
+    }
+    tu_ctx("after refused chunks");
+    seq_check(f, &s); /* nothing changed */
+    /* Accepted: an empty chunk, the last byte, a whole link. */
+    TU_EQ_I(bg_rb_load_chunk(f, 9, junk, 0), BG_OK);
+    TU_EQ_I(bg_rb_load_chunk(f, 1 + 1079 + 1, junk, 1), BG_OK);
+    TU_EQ_I(bg_rb_load_chunk(f, 1 + 8 + 40, junk, 40), BG_OK);
+    const uint8_t *d;
+    size_t len;
+    TU_EQ_I(bg_rb_link_array(f, 1, &d, &len), BG_OK);
+    TU_TRUE(len == 40 && memcmp(d, junk, 40) == 0);
+    TU_EQ_I(bg_rb_link_array(f, 3, &d, &len), BG_OK);
+    TU_EQ_U(d[847], 0xa5);
+    TU_EQ_U(bg_filter_items(f), 283); /* counters never change */
+    TU_EQ_I(bg_rb_load_chunk(f, 10, NULL, 1), BG_EINVAL);
+    /* SCANDUMP past the end or before the start: the end of the sequence. */
+    int64_t next = 7;
+    const uint8_t *data = junk;
+    TU_EQ_I(bg_rb_dump_chunk(f, -1, &next, &data, &len), 0);
+    TU_TRUE(next == 0 && data == NULL && len == 0);
+    TU_EQ_I(bg_rb_dump_chunk(f, 1081, &next, &data, &len), 0);
+    TU_EQ_I(next, 0);
+    TU_EQ_I(bg_rb_dump_chunk(f, 1080, &next, &data, &len), 0);
+    TU_TRUE(next == 1081 && len == 1);
+    TU_EQ_I(bg_rb_dump_chunk(f, 5, &next, &data, &len), 0); /* mid-link: to its end */
+    TU_TRUE(next == 9 && len == 4);
+    bg_filter_free(f);
+    seq_free(&s);
+}
+
+/* A link over 16 MiB is dumped in chunks of at most 16 MiB, and loads back
+ * from them. */
+static void large_link_chunks(void **state)
+{
+    (void)state;
+    bg_filter_options o = {.variant = BG_VARIANT_REDISBLOOM, .capacity = 20000000,
+                           .error_rate = 0.01};
+    bg_filter *f, *g;
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    uint64_t bytes = bg_filter_bytes(f);
+    TU_TRUE(bytes > BG_RB_CHUNK_MAX && bytes < 2 * BG_RB_CHUNK_MAX);
+    TU_EQ_I(bg_filter_test_and_add(f, "x", 1), 1);
+    uint8_t head[20 + 53];
+    size_t len;
+    TU_EQ_I(bg_rb_header_encode(f, head, sizeof head, &len), BG_OK);
+    TU_EQ_I(bg_rb_header_encode(f, head, sizeof head - 1, &len), BG_ETRUNC);
+    TU_EQ_I(bg_rb_header_decode(&g, head, len, 0), BG_OK);
+    int64_t it = 1, next;
+    const uint8_t *data;
+    TU_EQ_I(bg_rb_dump_chunk(f, it, &next, &data, &len), 0);
+    TU_EQ_U(len, BG_RB_CHUNK_MAX);
+    TU_EQ_I(bg_rb_load_chunk(g, next, data, len), BG_OK);
+    it = next;
+    TU_EQ_I(bg_rb_dump_chunk(f, it, &next, &data, &len), 0);
+    TU_EQ_U(len, bytes - BG_RB_CHUNK_MAX);
+    TU_EQ_I(bg_rb_load_chunk(g, next, data, len), BG_OK);
+    TU_EQ_I(bg_rb_dump_chunk(f, next, &next, &data, &len), 0);
+    TU_EQ_I(next, 0);
+    TU_EQ_I(bg_filter_contains(g, "x", 1), 1);
+    TU_EQ_U(bg_filter_items(g), 1);
+    bg_filter_free(f);
+    bg_filter_free(g);
+}
+
+/* Growth that cannot happen refuses the add and changes nothing. */
+static void growth_refused(void **state)
+{
+    (void)state;
+    /* ENTS_IS_BITS: the next capacity, 13 x 5, is beyond 64 bits' exponent. */
+    bg_rb_chain ch = {.nfilters = 1, .options = BG_RB_ENTS_IS_BITS | BG_RB_FORCE64, .growth = 5};
+    bg_filter *f;
+    TU_EQ_I(bg_rb_new(&f, &ch, 0), BG_OK);
+    bg_rb_link l;
+    TU_EQ_I(bg_rb_link_plan(&l, 6, 0.1, ch.options), BG_OK); /* 64 bits */
+    TU_EQ_U(l.n2, 6);
+    TU_EQ_U(l.entries, 13);
+    TU_EQ_I(bg_rb_push_link(f, &l, NULL, 0), BG_OK);
+    int rc = 0;
+    size_t added = 0;
+    for (size_t i = 0; i < 1000 && rc >= 0; i++) {
+        char key[32];
+        rc = bg_filter_test_and_add(f, key, (size_t)snprintf(key, sizeof key, "k%zu", i));
+        added += rc == 1;
+    }
+    TU_EQ_I(rc, BG_ETOOBIG);
+    TU_EQ_U(bg_filter_items(f), added);
+    TU_EQ_U(added, 13);
+    bg_filter_free(f);
+
+    /* max_bytes: the next link does not fit. */
+    bg_filter_options o = {.variant = BG_VARIANT_REDISBLOOM, .capacity = 100,
+                           .error_rate = 0.01, .max_bytes = 400};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    TU_EQ_U(bg_filter_bytes(f), 144);
+    rc = 0;
+    added = 0;
+    for (size_t i = 0; i < 10000 && rc >= 0; i++) {
+        char key[32];
+        rc = bg_filter_test_and_add(f, key, (size_t)snprintf(key, sizeof key, "k%zu", i));
+        added += rc == 1;
+    }
+    TU_EQ_I(rc, BG_ETOOBIG);
+    TU_EQ_U(added, 100);
+    TU_EQ_U(bg_filter_items(f), 100);
+    bg_filter_free(f);
+    o.max_bytes = 143;
+    TU_EQ_I(bg_filter_new(&f, &o), BG_ETOOBIG);
+    TU_TRUE(f == NULL);
+
+    /* bg_filter_new's arguments. */
+    bg_filter_options bad[] = {
+        {.variant = BG_VARIANT_REDISBLOOM, .capacity = 0, .error_rate = 0.01},
+        {.variant = BG_VARIANT_REDISBLOOM, .capacity = 10, .error_rate = 1.0},
+        {.variant = BG_VARIANT_REDISBLOOM, .capacity = 10, .error_rate = 0.01, .seed = 1},
+        {.variant = BG_VARIANT_REDISBLOOM, .capacity = 10, .error_rate = 0.01, .bits = 64},
+        {.variant = BG_VARIANT_REDISBLOOM, .capacity = 10, .error_rate = 0.01, .nonscaling = true,
+         .expansion = 2},
+        {.variant = BG_VARIANT_REDISBLOOM, .capacity = 10, .error_rate = 0.01,
+         .expansion = BG_MAX_EXPANSION + 1},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        tu_ctx("bad options %zu", i);
+        TU_EQ_I(bg_filter_new(&f, &bad[i]), BG_EINVAL);
+    }
+}
+
+/* What the calls of <bloomgate/filter.h> report on a chain. */
+static void filter_calls(void **state)
+{
+    (void)state;
+    dump_seq s;
+    seq_read(&s, "keys/scale2");
+    bg_filter *f = seq_load(&s), *c;
+    bg_filter_stats st;
+    TU_EQ_I(bg_filter_stats_get(f, &st), BG_OK);
+    TU_EQ_I(st.variant, BG_VARIANT_REDISBLOOM);
+    TU_EQ_U(st.capacity, 31000);
+    TU_EQ_U(st.items, 19814);
+    TU_EQ_U(st.layers, 5);
+    TU_EQ_U(st.bytes, 1384 + 3120 + 6960 + 15360 + 33600);
+    TU_EQ_U(st.bits, 8 * st.bytes);
+    TU_EQ_U(st.hashes, 12);
+    TU_IN_RANGE_D(st.error_rate, 0.0096, 0.0097);
+    TU_TRUE(st.bits_set > 0 && st.bits_set < st.bits);
+    TU_EQ_U(bg_filter_hashes(f), 12);
+    TU_EQ_U(bg_filter_seed(f), 0);
+    TU_EQ_I(bg_filter_layer_stats(f, 1, &st), BG_OK);
+    TU_EQ_U(st.capacity, 2000);
+    TU_EQ_U(st.items, 2000);
+    TU_EQ_I(bg_filter_layer_stats(f, 5, &st), BG_EINVAL);
+    bg_filter_scaling sc;
+    TU_EQ_I(bg_filter_scaling_get(f, &sc), BG_OK);
+    TU_EQ_U(sc.expansion, 2);
+    TU_EQ_U(sc.layers, 5);
+    TU_EQ_U(sc.capacity, 1000);
+    TU_TRUE(!sc.nonscaling);
+    uint64_t mem = bg_filter_memory(f, NULL);
+    TU_TRUE(mem > 60424 && mem < 60424 + 1024);
+    TU_EQ_I(bg_filter_union(f, f), BG_EVARIANT);
+    TU_EQ_I(bg_filter_remove(f, "a", 1), BG_EVARIANT);
+
+    /* A clone dumps the same sequence and grows the same way. */
+    TU_EQ_I(bg_filter_clone(&c, f), BG_OK);
+    tu_ctx("clone");
+    seq_check(c, &s);
+    TU_EQ_I(bg_filter_test_and_add(c, "new key", 7), bg_filter_test_and_add(f, "new key", 7));
+    bg_filter_free(c);
+
+    /* Hash calls take the chain's own (a, b). */
+    bg_hash h;
+    TU_EQ_I(bg_filter_hash(f, "fx:scale2:7", 11, &h), BG_OK);
+    TU_EQ_I(bg_filter_contains_hash(f, h), 1);
+    TU_EQ_I(bg_filter_contains_hashes(f, &h, 1, NULL), 1);
+
+    /* Clear keeps the links, empty. */
+    TU_EQ_I(bg_filter_clear(f), BG_OK);
+    TU_EQ_U(bg_filter_items(f), 0);
+    TU_EQ_I(bg_filter_contains(f, "fx:scale2:7", 11), 0);
+    TU_EQ_I(bg_filter_stats_get(f, &st), BG_OK);
+    TU_EQ_U(st.bits_set, 0);
+    TU_EQ_U(st.layers, 5);
+    bg_filter_free(f);
+    seq_free(&s);
+}
+
+/* Every allocation a call makes may fail: a clean BG_ENOMEM, nothing
+ * leaked. */
+static void allocation_failures(void **state)
+{
+    (void)state;
+    blob h;
+    TU_TRUE(blob_read(&h, "keys/scale2/scandump/000.bin"));
+    TU_EQ_I(bg_set_allocator(&fa_allocator), BG_OK);
+    for (int what = 0; what < 4; what++) {
+        int rc = BG_ENOMEM;
+        for (long n = 1; rc == BG_ENOMEM && n < 100; n++) {
+            tu_ctx("call %d, allocation %ld", what, n);
+            bg_filter *f = NULL, *c = NULL;
+            bg_filter_options o = {.variant = BG_VARIANT_REDISBLOOM, .capacity = 10,
+                                   .error_rate = 0.1};
+            if (what >= 2) { /* a filter to grow or clone, made before the faults */
+                fa_reset(0);
+                TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+                for (int i = 0; i < 10; i++)
+                    TU_EQ_I(bg_filter_test_and_add(f, &i, sizeof i) >= 0, 1);
+            }
+            long before = fa.live;
+            fa_reset(n);
+            fa.live = before;
+            switch (what) {
+            case 0: rc = bg_filter_new(&f, &o); break;
+            case 1: rc = bg_rb_header_decode(&f, h.data, h.len, 0); break;
+            case 2: rc = bg_filter_clone(&c, f); break;
+            case 3: {
+                int k = 100;
+                rc = 1;
+                for (int i = 0; i < 40 && rc >= 0; i++, k++)
+                    rc = bg_filter_test_and_add(f, &k, sizeof k);
+                rc = rc < 0 ? rc : BG_OK;
+                break;
+            }
+            }
+            TU_TRUE(rc == BG_OK || rc == BG_ENOMEM);
+            bg_filter_free(c);
+            bg_filter_free(f);
+            TU_EQ_I(fa.live, 0);
+        }
+        TU_EQ_I(rc, BG_OK);
+    }
+    TU_EQ_I(bg_set_allocator(NULL), BG_OK);
+    blob_free(&h);
+}
+
+static int restore_allocator(void **state)
+{
+    (void)state;
+    return bg_set_allocator(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -183,6 +1203,17 @@ int main(void)
         cmocka_unit_test(filter_hash_is_murmur),
         cmocka_unit_test(sizing_table),
         cmocka_unit_test(position_examples),
+        cmocka_unit_test(fixture_keys_loaded),
+        cmocka_unit_test(fixture_keys_replayed),
+        cmocka_unit_test(legacy_grown),
+        cmocka_unit_test(dump_payloads_loaded),
+        cmocka_unit_test(header_refused),
+        cmocka_unit_test(links_refused),
+        cmocka_unit_test(chunks_refused),
+        cmocka_unit_test(large_link_chunks),
+        cmocka_unit_test(growth_refused),
+        cmocka_unit_test(filter_calls),
+        cmocka_unit_test_teardown(allocation_failures, restore_allocator),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
