@@ -29,6 +29,15 @@ offsets of a bitmap as large as the filter's bits, BF.ADD, BF.EXISTS
 items and on one auto-created by BF.ADD (capacity 100, expansion 2) and
 grown to 10^6.
 
+REDISBLOOM'S TYPE
+On a second server loaded with LAYERS standard, the same commands on two
+filters of the same bits, each reserved for --items at 0.01 and filled: one
+of RedisBloom's type (MBbloom--, made by BF.LOADCHUNK of the header
+RedisBloom's BF.RESERVE would make) and one of bloomgate's own type with
+standard layers; and MEMORY USAGE of the first against RedisBloom's own
+accounting of it (BF.INFO Size, 32 + sum(64 + link bytes)). Skipped when
+the module has no MBbloom-- type.
+
 MEMORY
 MEMORY USAGE per item of filters reserved at (0.01, 10^6), (0.01, 10^7),
 (0.001, 10^6), (0.001, 10^7) and filled to capacity, and of the grown one,
@@ -44,6 +53,8 @@ TARGETS (printed PASS or FAIL; the run exits 0 whether or not they are met)
   grown filter, absent items   <= 2x the reserved filter's time
   MEMORY USAGE                 <= RedisBloom's; within 10% of the real cost
   false-positive rate          <= the error rate the filter was made for
+  RedisBloom's type            no slower than bloomgate's standard layers;
+                                  MEMORY USAGE within 1% of RedisBloom's
 
   bench/redis_bench.py [--module PATH] [--items N] [--requests N]
                        [--rounds N] [--small-keys N] [--quick]
@@ -58,6 +69,7 @@ import math
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -391,6 +403,106 @@ def memory_targets(rows, small):
               f"{usage / real:.3f}x the real cost (within {MEM_REAL:.0%})")
 
 
+# ---- RedisBloom's type -------------------------------------------------------------
+
+RB_OPTIONS = 1 | 4  # NOROUND | FORCE64: what RedisBloom 2.6's BF.RESERVE makes
+RB_TYPE_RATIO = 1.0  # RedisBloom-type keys: at most this x bloomgate's standard layers
+RB_SIZE_TOLERANCE = 0.01
+
+
+def rb_header(capacity, error):
+    """The BF.SCANDUMP header of an empty filter as RedisBloom's `BF.RESERVE
+    key error capacity` makes it (docs/REDISBLOOM_FORMAT.md, sections 2, 3
+    and 8): one link at error / 2, NOROUND sizing."""
+    e = error / 2
+    bpe = -math.log(e) / 0.480453013918201
+    hashes = math.ceil(0.693147180559945 * bpe)
+    bits = max(1, int(capacity * bpe))
+    nbytes = 8 * -(-bits // 64)
+    return (struct.pack("<QIII", 0, 1, RB_OPTIONS, 2) +
+            struct.pack("<QQQddIQB", nbytes, 8 * nbytes, 0, e, bpe, hashes, capacity, 0))
+
+
+def rb_cases(n, keyspace, kind):
+    """run_case's cases on filter `kind` (rb or std), adds going to kind + "w";
+    "{}" in an argument is the round (a fresh prefix for each add run)."""
+    batch = ["__rand_int__"] * BATCH
+    w = kind + "w"
+    return [
+        ("BF.EXISTS present", "bf.exists", ["BF.EXISTS", kind, "item:__rand_int__"], n, True, 1,
+         None),
+        ("BF.EXISTS absent", "bf.exists", ["BF.EXISTS", kind, "miss:__rand_int__"], keyspace, True,
+         1, None),
+        ("BF.ADD", "bf.add", ["BF.ADD", w, "add{}:__rand_int__"], keyspace, True, 1, w),
+        ("BF.MEXISTS present", "bf.mexists", ["BF.MEXISTS", kind] + ["item:" + b for b in batch],
+         n, True, BATCH, None),
+        ("BF.MEXISTS absent", "bf.mexists", ["BF.MEXISTS", kind] + ["miss:" + b for b in batch],
+         keyspace, True, BATCH, None),
+        ("BF.MADD", "bf.madd", ["BF.MADD", w] + ["madd{}:" + b for b in batch], keyspace, True,
+         BATCH, w),
+    ]
+
+
+def redisbloom_type(module, loader, a, keyspace):
+    """RedisBloom-type keys against bloomgate's standard layers, and their
+    MEMORY USAGE against RedisBloom's accounting. Returns the verdict rows,
+    or None when the module has no MBbloom-- type."""
+    server = Server(module, ["LAYERS", "standard"] + a.module_args.split())
+    try:
+        r, n = server.r, a.items
+        load = Load(loader, server, a.pipeline)
+        adds = a.rounds * (a.requests + (a.requests // 10) * BATCH)
+        try:
+            for key, cap in (("rb", n), ("rbw", max(n, adds))):
+                r.execute_command("BF.LOADCHUNK", key, 1, rb_header(cap, 0.01))
+        except redis.ResponseError as e:
+            print(f"\nRedisBloom's type: skipped (BF.LOADCHUNK of RedisBloom's header: {e})")
+            return None
+        if r.type("rb") != b"MBbloom--":
+            print(f"\nRedisBloom's type: skipped (the header made a key of type {r.type('rb')})")
+            return None
+        r.execute_command("BF.RESERVE", "std", "0.01", n)
+        r.execute_command("BF.RESERVE", "stdw", "0.01", max(n, adds))
+        for key in ("rb", "std"):
+            fill(load, key, "item:", n)
+            check_distinct(f"fill {key}", r.execute_command("BF.CARD", key), n, n)
+        rb_bytes, std_bytes = info(r, "rb")["Size"], r.memory_usage("std", samples=0)
+        print(f"\nRedisBloom's type (server with LAYERS standard): rb = MBbloom-- and std = "
+              f"bloomgate, both reserved (0.01, {n}) and filled; rb's BF.INFO Size {rb_bytes} B, "
+              f"std's MEMORY USAGE {std_bytes} B")
+        runs = {}
+        for rnd in range(a.rounds):
+            for kind_cases in zip(rb_cases(n, keyspace, "rb"), rb_cases(n, keyspace, "std")):
+                for kind, case in zip(("rb", "std"), kind_cases):
+                    runs.setdefault((case[0], kind), []).append(
+                        run_case(r, load, case, rnd, a.requests))
+        print(f"  {'us per call / item, mean (min-max)':<36} {'MBbloom--':>22} {'bloomgate':>22}")
+        rows = []
+        for label, *_ in rb_cases(n, keyspace, "rb"):
+            rb = [x[1] for x in runs[(label, "rb")]]
+            std = [x[1] for x in runs[(label, "std")]]
+            print(f"  {label:<36} {mean(rb):8.4f} ({min(rb):.4f}-{max(rb):.4f}) "
+                  f"{mean(std):8.4f} ({min(std):.4f}-{max(std):.4f})")
+            rows.append((label, mean(rb), mean(std)))
+        usage = r.memory_usage("rb", samples=0)
+        print(f"  MEMORY USAGE of rb: {usage} B; RedisBloom's accounting (BF.INFO Size) {rb_bytes} B")
+        return rows, usage, rb_bytes
+    finally:
+        server.stop()
+
+
+def redisbloom_type_targets(result):
+    if result is None:
+        return
+    rows, usage, rb_bytes = result
+    print("\nTARGETS: RedisBloom's type")
+    for label, rb, std in rows:
+        print(f"  [{verdict(rb <= RB_TYPE_RATIO * std)}] {label}: MBbloom-- {rb:.4f} us = "
+              f"{rb / std:.2f}x bloomgate's standard layers ({std:.4f})")
+    print(f"  [{verdict(abs(usage / rb_bytes - 1) <= RB_SIZE_TOLERANCE)}] MEMORY USAGE {usage} B = "
+          f"{usage / rb_bytes:.4f}x RedisBloom's {rb_bytes} B (within {RB_SIZE_TOLERANCE:.0%})")
+
+
 # ---- main ------------------------------------------------------------------------
 
 
@@ -445,10 +557,12 @@ def main():
         runs = throughput(r, load, a, keyspace, bits)
         rows = memory(r, load, a)
         small = small_keys(r, a.small_keys)
-        throughput_targets(runs, min(a.items, 10**6))
-        memory_targets(rows, small)
     finally:
         server.stop()
+    rb = redisbloom_type(module, loader, a, keyspace)
+    throughput_targets(runs, min(a.items, 10**6))
+    memory_targets(rows, small)
+    redisbloom_type_targets(rb)
     return 0
 
 
