@@ -8,9 +8,11 @@
  * An XXH3-64 checksum covers the header and the payload. A scalable filter
  * is written as format version 2: a 128-byte header with its growth
  * parameters, then each layer as the version-1 image of that layer (padded
- * to a multiple of 64 bytes), one checksum over all of it. Every call below
- * works on both. The layout, field by field, is in docs/FORMAT.md;
- * tests/unit/test_file.c and test_scalable_files.c pin it with golden bytes.
+ * to a multiple of 64 bytes), one checksum over all of it; a RedisBloom chain
+ * as format version 3, its links' fields and arrays likewise (redisbloom.h).
+ * Every call below works on all three. The layout, field by field, is in
+ * docs/FORMAT.md; tests/unit/test_file.c, test_scalable_files.c and
+ * test_redisbloom.c pin it with golden bytes.
  *
  *   bg_filter_save(f, "users.bgf");                    crash-safe replace
  *   bg_filter_load(&f, "users.bgf", 0);                in memory, writable
@@ -68,15 +70,18 @@ extern "C" {
 /* The newest format this library writes; it reads every version up to this
  * one. Version 1 holds a standard, blocked or counting filter and is still
  * what they are written as (their bytes never change); version 2 holds a
- * scalable filter: a container of version-1 layer images (docs/FORMAT.md). */
-#define BG_FILE_VERSION 2u
+ * scalable filter: a container of version-1 layer images; version 3 a
+ * RedisBloom chain (BG_VARIANT_REDISBLOOM): its fields and its links'
+ * arrays (docs/FORMAT.md). */
+#define BG_FILE_VERSION 3u
 
-/* Bytes in a header (both versions); the payload starts at a multiple of 64
+/* Bytes in a header (every version); the payload starts at a multiple of 64
  * at or after it. */
 #define BG_FILE_HEADER_BYTES 128u
 
 /* Hash function ids (the header's hash field). */
 #define BG_FILE_HASH_XXH3_128 1u /* XXH3-128, seeded; h1 = low 64 bits (hash.h) */
+#define BG_FILE_HASH_MURMUR 2u    /* RedisBloom's MurmurHash64A or MurmurHash2 (redisbloom.h) */
 
 /* Flags for bg_filter_load, bg_filter_decode, bg_filter_map and the
  * bg_file_inspect calls. */
@@ -101,7 +106,10 @@ typedef enum bg_checksum_state {
  * bg_filter_stats_get gives for the filter the file holds: bits, capacity,
  * items and payload_bytes are sums over the layers, hashes is the newest
  * layer's k, and payload_offset is where the first layer's payload starts
- * (each layer's own header and padding lie between the payloads). */
+ * (each layer's own header and padding lie between the payloads). A
+ * RedisBloom chain (version 3) is reported the same way, its links as
+ * layers (seed 0, items the chain's size); its fields link by link are
+ * those of <bloomgate/redisbloom.h> on the loaded filter. */
 typedef struct bg_file_info {
     uint32_t version;          /* format version */
     uint32_t header_bytes;     /* header length */
@@ -118,8 +126,9 @@ typedef struct bg_file_info {
     uint64_t checksum;         /* stored XXH3-64 */
     bg_checksum_state checksum_state;
     uint32_t layers;           /* 1, or a scalable filter's layers */
-    /* A scalable filter's growth parameters, as bg_filter_scaling_get gives
-     * them for the filter the file holds; all zero for version 1. */
+    /* A scalable filter's (or RedisBloom chain's) growth parameters, as
+     * bg_filter_scaling_get gives them for the filter the file holds; all
+     * zero for version 1. */
     bg_filter_scaling scaling;
 } bg_file_info;
 

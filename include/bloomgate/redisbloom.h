@@ -82,6 +82,11 @@
  *   BG_ECHUNK    "ERR invalid chunk - Too big for current filter";
  *   BG_ETOOBIG   beyond the caller's max_bytes (no RedisBloom counterpart).
  *
+ * FILES
+ * <bloomgate/file.h> saves, loads and maps such a chain (format version 3,
+ * docs/FORMAT.md): every field and array, old options included. A mapped
+ * chain is read-only (its arrays are the file's pages).
+ *
  * MEMORY
  * Every link is one allocation (its fields, then its array); the chain is
  * one more, holding the table of its links' pointers (inline for one link).
@@ -170,7 +175,8 @@ BG_API int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_byt
  * Then BG_ETOOBIG if the arrays would pass max_bytes, and only then the
  * allocation (BG_ENOMEM). entries and size are taken as they are. BG_OK,
  * BG_EINVAL (NULL f or fields, not this variant, NULL array with len > 0),
- * BG_ECORRUPT, BG_ETOOBIG or BG_ENOMEM; on failure nothing changes.
+ * BG_EREADONLY (a chain of bg_filter_map), BG_ECORRUPT, BG_ETOOBIG or
+ * BG_ENOMEM; on failure nothing changes.
  * Copies the array. */
 BG_API int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array,
                            size_t len);
@@ -188,7 +194,8 @@ BG_API int bg_rb_link_get(const bg_filter *f, uint32_t i, bg_rb_link *out);
 BG_API int bg_rb_link_array(const bg_filter *f, uint32_t i, const uint8_t **data, size_t *len);
 
 /* The same, writable, for a loader that fills a link in place: counters
- * are not changed by writing there. */
+ * are not changed by writing there. BG_EREADONLY for a chain of
+ * bg_filter_map. */
 BG_API int bg_rb_link_array_mut(bg_filter *f, uint32_t i, uint8_t **data, size_t *len);
 
 /* ---- BF.SCANDUMP and BF.LOADCHUNK ----------------------------------------
@@ -246,7 +253,8 @@ BG_API int bg_rb_dump_chunk(const bg_filter *f, int64_t it, int64_t *next, const
  * link: BG_EOFFSET; more bytes than are left in that link: BG_ECHUNK; else
  * BG_OK (an empty chunk at a valid position changes nothing). Counters
  * never change. BG_EINVAL for NULL f, another variant, or NULL data with
- * len > 0. On failure nothing changes. Allocates nothing. */
+ * len > 0; BG_EREADONLY for a chain of bg_filter_map. On failure nothing
+ * changes. Allocates nothing. */
 BG_API int bg_rb_load_chunk(bg_filter *f, int64_t it, const void *data, size_t len);
 
 #ifdef __cplusplus

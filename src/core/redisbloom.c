@@ -34,6 +34,7 @@
 #include "alloc_internal.h"
 #include "filter_internal.h"
 #include "murmur.h"
+#include "redisbloom_internal.h"
 
 /* ---- structures ------------------------------------------------------ */
 
@@ -46,7 +47,8 @@ typedef struct rb_link {
     uint64_t reduce; /* n2 > 0: 2^n2 - 1 (a mask); else bits (a divisor) */
     uint32_t hashes;
     uint8_t n2;
-    uint64_t words[]; /* the array, `bytes` bytes (rounded up to words) */
+    uint8_t *data;    /* the array: `words`, or a file mapping (read-only) */
+    uint64_t words[]; /* the array, `bytes` bytes (rounded up to words), unless mapped */
 } rb_link;
 
 /* Links whose pointers the chain's block holds itself. */
@@ -66,6 +68,8 @@ typedef struct rb_chain {
     uint32_t cap;
     uint32_t options;
     uint32_t growth;
+    void *mapping; /* a read-only chain's file mapping (bg_filter_map), or NULL */
+    size_t mapping_bytes;
     rb_link *inline_links[INLINE_LINKS];
 } rb_chain;
 
@@ -81,7 +85,7 @@ static bool is_rb(const bg_filter *f)
 
 static uint8_t *link_data(const rb_link *l)
 {
-    return (uint8_t *)(uintptr_t)l->words;
+    return l->data;
 }
 
 /* ---- sizing (REDISBLOOM_FORMAT.md section 2) -------------------------- */
@@ -170,7 +174,7 @@ int bg_rb_link_plan(bg_rb_link *out, uint64_t entries, double error, uint32_t op
 
 /* RedisBloom's checks of a stored link whose array is `length` bytes
  * (REDISBLOOM_FORMAT.md section 6, after the array-length check). */
-static bool link_fields_ok(const bg_rb_link *l, uint64_t length)
+bool bg__rb_link_ok(const bg_rb_link *l, uint64_t length)
 {
     if (!rate_ok(l->error) || l->n2 > 63)
         return false;
@@ -184,15 +188,17 @@ static bool link_fields_ok(const bg_rb_link *l, uint64_t length)
 /* ---- links ----------------------------------------------------------- */
 
 /* A new link with l's fields and a zeroed array of `bytes` bytes, or NULL
- * (out of memory, or beyond size_t). */
-static rb_link *link_alloc(const bg_rb_link *l, uint64_t bytes)
+ * (out of memory, or beyond size_t); with `mapped` not NULL, the link's
+ * array is those bytes (borrowed) instead. */
+static rb_link *link_alloc_at(const bg_rb_link *l, uint64_t bytes, const uint8_t *mapped)
 {
-    uint64_t words = bytes / 8 + (bytes % 8 != 0);
+    uint64_t words = mapped ? 0 : bytes / 8 + (bytes % 8 != 0);
     if (words > (SIZE_MAX - sizeof(rb_link)) / 8)
         return NULL;
     rb_link *n = bg__calloc(1, sizeof(rb_link) + (size_t)words * 8);
     if (n == NULL)
         return NULL;
+    n->data = mapped ? (uint8_t *)(uintptr_t)mapped : (uint8_t *)n->words;
     n->entries = l->entries;
     n->error = l->error;
     n->bpe = l->bpe;
@@ -202,6 +208,11 @@ static rb_link *link_alloc(const bg_rb_link *l, uint64_t bytes)
     n->n2 = l->n2;
     n->reduce = l->n2 ? (UINT64_C(1) << l->n2) - 1 : bytes * 8;
     return n;
+}
+
+static rb_link *link_alloc(const bg_rb_link *l, uint64_t bytes)
+{
+    return link_alloc_at(l, bytes, NULL);
 }
 
 static void link_fields(const rb_link *l, bg_rb_link *out)
@@ -266,6 +277,8 @@ static void rb_destroy(bg_filter *f)
         bg__free(c->links[i]);
     if (c->links != c->inline_links)
         bg__free(c->links);
+    if (c->mapping)
+        bg__unmap(c->mapping, c->mapping_bytes);
     bg__free(c);
 }
 
@@ -309,10 +322,12 @@ int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array, s
 {
     if (!is_rb(f) || fields == NULL || (array == NULL && len != 0))
         return BG_EINVAL;
+    if (f->read_only)
+        return BG_EREADONLY;
     uint64_t length = array ? (uint64_t)len : fields->bytes;
     if (array != NULL && length < fields->bits / 8 + (fields->bits % 8 != 0))
         return BG_ECORRUPT;
-    if (!link_fields_ok(fields, length))
+    if (!bg__rb_link_ok(fields, length))
         return BG_ECORRUPT;
     rb_chain *c = chain_of(f);
     if (!fits(c, length))
@@ -692,10 +707,47 @@ static uint64_t rb_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
         n += size_of ? size_of((void *)c->links) : (uint64_t)c->cap * sizeof *c->links;
     for (uint32_t i = 0; i < c->nfilters; i++) {
         const rb_link *l = c->links[i];
+        bool own = l->data == (const uint8_t *)l->words;
         n += size_of ? size_of((void *)(uintptr_t)l)
-                     : sizeof *l + (l->bytes / 8 + (l->bytes % 8 != 0)) * 8;
+                     : sizeof *l + (own ? (l->bytes / 8 + (l->bytes % 8 != 0)) * 8 : 0);
     }
     return n;
+}
+
+/* ---- read-only chains in a file mapping (src/file) ---------------------- */
+
+int bg__rb_new_mapped(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes, void *mapping,
+                      size_t mapping_bytes)
+{
+    int rc = bg_rb_new(out, chain, max_bytes);
+    if (rc != BG_OK) {
+        bg__unmap(mapping, mapping_bytes);
+        return rc;
+    }
+    rb_chain *c = chain_of(*out);
+    c->f.read_only = true;
+    c->mapping = mapping;
+    c->mapping_bytes = mapping_bytes;
+    return BG_OK;
+}
+
+int bg__rb_push_mapped(bg_filter *f, const bg_rb_link *fields, const uint8_t *array)
+{
+    rb_chain *c = chain_of(f);
+    if (!fits(c, fields->bytes) || c->nfilters == UINT32_MAX)
+        return BG_ETOOBIG;
+    if (table_room(c, c->nfilters + 1) != BG_OK)
+        return BG_ENOMEM;
+    rb_link *l = link_alloc_at(fields, fields->bytes, array);
+    if (l == NULL)
+        return BG_ENOMEM;
+    chain_append(c, l);
+    return BG_OK;
+}
+
+uint64_t bg__rb_max_bytes(const bg_filter *f)
+{
+    return chain_of(f)->max_bytes;
 }
 
 /* ---- getters --------------------------------------------------------- */
@@ -730,6 +782,8 @@ int bg_rb_link_array(const bg_filter *f, uint32_t i, const uint8_t **data, size_
 
 int bg_rb_link_array_mut(bg_filter *f, uint32_t i, uint8_t **data, size_t *len)
 {
+    if (f != NULL && f->read_only && is_rb(f))
+        return BG_EREADONLY;
     const uint8_t *d;
     int rc = bg_rb_link_array(f, i, &d, len);
     if (rc == BG_OK)
@@ -854,7 +908,7 @@ int bg_rb_header_decode(bg_filter **out, const void *buf, size_t len, uint64_t m
     for (uint32_t i = 0; i < ch.nfilters; i++) {
         bg_rb_link l;
         read_link(p + BG_RB_HEADER_CHAIN + (size_t)i * BG_RB_HEADER_LINK, &l);
-        if (!link_fields_ok(&l, l.bytes))
+        if (!bg__rb_link_ok(&l, l.bytes))
             return BG_ECORRUPT;
         sizes += l.size; /* mod 2^64, as RedisBloom sums them */
         if (l.bytes > UINT64_MAX - total)
@@ -936,6 +990,8 @@ int bg_rb_load_chunk(bg_filter *f, int64_t it, const void *data, size_t len)
 {
     if (!is_rb(f) || (data == NULL && len != 0))
         return BG_EINVAL;
+    if (f->read_only)
+        return BG_EREADONLY;
     if (it <= 0 || (uint64_t)it < (uint64_t)len)
         return BG_ECORRUPT;
     uint64_t start = (uint64_t)it - len;

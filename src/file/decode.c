@@ -73,10 +73,11 @@ static int parse_prefix(const uint8_t *head, size_t head_len, unsigned *version)
     uint64_t v = bg__get_le(head + BG__OFF_VERSION, 2);
     if (v == 0 || v > BG_FILE_VERSION)
         return BG_EVERSION;
-    if (v == BG__FILE_V2) {
+    if (v == BG__FILE_V2 || v == BG__FILE_V3) {
         if (head_len < BG__OFF_VARIANT + 1)
             return BG_ETRUNC;
-        if (head[BG__OFF_VARIANT] != BG_VARIANT_SCALABLE)
+        if (head[BG__OFF_VARIANT] !=
+            (v == BG__FILE_V2 ? BG_VARIANT_SCALABLE : BG_VARIANT_REDISBLOOM))
             return BG_EVERSION;
     }
     if (head_len < BG_FILE_HEADER_BYTES)
@@ -320,6 +321,8 @@ int bg__file_plan_read(const bg__file_src *src, bg__file_plan *plan)
         return rc;
     if (version == BG__FILE_V1)
         return plan_v1(src, plan);
+    if (version == BG__FILE_V3)
+        return bg__rb_plan_read(src, plan);
     if ((rc = v2_header(src, plan)) != BG_OK)
         return rc;
     return v2_layers(src, plan);
@@ -354,6 +357,18 @@ int bg_file_image_size(const void *head, size_t len, uint64_t *out)
             return rc;
         /* m <= 2^63, so payload_bytes <= 2^60: no wrap. */
         *out = info.payload_offset + info.payload_bytes;
+        return BG_OK;
+    }
+    if (version == BG__FILE_V3) {
+        uint64_t total, max_bytes;
+        if ((rc = bg__rb_header_fields(h, &info, &total, &max_bytes)) != BG_OK)
+            return rc;
+        /* At most 64 + 63 bytes per link besides the arrays. */
+        uint64_t overhead = (uint64_t)info.layers * (BG__V3_LINK_HEAD + BG__V2_ALIGN - 1);
+        uint64_t body = total - BG_FILE_HEADER_BYTES;
+        if (body > overhead && body - overhead > max_bytes)
+            return BG_ECORRUPT;
+        *out = total;
         return BG_OK;
     }
     bg__scalable_params p;
@@ -442,6 +457,10 @@ int bg_filter_decode(bg_filter **out, const void *buf, size_t len, unsigned flag
     bool single_writer = (flags & BG_FILE_SINGLE_WRITER) != 0;
     if (plan.info.version == BG__FILE_V2)
         return decode_v2(out, buf, &plan, single_writer);
+    if (plan.info.version == BG__FILE_V3) {
+        bg__file_src src = {.buf = buf, .fd = -1, .len = len};
+        return bg__rb_load(&src, &plan, false, out); /* verified above */
+    }
     bg__filter_shape shape = plan.part[0].shape;
     shape.single_writer = single_writer;
     bg_filter *f;

@@ -152,8 +152,10 @@ int bg_filter_encoded_size(const bg_filter *f, uint64_t *out)
 {
     if (f == NULL || out == NULL)
         return BG_EINVAL;
-    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
-        return BG_EVARIANT;
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM) {
+        *out = bg__rb_image_size(f);
+        return BG_OK;
+    }
     bg__file_image v;
     bg__file_image_snapshot(f, &v);
     *out = v.total;
@@ -167,8 +169,15 @@ int bg_filter_encode(const bg_filter *f, void *buf, size_t len, size_t *written)
 {
     if (f == NULL || buf == NULL)
         return BG_EINVAL;
-    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
-        return BG_EVARIANT;
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM) {
+        uint64_t total = bg__rb_image_size(f);
+        if (len < total)
+            return BG_EINVAL;
+        bg__rb_image_copy(f, 0, buf, (size_t)total);
+        if (written)
+            *written = (size_t)total;
+        return BG_OK;
+    }
     bg__file_image v;
     bg__file_image_snapshot(f, &v);
     if (len < v.total)
@@ -291,8 +300,13 @@ int bg_filter_encode_range(const bg_filter *f, uint64_t offset, void *buf, size_
 {
     if (f == NULL || (buf == NULL && len != 0))
         return BG_EINVAL;
-    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
-        return BG_EVARIANT;
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM) {
+        uint64_t total = bg__rb_image_size(f);
+        if (offset > total || len > total - offset)
+            return BG_EINVAL;
+        bg__rb_image_copy(f, offset, buf, len);
+        return BG_OK;
+    }
     image_map m;
     image_map_build(f, &m);
     if (offset > m.total || len > m.total - offset)

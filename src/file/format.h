@@ -117,6 +117,59 @@ enum {
 /* Layer images are padded to this, so every payload is 64-byte aligned. */
 #define BG__V2_ALIGN 64u
 
+/* VERSION 3: a RedisBloom chain (BG_VARIANT_REDISBLOOM), its links' fields
+ * and arrays as RedisBloom keeps them (docs/FORMAT.md).
+ *
+ *    0        8       10      12  13  14      16      20      24      28  32
+ *    +--------+-------+-------+---+---+-------+-------+-------+-------+---+
+ *    | magic  |version|hdr len|var|hsh| flags | links |options|growth |rsv|
+ *    +--------+-------+-------+---+---+-------+-------+-------+-------+---+
+ *   32       40       48       56       64                     120      128
+ *    +--------+--------+--------+--------+----------------------+--------+
+ *    |  size  |max byte|1st link| total  | reserved (56 zeros)  |checksum|
+ *    +--------+--------+--------+--------+----------------------+--------+
+ *   128: link 0: a 64-byte link header, then its array, zeros up to a
+ *        multiple of 64; then link 1, ... up to `total`
+ *
+ *   link header:
+ *    0        8        16       24       32       40       48    52  53  64
+ *    +--------+--------+--------+--------+--------+--------+-----+---+---+
+ *    |entries | error  |  bpe   |  bits  | bytes  |  size  |hash |n2 |rsv|
+ *    +--------+--------+--------+--------+--------+--------+-----+---+---+
+ *
+ * var 5; hsh 2 (RedisBloom's MurmurHash, by the chain's options); flags 0;
+ * error and bpe are binary64 bit patterns. The checksum is XXH3-64 of
+ * header bytes [0, 120) then [128, total), as in version 2. */
+#define BG__FILE_V3 3u /* RedisBloom chains */
+
+enum {
+    BG__V3_OFF_LINKS = 16,      /* u32, >= 1 */
+    BG__V3_OFF_OPTIONS = 20,    /* u32 */
+    BG__V3_OFF_GROWTH = 24,     /* u32 */
+    BG__V3_OFF_RESERVED0 = 28,  /* u32, 0 */
+    BG__V3_OFF_SIZE = 32,       /* u64, the chain's item count */
+    BG__V3_OFF_MAX_BYTES = 40,  /* u64, >= the arrays' total */
+    BG__V3_OFF_FIRST_LINK = 48, /* u64, 128 */
+    BG__V3_OFF_TOTAL = 56,      /* u64, the file's length */
+    BG__V3_OFF_RESERVED1 = 64,  /* 56 bytes, 0 */
+};
+
+enum {
+    BG__V3_LINK_ENTRIES = 0,  /* u64 */
+    BG__V3_LINK_ERROR = 8,    /* binary64 */
+    BG__V3_LINK_BPE = 16,     /* binary64 */
+    BG__V3_LINK_BITS = 24,    /* u64, 8 x bytes */
+    BG__V3_LINK_BYTES = 32,   /* u64, the array's length */
+    BG__V3_LINK_SIZE = 40,    /* u64 */
+    BG__V3_LINK_HASHES = 48,  /* u32 */
+    BG__V3_LINK_N2 = 52,      /* u8 */
+    BG__V3_LINK_RESERVED = 53, /* 11 bytes, 0 */
+    BG__V3_LINK_HEAD = 64,    /* the link header's length */
+};
+
+_Static_assert(BG__V3_OFF_RESERVED1 + 56 == BG__OFF_CHECKSUM, "v3: reserved bytes up to the checksum");
+_Static_assert(BG__V3_LINK_RESERVED + 11 == BG__V3_LINK_HEAD, "v3: a link header is 64 bytes");
+
 _Static_assert(BG__OFF_CHECKSUM + 8 == BG_FILE_HEADER_BYTES, "the checksum ends the header");
 _Static_assert(BG_FILE_HEADER_BYTES % 64 == 0, "the payload after the header is 64-byte aligned");
 _Static_assert(BG__V2_OFF_RESERVED1 + 24 == BG__OFF_CHECKSUM, "v2: reserved bytes up to the checksum");
@@ -214,5 +267,30 @@ void bg__file_image_snapshot(const bg_filter *f, bg__file_image *out);
 
 /* Bytes of a layer image (header and payload) padded to BG__V2_ALIGN. */
 uint64_t bg__file_v2_padded(uint64_t payload_bytes);
+
+/* ---- version 3 (redisbloom_file.c) -------------------------------------- */
+
+/* The image of a RedisBloom chain: its length, bytes [off, off + n) of it
+ * (checksum field included, computed only when the range touches it), and
+ * its checksum. */
+uint64_t bg__rb_image_size(const bg_filter *f);
+void bg__rb_image_copy(const bg_filter *f, uint64_t off, uint8_t *dst, size_t n);
+uint64_t bg__rb_image_checksum(const bg_filter *f);
+
+/* The header's fields alone (magic and version already read): info, the
+ * total length, max bytes. BG_OK or BG_ECORRUPT. */
+int bg__rb_header_fields(const uint8_t *head, bg_file_info *info, uint64_t *total,
+                         uint64_t *max_bytes);
+
+/* plan->head read; validates the rest of a version-3 input (every link's
+ * header and padding; not the arrays) and fills plan->info. */
+int bg__rb_plan_read(const bg__file_src *src, bg__file_plan *plan);
+
+/* The chain of a planned version-3 input, read from src (verifying the
+ * checksum while reading when `verify`), or, with map not NULL, read-only
+ * over the mapping [map, + map_len), which it owns from then on (also on
+ * failure). */
+int bg__rb_load(const bg__file_src *src, const bg__file_plan *plan, bool verify, bg_filter **out);
+int bg__rb_wrap(const bg__file_plan *plan, uint8_t *map, size_t map_len, bg_filter **out);
 
 #endif

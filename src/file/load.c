@@ -168,6 +168,8 @@ int bg_filter_load(bg_filter **out, const char *path, unsigned flags)
     bool single_writer = (flags & BG_FILE_SINGLE_WRITER) != 0;
     if (o.plan.info.version == BG__FILE_V2)
         rc = load_v2(&o, verify, single_writer, out);
+    else if (o.plan.info.version == BG__FILE_V3)
+        rc = bg__rb_load(&o.src, &o.plan, verify, out);
     else
         rc = load_v1(&o, verify, single_writer, out);
     close_keep_errno(o.src.fd);
@@ -179,12 +181,12 @@ int bg_filter_load(bg_filter **out, const char *path, unsigned flags)
  * runs up to 7 bytes past the end of the file. Those bytes are in the file's
  * last page (the file's length is then not a multiple of 8, so not of the
  * page size), which the kernel maps and fills with zeros past the end: no
- * SIGBUS. Version 2: every layer's array ends inside its padding, so the
+ * SIGBUS. Versions 2 and 3: every layer's (link's) array ends inside its padding, so the
  * file's own length is mapped. */
 static int map_file(opened *o, void **map, size_t *map_len)
 {
     const bg__file_plan *plan = &o->plan;
-    uint64_t len = plan->info.version == BG__FILE_V2
+    uint64_t len = plan->info.version != BG__FILE_V1
                        ? o->src.len
                        : plan->part[0].payload_offset + bg__filter_array_bytes(&plan->part[0].shape);
     if (len > SIZE_MAX) {
@@ -260,6 +262,8 @@ int bg_filter_map(bg_filter **out, const char *path, unsigned flags)
     bool single_writer = (flags & BG_FILE_SINGLE_WRITER) != 0;
     if (o.plan.info.version == BG__FILE_V2)
         return wrap_v2(&o.plan, single_writer, map, map_len, out);
+    if (o.plan.info.version == BG__FILE_V3)
+        return bg__rb_wrap(&o.plan, map, map_len, out);
     bg__filter_shape shape = o.plan.part[0].shape;
     shape.single_writer = single_writer;
     return bg__filter_wrap_mapping(out, &shape, (uint8_t *)map + o.plan.part[0].payload_offset,

@@ -157,12 +157,43 @@ static int finish_image(int fd, uint8_t *head, XXH3_state_t *st)
     return fsync(fd) == 0 ? BG_OK : BG_EIO;
 }
 
+/* Steps 2 and 3 for a RedisBloom chain (version 3, redisbloom_file.c): its
+ * image in CHUNK pieces, checksum field 0, hashed as written. Adds must not
+ * run meanwhile (redisbloom.h THREADS). */
+static int write_rb_image(const bg_filter *f, int fd, uint8_t *buf)
+{
+    uint64_t total = bg__rb_image_size(f);
+    uint8_t head[BG_FILE_HEADER_BYTES];
+    XXH3_state_t st;
+    XXH3_INITSTATE(&st);
+    XXH3_64bits_reset(&st);
+    int rc = BG_OK;
+    for (uint64_t at = 0; rc == BG_OK && at < total; at += CHUNK) {
+        size_t len = (size_t)(total - at < CHUNK ? total - at : CHUNK);
+        bg__rb_image_copy(f, at, buf, len);
+        if (at == 0) {
+            memset(buf + BG__OFF_CHECKSUM, 0, 8);
+            memcpy(head, buf, BG_FILE_HEADER_BYTES);
+            XXH3_64bits_update(&st, buf, BG__OFF_CHECKSUM);
+            XXH3_64bits_update(&st, buf + BG_FILE_HEADER_BYTES, len - BG_FILE_HEADER_BYTES);
+        } else {
+            XXH3_64bits_update(&st, buf, len);
+        }
+        rc = write_all(fd, buf, len);
+    }
+    if (rc != BG_OK)
+        return rc;
+    return finish_image(fd, head, &st);
+}
+
 /* Steps 2 and 3 on an open temporary file: the image as of one moment
  * (bg__file_image_snapshot: a scalable filter's layer added meanwhile is
  * not written), the header, then each part's header, payload and padding
  * in turn. */
 static int write_image(const bg_filter *f, int fd, uint8_t *buf)
 {
+    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
+        return write_rb_image(f, fd, buf);
     static const uint8_t zeros[BG__V2_ALIGN];
     bg__file_image v;
     bg__file_image_snapshot(f, &v);
@@ -224,8 +255,6 @@ int bg_filter_save(const bg_filter *f, const char *path)
 {
     if (f == NULL || path == NULL || path[0] == '\0')
         return BG_EINVAL;
-    if (bg_filter_variant(f) == BG_VARIANT_REDISBLOOM)
-        return BG_EVARIANT;
     if (check_target(path) != BG_OK)
         return BG_EIO;
     target_dir t;

@@ -66,7 +66,7 @@ case_help() {
     has out "Commands:"
     run 0 "$BG" --version
     has out "bloomgate 0."
-    has out "file format 2"
+    has out "file format 3"
     for cmd in calc create add remove check info merge intersect bench demo; do
         has <("$BG" --help) "  $cmd "
         run 0 "$BG" "$cmd" --help

@@ -6,6 +6,7 @@
  * bit for bit. */
 #include "test_util.h"
 #include "test_alloc.h"
+#include "test_tmpdir.h"
 
 #include "../src/core/murmur.h"
 
@@ -1196,6 +1197,251 @@ static int restore_allocator(void **state)
     return bg_set_allocator(NULL);
 }
 
+
+/* ---- files (format version 3) ---------------------------------------------- */
+
+/* Two chains are the same: fields, links, arrays. */
+static void same_chain(const bg_filter *a, const bg_filter *b)
+{
+    bg_rb_chain ca, cb;
+    TU_EQ_I(bg_rb_chain_get(a, &ca), BG_OK);
+    TU_EQ_I(bg_rb_chain_get(b, &cb), BG_OK);
+    TU_EQ_U(ca.size, cb.size);
+    TU_EQ_U(ca.nfilters, cb.nfilters);
+    TU_EQ_U(ca.options, cb.options);
+    TU_EQ_U(ca.growth, cb.growth);
+    for (uint32_t i = 0; i < ca.nfilters; i++) {
+        bg_rb_link la, lb;
+        const uint8_t *da, *db;
+        size_t na, nb;
+        TU_EQ_I(bg_rb_link_get(a, i, &la), BG_OK);
+        TU_EQ_I(bg_rb_link_get(b, i, &lb), BG_OK);
+        TU_TRUE(la.entries == lb.entries && la.error == lb.error && la.bpe == lb.bpe &&
+                la.hashes == lb.hashes && la.bits == lb.bits && la.bytes == lb.bytes &&
+                la.n2 == lb.n2 && la.size == lb.size);
+        TU_EQ_I(bg_rb_link_array(a, i, &da, &na), BG_OK);
+        TU_EQ_I(bg_rb_link_array(b, i, &db, &nb), BG_OK);
+        TU_TRUE(na == nb && memcmp(da, db, na) == 0);
+    }
+}
+
+/* Every fixture chain saved, loaded, mapped and decoded is the same chain,
+ * and its image is canonical (decode then encode gives the same bytes). */
+static void files_round_trip(void **state)
+{
+    (void)state;
+    tu_tmpdir d;
+    tu_tmpdir_make(&d, "redisbloom");
+    static const char *const dirs[] = {"keys/scale2", "keys/nonscaling", "keys/empty",
+                                       "keys/exp4", "legacy/legacy_v1/after",
+                                       "legacy/legacy_v0/after"};
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
+        tu_ctx("%s as a file", dirs[k]);
+        dump_seq s;
+        seq_read(&s, dirs[k]);
+        bg_filter *f = seq_load(&s), *g;
+        const char *path = tu_tmp_file(&d, "chain.bgf");
+        TU_EQ_I(bg_filter_save(f, path), BG_OK);
+        TU_EQ_I(bg_filter_load(&g, path, 0), BG_OK);
+        same_chain(f, g);
+        bg_filter_free(g);
+        TU_EQ_I(bg_filter_map(&g, path, 0), BG_OK);
+        TU_TRUE(bg_filter_read_only(g));
+        same_chain(f, g);
+        seq_check(g, &s);
+        TU_EQ_I(bg_filter_test_and_add(g, "new", 3), BG_EREADONLY);
+        TU_EQ_I(bg_rb_load_chunk(g, 9, "x", 1), BG_EREADONLY);
+        bg_rb_link l;
+        TU_EQ_I(bg_rb_link_get(g, 0, &l), BG_OK);
+        TU_EQ_I(bg_rb_push_link(g, &l, NULL, 0), BG_EREADONLY);
+        uint8_t *w;
+        size_t n;
+        TU_EQ_I(bg_rb_link_array_mut(g, 0, &w, &n), BG_EREADONLY);
+        bg_filter *c;
+        TU_EQ_I(bg_filter_clone(&c, g), BG_OK); /* writable */
+        TU_TRUE(!bg_filter_read_only(c));
+        same_chain(f, c);
+        bg_filter_free(c);
+        bg_filter_free(g);
+
+        bg_file_info in;
+        TU_EQ_I(bg_file_inspect(path, 0, &in), BG_OK);
+        bg_rb_chain ch;
+        TU_EQ_I(bg_rb_chain_get(f, &ch), BG_OK);
+        TU_EQ_U(in.version, 3);
+        TU_EQ_I(in.variant, BG_VARIANT_REDISBLOOM);
+        TU_EQ_U(in.hash_id, BG_FILE_HASH_MURMUR);
+        TU_EQ_U(in.layers, ch.nfilters);
+        TU_EQ_U(in.items, ch.size);
+        TU_EQ_U(in.capacity, bg_filter_capacity(f));
+        TU_EQ_U(in.bits, bg_filter_bits(f));
+        TU_EQ_U(in.payload_bytes, bg_filter_bytes(f));
+        TU_EQ_U(in.scaling.expansion, ch.options & BG_RB_NO_SCALING ? 0 : ch.growth);
+        TU_EQ_I(in.checksum_state, BG_CHECKSUM_OK);
+
+        uint64_t size;
+        TU_EQ_I(bg_filter_encoded_size(f, &size), BG_OK);
+        TU_EQ_U(size, in.file_bytes);
+        uint8_t *img = malloc(size), *again = malloc(size);
+        size_t written;
+        TU_EQ_I(bg_filter_encode(f, img, size - 1, &written), BG_EINVAL);
+        TU_EQ_I(bg_filter_encode(f, img, size, &written), BG_OK);
+        TU_EQ_U(written, size);
+        uint64_t total;
+        TU_EQ_I(bg_file_image_size(img, 128, &total), BG_OK);
+        TU_EQ_U(total, size);
+        /* Pieces of 100 bytes make the same image. */
+        for (uint64_t at = 0; at < size; at += 100) {
+            size_t len = size - at < 100 ? (size_t)(size - at) : 100;
+            TU_EQ_I(bg_filter_encode_range(f, at, again + at, len), BG_OK);
+        }
+        TU_TRUE(memcmp(img, again, size) == 0);
+        TU_EQ_I(bg_filter_encode_range(f, size, again, 1), BG_EINVAL);
+        TU_EQ_I(bg_filter_decode(&g, img, size, 0), BG_OK);
+        same_chain(f, g);
+        TU_EQ_I(bg_filter_encode(g, again, size, NULL), BG_OK);
+        TU_TRUE(memcmp(img, again, size) == 0);
+        /* It keeps growing as it would have. */
+        TU_EQ_I(bg_filter_test_and_add(g, "a new key", 9),
+                bg_filter_test_and_add(f, "a new key", 9));
+        same_chain(f, g);
+        bg_filter_free(g);
+        free(img);
+        free(again);
+        bg_filter_free(f);
+        seq_free(&s);
+    }
+    tu_tmpdir_remove(&d);
+}
+
+/* The image of BF.RESERVE k 0.1 10; BF.ADD k item1, byte for byte. */
+static void file_golden(void **state)
+{
+    (void)state;
+    tu_ctx("golden");
+    bg_filter_options o = {.variant = BG_VARIANT_REDISBLOOM, .capacity = 10, .error_rate = 0.1};
+    bg_filter *f;
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    TU_EQ_I(bg_filter_test_and_add(f, "item1", 5), 1);
+    uint8_t img[256];
+    size_t n;
+    TU_EQ_I(bg_filter_encode(f, img, sizeof img, &n), BG_OK);
+    TU_EQ_U(n, 256);
+    static const uint8_t head[64] = {
+        0x89, 'B', 'G', 'F', 0x0d, 0x0a, 0x1a, 0x0a, /* magic */
+        3, 0, 128, 0, 5, 2, 0, 0,                    /* version 3, 128, variant 5, hash 2 */
+        1, 0, 0, 0, 5, 0, 0, 0,                      /* links 1, options 5 */
+        2, 0, 0, 0, 0, 0, 0, 0,                      /* growth 2 */
+        1, 0, 0, 0, 0, 0, 0, 0,                      /* size 1 */
+        0, 0, 0, 0, 16, 0, 0, 0,                     /* max bytes 2^36 */
+        128, 0, 0, 0, 0, 0, 0, 0,                    /* first link */
+        0, 1, 0, 0, 0, 0, 0, 0,                      /* total 256 */
+    };
+    TU_TRUE(memcmp(img, head, 64) == 0);
+    for (size_t i = 64; i < 120; i++)
+        TU_EQ_U(img[i], 0);
+    static const uint8_t link[64] = {
+        10, 0, 0, 0, 0, 0, 0, 0,                          /* entries */
+        0x9a, 0x99, 0x99, 0x99, 0x99, 0x99, 0xa9, 0x3f,   /* error 0.05 */
+        0x4a, 0xf7, 0xd4, 0x9e, 0xde, 0xf0, 0x18, 0x40,   /* bpe */
+        64, 0, 0, 0, 0, 0, 0, 0,                          /* bits */
+        8, 0, 0, 0, 0, 0, 0, 0,                           /* bytes */
+        1, 0, 0, 0, 0, 0, 0, 0,                           /* size */
+        5, 0, 0, 0, 0,                                    /* hashes, n2 */
+    };
+    TU_TRUE(memcmp(img + 128, link, 64) == 0);
+    static const uint8_t bits[8] = {0x01, 0x08, 0x00, 0x80, 0x00, 0x04, 0x20, 0x00};
+    TU_TRUE(memcmp(img + 192, bits, 8) == 0);
+    for (size_t i = 200; i < 256; i++)
+        TU_EQ_U(img[i], 0);
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < 8; i++)
+        sum |= (uint64_t)img[120 + i] << (8 * i);
+    TU_EQ_U(sum, UINT64_C(0x2f38e38d5c3f397a)); /* XXH3-64 of [0, 120) and [128, 256) */
+    bg_filter_free(f);
+}
+
+/* Every field of a version-3 image broken once: its own status, nothing
+ * allocated beyond the input. */
+static void file_refused(void **state)
+{
+    (void)state;
+    bg_filter_options o = {.variant = BG_VARIANT_REDISBLOOM, .capacity = 100, .error_rate = 0.01,
+                           .max_bytes = 4096};
+    bg_filter *f, *g;
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    for (int i = 0; i < 150; i++)
+        TU_TRUE(bg_filter_test_and_add(f, &i, sizeof i) >= 0);
+    bg_rb_chain ch;
+    TU_EQ_I(bg_rb_chain_get(f, &ch), BG_OK);
+    TU_EQ_U(ch.nfilters, 2);
+    uint64_t size;
+    TU_EQ_I(bg_filter_encoded_size(f, &size), BG_OK);
+    uint8_t *img = malloc(size + 1), *b = malloc(size + 1);
+    TU_EQ_I(bg_filter_encode(f, img, size, NULL), BG_OK);
+    TU_EQ_I(bg_filter_decode(&g, img, size, 0), BG_OK);
+    bg_filter_free(g);
+    /* Link 0's array is 144 bytes, padded to 192: link 1's header is at 384. */
+    static const struct {
+        uint64_t off;
+        uint64_t value;
+        unsigned width;
+        int want;
+    } c[] = {
+        {8, 4, 2, BG_EVERSION},
+        {12, 4, 1, BG_EVERSION},           /* version 3 is RedisBloom only */
+        {10, 64, 2, BG_ECORRUPT},
+        {13, 1, 1, BG_ECORRUPT},           /* hash */
+        {14, 1, 2, BG_ECORRUPT},           /* flags */
+        {16, 0, 4, BG_ECORRUPT},           /* links */
+        {16, 3, 4, BG_ECORRUPT},
+        {28, 1, 4, BG_ECORRUPT},           /* reserved */
+        {40, 0, 8, BG_ECORRUPT},           /* max bytes */
+        {40, 300, 8, BG_ECORRUPT},         /* below the arrays */
+        {48, 192, 8, BG_ECORRUPT},         /* first link */
+        {56, 64, 8, BG_ECORRUPT},          /* total */
+        {100, 1, 1, BG_ECORRUPT},
+        {120, 1, 1, BG_ECHECKSUM},
+        {128 + 8, 0, 8, BG_ECORRUPT},      /* link 0: error 0 */
+        {128 + 24, 8 * 144 + 8, 8, BG_ECORRUPT}, /* bits */
+        {128 + 32, 152, 8, BG_ECORRUPT},   /* bytes */
+        {128 + 48, 9, 4, BG_ECORRUPT},     /* hashes */
+        {128 + 52, 12, 1, BG_ECORRUPT},    /* n2: 2^12 > bits */
+        {128 + 60, 1, 1, BG_ECORRUPT},     /* reserved */
+        {128 + 64 + 144 + 10, 1, 1, BG_ECORRUPT}, /* padding */
+        {384 + 32, 1000, 8, BG_ECORRUPT},  /* link 1 runs past the end */
+        {128 + 64 + 5, 0xff, 1, BG_ECHECKSUM}, /* a bit */
+        {128 + 40, 7, 8, BG_ECHECKSUM},    /* a size: any value loads */
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        tu_ctx("file case %zu", i);
+        memcpy(b, img, size);
+        for (unsigned j = 0; j < c[i].width; j++)
+            b[c[i].off + j] = (uint8_t)(c[i].value >> (8 * j));
+        g = (bg_filter *)&g;
+        TU_EQ_I(bg_filter_decode(&g, b, size, 0), c[i].want);
+        TU_TRUE(g == NULL);
+        if (c[i].want == BG_ECHECKSUM) {
+            TU_EQ_I(bg_filter_decode(&g, b, size, BG_FILE_NO_VERIFY), BG_OK);
+            bg_filter_free(g);
+        }
+    }
+    tu_ctx("lengths");
+    TU_EQ_I(bg_filter_decode(&g, img, size - 1, 0), BG_ETRUNC);
+    TU_EQ_I(bg_filter_decode(&g, img, 128, 0), BG_ETRUNC);
+    TU_EQ_I(bg_filter_decode(&g, img, 100, 0), BG_ETRUNC);
+    img[size] = 0;
+    TU_EQ_I(bg_filter_decode(&g, img, size + 1, 0), BG_ETRAILING);
+    uint64_t total;
+    memcpy(b, img, 128);
+    b[40] = 0x10; /* max bytes 16 + ...: far below what total implies */
+    memset(b + 41, 0, 7);
+    TU_EQ_I(bg_file_image_size(b, 128, &total), BG_ECORRUPT);
+    free(img);
+    free(b);
+    bg_filter_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1214,6 +1460,9 @@ int main(void)
         cmocka_unit_test(growth_refused),
         cmocka_unit_test(filter_calls),
         cmocka_unit_test_teardown(allocation_failures, restore_allocator),
+        cmocka_unit_test(files_round_trip),
+        cmocka_unit_test(file_golden),
+        cmocka_unit_test(file_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
