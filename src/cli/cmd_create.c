@@ -149,6 +149,21 @@ static void note_scaling(scaling_opts *so, const char *flag)
 static const char *options_error(bg_variant v, const bg_sizing *given, const scaling_opts *so,
                                  const bg_filter_options *o, char *buf, size_t size)
 {
+    if (v == BG_VARIANT_REDISBLOOM) {
+        if (given->m || given->k)
+            return "--variant redisbloom is sized by -n and -p, as BF.RESERVE: drop -m and -k";
+        if (!given->n || given->p == 0)
+            return "--variant redisbloom needs -n (the first link's capacity) and -p (the "
+                   "error rate BF.RESERVE takes)";
+        if (so->max_layers_given || so->tightening_given || o->layer_variant)
+            return "--variant redisbloom takes --expansion, --nonscaling and --max-bytes only "
+                   "(its links halve the error rate)";
+        if (o->seed)
+            return "--variant redisbloom hashes as RedisBloom does: no --seed";
+        if (o->nonscaling && so->expansion_given)
+            return "--nonscaling makes one link that never grows: --expansion does not apply";
+        return NULL;
+    }
     if (v != BG_VARIANT_SCALABLE) {
         if (so->first) {
             snprintf(buf, size, "%s applies to --variant scalable only", so->first);
@@ -378,7 +393,16 @@ static int run(int argc, char **argv)
     if (!quiet) {
         char size[32];
         cli_fmt_bytes(size, sizeof size, s.bytes);
-        if (scalable) {
+        if (s.variant == BG_VARIANT_REDISBLOOM) {
+            fprintf(stderr,
+                    "bloomgate: created %s: redisbloom (BF.RESERVE %.4g %llu%s), link 0: %llu "
+                    "bits (%s), k = %u",
+                    path, given.p, (unsigned long long)given.n,
+                    sc.nonscaling ? " NONSCALING" : "", (unsigned long long)s.bits, size, s.hashes);
+            if (!sc.nonscaling)
+                fprintf(stderr, "; grows x%u per link", sc.expansion);
+            fputc('\n', stderr);
+        } else if (scalable) {
             fprintf(stderr,
                     "bloomgate: created %s: scalable, %s layers%s; layer 0: m = %llu bits (%s), "
                     "k = %u, for %llu keys",
@@ -416,6 +440,8 @@ const cli_command cli_cmd_create = {
              "       bloomgate create FILE -n N -p P --variant scalable [--expansion E]\n"
              "                        [--max-layers L] [--layer-variant V] [--tightening T]\n"
              "                        [--max-bytes B] [--nonscaling] [...]\n"
+             "       bloomgate create FILE -n N -p P --variant redisbloom [--expansion E]\n"
+             "                        [--nonscaling] [--max-bytes B] [...]\n"
              "       bloomgate create redis://[:PASSWORD@]HOST[:PORT]/NAME[?backend=module]\n"
              "                        -n N -p P [...]\n",
     .help =
@@ -431,7 +457,8 @@ const cli_command cli_cmd_create = {
         "      --variant V      blocked (the default: faster, a few % more bits),\n"
         "                       standard (least space), counting (standard with\n"
         "                       4-bit counters: keys can be removed, 4x the space)\n"
-        "                       or scalable (grows as keys come: below)\n"
+        "                       scalable (grows as keys come: below) or\n"
+        "                       redisbloom (RedisBloom's own filter: below)\n"
         "      --seed S         64-bit hash seed, decimal or 0x hex (default 0);\n"
         "                       only filters with the same seed can be merged\n"
         "  -f, --force          replace FILE if it exists\n"
@@ -450,6 +477,12 @@ const cli_command cli_cmd_create = {
         "      --max-bytes B     most bytes of all layers together (default 64 GiB)\n"
         "      --nonscaling      one layer at P that never grows: adding a new key\n"
         "                        to it when full is an error\n"
+        "\n"
+        "RedisBloom filters (--variant redisbloom) are what RedisBloom's\n"
+        "'BF.RESERVE NAME P N [EXPANSION E] [NONSCALING]' makes, bit for bit: a chain\n"
+        "of links hashed with MurmurHash, whose first link holds N keys at P / 2 (P\n"
+        "when non-scaling), each next one E times more at half the rate. They take\n"
+        "-n, -p, --expansion, --nonscaling and --max-bytes.\n"
         "\n"
         "Remote filters: when FILE is a URL, redis://[:PASSWORD@]HOST[:PORT]/NAME,\n"
         "the filter NAME is created in Redis (see 'Remote filters' in docs/CLI.md).\n"

@@ -17,7 +17,9 @@
 
 static const char *hash_name(uint32_t id)
 {
-    return id == BG_FILE_HASH_XXH3_128 ? "XXH3-128" : "unknown";
+    return id == BG_FILE_HASH_XXH3_128 ? "XXH3-128"
+           : id == BG_FILE_HASH_MURMUR ? "MurmurHash (RedisBloom's)"
+                                       : "unknown";
 }
 
 static const char *checksum_word(bg_checksum_state ck)
@@ -33,14 +35,22 @@ typedef struct report {
     bg_filter_scaling sc;
     uint32_t nlayers; /* layer statistics in `layers` */
     bg_filter_stats layers[BG_MAX_LAYERS];
+    /* A RedisBloom chain: its fields, and each link's (the first
+     * BG_MAX_LAYERS; `layers` has their statistics). */
+    bool rb;
+    bg_rb_chain chain;
+    bg_rb_link links[BG_MAX_LAYERS];
 } report;
 
 /* Fills r from f. 0, or -1 (message printed). */
 static int gather(const bg_filter *f, const char *path, report *r)
 {
     int rc = bg_filter_stats_get(f, &r->s);
+    r->rb = rc == BG_OK && bg_rb_chain_get(f, &r->chain) == BG_OK;
     r->scalable = rc == BG_OK && bg_filter_scaling_get(f, &r->sc) == BG_OK;
     r->nlayers = 0;
+    for (uint32_t i = 0; r->rb && i < r->chain.nfilters && i < BG_MAX_LAYERS && rc == BG_OK; i++)
+        rc = bg_rb_link_get(f, i, &r->links[i]);
     if (rc == BG_OK && r->scalable) {
         uint32_t n = r->sc.layers < BG_MAX_LAYERS ? r->sc.layers : BG_MAX_LAYERS;
         for (uint32_t i = 0; i < n && rc == BG_OK; i++)
@@ -69,6 +79,87 @@ static void print_layer_json(const bg_filter_stats *l, uint32_t i)
     printf("\"estimated_fp_rate\":%s}", cli_fmt_double(d, l->estimated_fp_rate));
 }
 
+/* The names of a RedisBloom chain's option bits, space-separated. */
+static const char *rb_option_names(uint32_t options, char *buf, size_t size)
+{
+    static const struct {
+        uint32_t bit;
+        const char *name;
+    } names[] = {{BG_RB_NOROUND, "NOROUND"},
+                 {BG_RB_ENTS_IS_BITS, "ENTS_IS_BITS"},
+                 {BG_RB_FORCE64, "FORCE64"},
+                 {BG_RB_NO_SCALING, "NO_SCALING"}};
+    size_t at = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (options & names[i].bit)
+            at += (size_t)snprintf(buf + at, size - at, "%s%s", at ? " " : "", names[i].name);
+    if (options & ~BG_RB_OPTIONS_KNOWN)
+        snprintf(buf + at, size - at, "%sunknown 0x%x", at ? " " : "",
+                 options & ~BG_RB_OPTIONS_KNOWN);
+    return buf[0] ? buf : "none";
+}
+
+/* A RedisBloom chain's fields and links, as JSON members (r: the loaded
+ * filter; NULL for a damaged file, which has only its header's counts). */
+static void print_rb_json(const bg_file_info *in, const report *r)
+{
+    char d[32], names[96];
+    if (!r || !r->rb) {
+        printf("\"link_count\":%u,\"links\":null,", in->layers);
+        return;
+    }
+    printf("\"options\":%u,\"option_names\":\"%s\",\"growth\":%u,\"link_count\":%u,\"links\":[",
+           r->chain.options, rb_option_names(r->chain.options, names, sizeof names),
+           r->chain.growth, r->chain.nfilters);
+    for (uint32_t i = 0; i < r->nlayers; i++) {
+        const bg_rb_link *l = &r->links[i];
+        printf("%s{\"link\":%u,\"entries\":%llu,\"size\":%llu,\"bits\":%llu,\"bytes\":%llu,",
+               i ? "," : "", i, (unsigned long long)l->entries, (unsigned long long)l->size,
+               (unsigned long long)l->bits, (unsigned long long)l->bytes);
+        printf("\"hashes\":%u,\"n2\":%u,\"error\":%s,", l->hashes, l->n2,
+               cli_fmt_double(d, l->error));
+        printf("\"bpe\":%s,", cli_fmt_double(d, l->bpe));
+        printf("\"bits_set\":%llu,\"fill_ratio\":%s}", (unsigned long long)r->layers[i].bits_set,
+               cli_fmt_double(d, r->layers[i].fill_ratio));
+    }
+    printf("],");
+}
+
+/* The text of a RedisBloom chain: options, growth, one line per link. */
+static void print_rb_text(const bg_file_info *in, const report *r)
+{
+    char names[96];
+    if (!r || !r->rb) {
+        printf("links:             %u\n", in->layers);
+        return;
+    }
+    const bg_rb_chain *c = &r->chain;
+    printf("options:           %u (%s)\n", c->options,
+           rb_option_names(c->options, names, sizeof names));
+    if (c->options & BG_RB_NO_SCALING)
+        printf("growth:            none (NO_SCALING): adding a new key when the link is full "
+               "fails\n");
+    else
+        printf("growth:            %u: a new link has capacity x%u and error rate x0.5 (%s)\n",
+               c->growth, c->growth,
+               c->options & BG_RB_NOROUND ? "exact sizes" : "power-of-two sizes");
+    printf("hashing:           %s\n", c->options & BG_RB_FORCE64 ? "MurmurHash64A (64-bit)"
+                                                              : "MurmurHash2 (32-bit)");
+    printf("error rate (p):    %.6g (the links' rates added up)\n", r->s.error_rate);
+    printf("links:             %u%s\n", c->nfilters,
+           c->nfilters > r->nlayers ? " (the first ones below)" : "");
+    printf("%5s %14s %14s %14s %12s %3s %3s %13s %20s %9s\n", "link", "entries", "size",
+           "bits", "bytes", "k", "n2", "error", "bpe", "fill");
+    for (uint32_t i = 0; i < r->nlayers; i++) {
+        const bg_rb_link *l = &r->links[i];
+        printf("%5u %14llu %14llu %14llu %12llu %3u %3u %13.6g %20.17g %9.6f\n", i,
+               (unsigned long long)l->entries, (unsigned long long)l->size,
+               (unsigned long long)l->bits, (unsigned long long)l->bytes, l->hashes, l->n2,
+               l->error, l->bpe, r->layers[i].fill_ratio);
+    }
+}
+
 /* A scalable filter's growth: from the filter, or, when the file is damaged
  * and there is no filter, from its header. NULL for other variants. */
 static const bg_filter_scaling *scaling_of(const bg_file_info *in, const report *r)
@@ -83,7 +174,8 @@ static void print_json(const char *path, const bg_file_info *in, const report *r
 {
     char d[32];
     const bg_filter_stats *s = r ? &r->s : NULL;
-    bool scalable = in->variant == BG_VARIANT_SCALABLE;
+    bool rb = in->variant == BG_VARIANT_REDISBLOOM;
+    bool scalable = in->variant == BG_VARIANT_SCALABLE || rb;
     const bg_filter_scaling *sc = scaling_of(in, r);
     const char *vname = bg_variant_name(in->variant);
     printf("{\"file\":");
@@ -104,7 +196,9 @@ static void print_json(const char *path, const bg_file_info *in, const report *r
            (unsigned long long)items);
     printf("\"payload_offset\":%llu,\"payload_bytes\":%llu,",
            (unsigned long long)in->payload_offset, (unsigned long long)in->payload_bytes);
-    if (scalable)
+    if (rb)
+        printf("\"error_rate\":%s,", s ? cli_fmt_double(d, s->error_rate) : "null");
+    else if (scalable)
         printf("\"error_rate\":%s,", cli_fmt_double(d, sc->error_rate));
     else if (in->capacity)
         printf("\"error_rate\":%s,",
@@ -126,7 +220,9 @@ static void print_json(const char *path, const bg_file_info *in, const report *r
         if (in->variant == BG_VARIANT_COUNTING)
             printf("\"saturated\":null,");
     }
-    if (scalable) {
+    if (rb)
+        print_rb_json(in, r);
+    else if (scalable) {
         /* The layers' statistics need the filter; a damaged file has only
          * its header's count. */
         cli_print_scaling_json(stdout, sc);
@@ -195,7 +291,9 @@ static void print_text(const char *path, const bg_file_info *in, const report *r
     char size[32];
     const bg_filter_stats *s = r ? &r->s : NULL;
     bool counting = in->variant == BG_VARIANT_COUNTING;
-    bool scalable = in->variant == BG_VARIANT_SCALABLE;
+    bool rb = in->variant == BG_VARIANT_REDISBLOOM;
+    bool scalable = in->variant == BG_VARIANT_SCALABLE || rb;
+    const char *parts = rb ? "links" : "layers";
     const char *vname = bg_variant_name(in->variant);
     cli_fmt_bytes(size, sizeof size, in->file_bytes);
     printf("file:              %s\n", path);
@@ -211,10 +309,10 @@ static void print_text(const char *path, const bg_file_info *in, const report *r
         uint64_t bits = s ? s->bits : in->bits;
         uint64_t capacity = s ? s->capacity : in->capacity;
         uint64_t items = s ? s->items : in->items;
-        printf("bits (m):          %llu (all layers)\n", (unsigned long long)bits);
+        printf("bits (m):          %llu (all %s)\n", (unsigned long long)bits, parts);
         if (s)
-            printf("hashes (k):        %u (the newest layer)\n", s->hashes);
-        printf("capacity (n):      %llu (all layers)\n", (unsigned long long)capacity);
+            printf("hashes (k):        %u (the newest %s)\n", s->hashes, rb ? "link" : "layer");
+        printf("capacity (n):      %llu (all %s)\n", (unsigned long long)capacity, parts);
         printf("items:             %llu\n", (unsigned long long)items);
     } else {
         if (counting)
@@ -237,7 +335,7 @@ static void print_text(const char *path, const bg_file_info *in, const report *r
     if (s) {
         cli_fmt_bytes(size, sizeof size, s->bytes);
         printf("bytes:             %llu (%s, the %s in memory)\n", (unsigned long long)s->bytes,
-               size, counting ? "counters" : scalable ? "layers' bit arrays" : "bit array");
+               size, counting ? "counters" : rb ? "links' bit arrays" : scalable ? "layers' bit arrays" : "bit array");
         if (counting) {
             printf("counters set:      %llu (non-zero)\n", (unsigned long long)s->bits_set);
             printf("saturated:         %llu (counters at %u: they never go down)\n",
@@ -250,7 +348,9 @@ static void print_text(const char *path, const bg_file_info *in, const report *r
         printf("estimated p now:   %.6g\n", s->estimated_fp_rate);
     }
     const bg_filter_scaling *sc = scaling_of(in, r);
-    if (sc)
+    if (rb)
+        print_rb_text(in, r);
+    else if (sc)
         print_scaling_text(sc, in, r);
     if (ck == BG_CHECKSUM_MISMATCH)
         printf("checksum:          MISMATCH (stored 0x%016llx): the file is damaged\n",
@@ -363,7 +463,9 @@ const cli_command cli_cmd_info = {
         "number of keys and estimated current false-positive rate. A counting\n"
         "filter also shows its saturated counters; a scalable one its growth\n"
         "parameters and a table of its layers (capacity, items, m, k, bytes, p at\n"
-        "capacity, fill, estimated p now) with the totals. Verifies the\n"
+        "capacity, fill, estimated p now) with the totals; a RedisBloom chain its\n"
+        "options, growth and a table of its links' fields (entries, size, bits,\n"
+        "bytes, hashes, n2, error, bits per entry) with their fill. Verifies the\n"
         "checksum: a damaged file still has its header printed, with\n"
         "'checksum: MISMATCH', and the exit status is 2.\n"
         "\n"

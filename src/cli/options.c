@@ -311,7 +311,8 @@ int cli_parse_seed(const char *flag, const char *text, uint64_t *out)
 int cli_parse_variant(const char *text, bg_variant *out)
 {
     if (bg_variant_parse(text, out) != BG_OK) {
-        cli_error("--variant: '%s' is not a variant (standard, blocked, counting or scalable)",
+        cli_error("--variant: '%s' is not a variant (standard, blocked, counting, scalable or "
+                  "redisbloom)",
                   text);
         return -1;
     }

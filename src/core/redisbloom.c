@@ -590,12 +590,17 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
+/* Over link_data, which is the link's own words or a mapping's bytes (64-byte
+ * aligned there, but any alignment is read correctly). */
 static uint64_t link_popcount(const rb_link *l)
 {
-    uint64_t n = 0, words = l->bytes / 8;
-    for (uint64_t i = 0; i < words; i++)
-        n += (uint64_t)__builtin_popcountll(l->words[i]);
     const uint8_t *d = link_data(l);
+    uint64_t n = 0, words = l->bytes / 8;
+    for (uint64_t i = 0; i < words; i++) {
+        uint64_t w;
+        memcpy(&w, d + 8 * i, 8);
+        n += (uint64_t)__builtin_popcountll(w);
+    }
     for (uint64_t i = words * 8; i < l->bytes; i++)
         n += (uint64_t)__builtin_popcount(d[i]);
     return n;

@@ -345,3 +345,63 @@ case_variants() {
     [ ! -e x.bgf ] || fail "merge of counting and standard wrote x.bgf"
     no_temp_files
 }
+
+# RedisBloom filters: create is BF.RESERVE, add is BF.MADD, and the file
+# holds RedisBloom's own links (tests/fixtures/redisbloom: fx:scale2 and
+# fx:nonscaling were made the same way by RedisBloom 2.6.28).
+case_redisbloom() {
+    local fx=$HERE/../fixtures/redisbloom/keys
+    run 0 "$BG" create rb.bgf -n 1000 -p 0.01 --variant redisbloom --expansion 2
+    has err "redisbloom (BF.RESERVE 0.01 1000)"
+    seq 0 19999 | sed 's/^/fx:scale2:/' >items
+    run 0 "$BG" add -q rb.bgf <items
+    run 0 "$BG" info --json rb.bgf
+    jq -e . out >/dev/null || fail "info --json is not JSON"
+    eq "$(jq '.version' out)" 3 "format version"
+    eq "$(jq -r '.variant' out)" redisbloom "variant"
+    eq "$(jq '.items' out)" 19814 "items (BF.CARD)"
+    eq "$(jq '.capacity' out)" 31000 "capacity (BF.INFO)"
+    eq "$(jq '.options' out)" 5 "options"
+    eq "$(jq '.growth' out)" 2 "growth"
+    eq "$(jq '.link_count' out)" 5 "links"
+    eq "$(jq '[.links[].bytes] | join(",")' out)" '"1384,3120,6960,15360,33600"' "link bytes"
+    eq "$(jq '[.links[].hashes] | join(",")' out)" '"8,9,10,11,12"' "link hashes"
+    eq "$(jq '[.links[].size] | join(",")' out)" '"1000,2000,4000,8000,4814"' "link sizes"
+    # Every link's array is RedisBloom's, byte for byte: each lies after a
+    # 64-byte link header, padded to 64 bytes (docs/FORMAT.md, version 3).
+    local off=128 i=1 n
+    for n in $(jq '.links[].bytes' out); do
+        dd if=rb.bgf of=link bs=1 skip=$((off + 64)) count="$n" status=none
+        cmp -s link "$fx/scale2/scandump/00$i.bin" || fail "link $((i - 1)) differs from RedisBloom's"
+        off=$((off + 64 + (n + 63) / 64 * 64))
+        i=$((i + 1))
+    done
+    run 0 "$BG" info rb.bgf
+    has out "options:           5 (NOROUND FORCE64)"
+    has out "hashing:           MurmurHash64A (64-bit)"
+    has out "links:             5"
+    # RedisBloom's answers, false positives included (mexists.json).
+    run 0 "$BG" check rb.bgf fx:scale2:0 fx:scale2:19999 absent:scale2:55
+    run 1 "$BG" check rb.bgf absent:scale2:0
+    has out "absent:scale2:0	no"
+
+    # NONSCALING: the 506th key finds it full (RedisBloom's
+    # "ERR non scaling filter is full"), and the file is not changed.
+    run 0 "$BG" create ns.bgf -q -n 500 -p 0.05 --variant redisbloom --nonscaling
+    seq 0 504 | sed 's/^/fx:nonscaling:/' >items
+    run 0 "$BG" add -q ns.bgf <items
+    dd if=ns.bgf of=link bs=1 skip=192 count=392 status=none
+    cmp -s link "$fx/nonscaling/scandump/001.bin" || fail "the non-scaling link differs"
+    cp ns.bgf ns.before
+    run 2 "$BG" add ns.bgf fx:nonscaling:505
+    has err "full"
+    cmp -s ns.bgf ns.before || fail "a refused add changed the file"
+
+    # What BF.RESERVE does not take.
+    run 2 "$BG" create x.bgf -n 10 -m 1000 --variant redisbloom
+    has err "drop -m and -k"
+    run 2 "$BG" create x.bgf -n 10 -p 0.01 --variant redisbloom --seed 7
+    run 2 "$BG" create x.bgf -n 10 -p 0.01 --variant redisbloom --tightening 0.3
+    run 2 "$BG" create x.bgf -n 10 -p 0.01 --variant redisbloom --nonscaling --expansion 4
+    [ ! -e x.bgf ] || fail "a refused create made a file"
+}

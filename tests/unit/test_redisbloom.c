@@ -1249,6 +1249,12 @@ static void files_round_trip(void **state)
         TU_TRUE(bg_filter_read_only(g));
         same_chain(f, g);
         seq_check(g, &s);
+        bg_filter_stats sf, sg;
+        TU_EQ_I(bg_filter_stats_get(f, &sf), BG_OK);
+        TU_EQ_I(bg_filter_stats_get(g, &sg), BG_OK);
+        TU_EQ_U(sg.bits_set, sf.bits_set); /* read from the mapping */
+        TU_TRUE(sg.items == sf.items && sg.capacity == sf.capacity && sg.layers == sf.layers);
+        TU_TRUE(bg_filter_memory(g, NULL) < bg_filter_memory(f, NULL)); /* arrays not its own */
         TU_EQ_I(bg_filter_test_and_add(g, "new", 3), BG_EREADONLY);
         TU_EQ_I(bg_rb_load_chunk(g, 9, "x", 1), BG_EREADONLY);
         bg_rb_link l;
