@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* BF.RESERVE, BF.ADD, BF.MADD, BF.EXISTS, BF.MEXISTS, BF.INSERT, BF.INFO and
- * BF.CARD: RedisBloom v2.6.28's replies on bloomgate's scalable filters.
+ * BF.CARD: RedisBloom v2.6.28's replies on bloomgate's scalable filters and
+ * on RedisBloom's own chains (MBbloom-- keys, BG_VARIANT_REDISBLOOM), which
+ * the same library calls serve: the variant grows, refuses and counts as
+ * RedisBloom does, and only BF.INFO's Size is computed per type.
  *
  * HOW IT WORKS
  * Every command follows the same path: arity -> arguments -> key -> act ->
@@ -115,11 +118,14 @@ static bool arg_is(RedisModuleString *s, const char *word)
     return len == strlen(word) && strncasecmp(p, word, len) == 0;
 }
 
-/* A new filter stored under the (empty, writable) key; *out is the filter,
- * owned by the key. On failure replies the error and returns
- * REDISMODULE_ERR, and nothing is created. */
-static int create_filter(RedisModuleCtx *ctx, RedisModuleKey *key, double p, uint64_t n,
-                         uint32_t expansion, bg_filter **out)
+/* A new filter stored under the (empty, writable) key `name`; *out is the
+ * filter, owned by the key. On failure replies the error and returns
+ * REDISMODULE_ERR, and nothing is created. An MBbloom-- key (COMPAT
+ * redisbloom) has its creation replicated at once, as RedisBloom's header
+ * (bgr_rb_replicate_creation): a replica or an AOF replaying the command
+ * alone would make whatever its own COMPAT says. */
+static int create_filter(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *key,
+                         double p, uint64_t n, uint32_t expansion, bg_filter **out)
 {
     bg_filter *f;
     int rc = bgr_filter_new(&f, p, n, expansion);
@@ -138,11 +144,13 @@ static int create_filter(RedisModuleCtx *ctx, RedisModuleKey *key, double p, uin
         RedisModule_ReplyWithError(ctx, E_CREATE);
         return REDISMODULE_ERR;
     }
-    if (RedisModule_ModuleTypeSetValue(key, bgr_type, v) != REDISMODULE_OK) {
+    if (RedisModule_ModuleTypeSetValue(key, bgr_type_of(f), v) != REDISMODULE_OK) {
         bgr_value_free(v);
         RedisModule_ReplyWithError(ctx, E_CREATE);
         return REDISMODULE_ERR;
     }
+    if (bgr_is_rb(v))
+        (void)bgr_rb_replicate_creation(ctx, name, f);
     *out = f;
     return REDISMODULE_OK;
 }
@@ -197,8 +205,10 @@ static int open_query(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter **
     RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ);
     *f = NULL;
     int rc = REDISMODULE_OK;
-    if (RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_MODULE &&
-        RedisModule_ModuleTypeGetType(key) == bgr_type) {
+    RedisModuleType *mt = RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_MODULE
+                              ? RedisModule_ModuleTypeGetType(key)
+                              : NULL;
+    if (mt != NULL && (mt == bgr_type || mt == bgr_rb_type)) {
         bgr_value *v = RedisModule_ModuleTypeGetValue(key);
         *f = v->filter;
         if (v->filter == NULL) {
@@ -270,10 +280,12 @@ int bgr_cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return RedisModule_ReplyWithError(ctx, E_ITEM_EXISTS);
 
     bg_filter *f;
-    if (create_filter(ctx, key, p, (uint64_t)n, expansion, &f) != REDISMODULE_OK)
+    if (create_filter(ctx, argv[1], key, p, (uint64_t)n, expansion, &f) != REDISMODULE_OK)
         return REDISMODULE_OK;
     RedisModule_ReplyWithSimpleString(ctx, "OK");
-    RedisModule_ReplicateVerbatim(ctx);
+    /* An MBbloom-- key's creation is replicated already. */
+    if (bg_filter_variant(f) != BG_VARIANT_REDISBLOOM)
+        RedisModule_ReplicateVerbatim(ctx);
     return REDISMODULE_OK;
 }
 
@@ -292,8 +304,8 @@ static int open_for_add(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter 
     if (rc == REDISMODULE_OK && v != NULL) {
         *f = v->filter;
     } else if (rc == REDISMODULE_OK) {
-        rc = create_filter(ctx, key, bgr_cfg.error_rate, bgr_cfg.initial_size, bgr_cfg.expansion,
-                           f);
+        rc = create_filter(ctx, name, key, bgr_cfg.error_rate, bgr_cfg.initial_size,
+                           bgr_cfg.expansion, f);
         *created = rc == REDISMODULE_OK;
     }
     RedisModule_CloseKey(key);
@@ -405,7 +417,9 @@ int bgr_cmd_bg_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     int type = RedisModule_KeyType(key);
     if (type == REDISMODULE_KEYTYPE_EMPTY)
         return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
-    if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(key) != bgr_type)
+    RedisModuleType *mt = type == REDISMODULE_KEYTYPE_MODULE ? RedisModule_ModuleTypeGetType(key)
+                                                             : NULL;
+    if (mt == NULL || (mt != bgr_type && mt != bgr_rb_type))
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
     bg_filter *f;
     if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
@@ -475,7 +489,7 @@ int bgr_cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
     } else {
         uint32_t expansion = nonscaling ? 0 : (uint32_t)e;
-        if (create_filter(ctx, key, p, (uint64_t)n, expansion, &f) != REDISMODULE_OK)
+        if (create_filter(ctx, argv[1], key, p, (uint64_t)n, expansion, &f) != REDISMODULE_OK)
             return REDISMODULE_OK;
         created = true;
     }
@@ -510,7 +524,9 @@ static void reply_info_value(RedisModuleCtx *ctx, const bgr_value *v, info_field
         RedisModule_ReplyWithLongLong(ctx, clamp_ll(bg_filter_capacity(f)));
         break;
     case SIZE:
-        RedisModule_ReplyWithLongLong(ctx, clamp_ll(bgr_value_size(v, false)));
+        /* An MBbloom-- key's Size is RedisBloom's formula (rb_rdb.h). */
+        RedisModule_ReplyWithLongLong(ctx, clamp_ll(bgr_is_rb(v) ? bgr_rb_info_size(f)
+                                                                  : bgr_value_size(v, false)));
         break;
     case FILTERS:
         (void)bg_filter_scaling_get(f, &sc);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* BF.SCANDUMP and BF.LOADCHUNK: a filter out of Redis and back in pieces,
  * with RedisBloom's arity, iterators and error strings (REDISBLOOM.md
- * section 9), over the chunk protocol of chunks.h.
+ * section 9), over the chunk protocol of chunks.h. What follows is about
+ * bloomgate's own keys; MBbloom-- keys, and a RedisBloom header sent to a
+ * missing key, follow RedisBloom's rules exactly (rb_type.c).
  *
  * HOW IT WORKS
  * SCANDUMP k 0 answers the image's 128-byte header (whose checksum makes
@@ -56,6 +58,8 @@ int bgr_cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     long long iter;
     if (RedisModule_StringToLongLong(argv[2], &iter) != REDISMODULE_OK)
         return RedisModule_ReplyWithError(ctx, E_SCAN_ITER);
+    if (bgr_is_rb(val))
+        return bgr_rb_scandump(ctx, val->filter, iter);
 
     uint64_t total;
     if (bg_filter_encoded_size(val->filter, &total) != BG_OK)
@@ -164,8 +168,14 @@ int bgr_cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (val == NULL) {
         if (iter != 1)
             return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
+        /* Two headers, two types (rb_rdb.h, bgr_header_is_bloomgate). */
+        if (!bgr_header_is_bloomgate(data, len))
+            return bgr_rb_load_header(ctx, key, data, len);
         return load_header(ctx, key, NULL, data, len);
     }
+    /* RedisBloom's rules on its keys: chunks go into the live links. */
+    if (bgr_is_rb(val))
+        return bgr_rb_load_chunk(ctx, val->filter, iter, data, len);
     /* Neither a header nor a chunk ever touches a filter. */
     if (val->assembly == NULL)
         return RedisModule_ReplyWithError(ctx, E_BAD_DATA);

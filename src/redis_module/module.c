@@ -21,9 +21,16 @@ bgr_config bgr_cfg = {
     .max_bytes = UINT64_C(512) << 20,
     .layer_variant = BG_VARIANT_STANDARD,
     .layers_auto = true,
+    .compat = BGR_COMPAT_BLOOMGATE,
 };
 
 RedisModuleType *bgr_type;
+RedisModuleType *bgr_rb_type;
+
+RedisModuleType *bgr_type_of(const bg_filter *f)
+{
+    return bg_filter_variant(f) == BG_VARIANT_REDISBLOOM ? bgr_rb_type : bgr_type;
+}
 
 /* ---- values --------------------------------------------------------------- */
 
@@ -78,6 +85,18 @@ void bgr_value_free(void *value)
 int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
 {
     bool nonscaling = expansion == 0;
+    if (bgr_cfg.compat == BGR_COMPAT_REDISBLOOM) {
+        /* What RedisBloom's BF.RESERVE makes: <bloomgate/redisbloom.h>. */
+        bg_filter_options o = {
+            .variant = BG_VARIANT_REDISBLOOM,
+            .capacity = n,
+            .error_rate = p,
+            .expansion = expansion,
+            .nonscaling = nonscaling,
+            .max_bytes = bgr_cfg.max_bytes,
+        };
+        return bg_filter_new(out, &o);
+    }
     bg_variant layers = bgr_cfg.layer_variant;
     double tightening = 0; /* the library's default */
     if (bgr_cfg.layers_auto) {
@@ -112,7 +131,9 @@ int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModule
     int type = RedisModule_KeyType(*key);
     if (type == REDISMODULE_KEYTYPE_EMPTY)
         return REDISMODULE_OK;
-    if (type != REDISMODULE_KEYTYPE_MODULE || RedisModule_ModuleTypeGetType(*key) != bgr_type) {
+    RedisModuleType *mt = type == REDISMODULE_KEYTYPE_MODULE ? RedisModule_ModuleTypeGetType(*key)
+                                                             : NULL;
+    if (mt == NULL || (mt != bgr_type && mt != bgr_rb_type)) {
         RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
         return REDISMODULE_ERR;
     }
@@ -137,6 +158,18 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* COMPAT's words, in the order of BGR_COMPAT_*. */
+static const char *compat_names[] = {"bloomgate", "redisbloom"};
+static const int compat_values[] = {BGR_COMPAT_BLOOMGATE, BGR_COMPAT_REDISBLOOM};
+
+static int compat_parse(const char *s)
+{
+    for (int i = 0; i < 2; i++)
+        if (strcasecmp(s, compat_names[i]) == 0)
+            return compat_values[i];
+    return -1;
 }
 
 /* NAME VALUE pairs, names case-insensitive. On error, logs why and the
@@ -169,6 +202,11 @@ static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             bad = parse_u64(value, 64, INT64_MAX, &u) != 0;
             if (!bad)
                 bgr_cfg.max_bytes = u;
+        } else if (strcasecmp(name, "COMPAT") == 0) {
+            int c = compat_parse(value);
+            bad = c < 0;
+            if (!bad)
+                bgr_cfg.compat = c;
         } else if (strcasecmp(name, "LAYERS") == 0) {
             bgr_cfg.layers_auto = false;
             if (strcasecmp(value, "auto") == 0)
@@ -182,7 +220,7 @@ static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         } else {
             RedisModule_Log(ctx, "warning",
                             "bloomgate: unknown argument '%s' (known: ERROR_RATE, INITIAL_SIZE, "
-                            "EXPANSION, MAX_BYTES, LAYERS)",
+                            "EXPANSION, MAX_BYTES, LAYERS, COMPAT)",
                             name);
             return REDISMODULE_ERR;
         }
@@ -312,6 +350,38 @@ static size_t bgr_free_effort(RedisModuleString *key, const void *value)
     return 1 + bgr_mem_usage(value) / 4096;
 }
 
+/* bloomgate.compat: COMPAT at run time (CONFIG SET bloomgate.compat
+ * redisbloom), through Redis 7's module configs. The module argument sets
+ * the default; a bloomgate.compat line in redis.conf (applied by
+ * LoadConfigs) wins over it, as CONFIG SET does later. On a Redis without
+ * module configs only the argument exists. */
+static int compat_get(const char *name, void *privdata)
+{
+    (void)name;
+    (void)privdata;
+    return bgr_cfg.compat;
+}
+
+static int compat_set(const char *name, int val, void *privdata, RedisModuleString **err)
+{
+    (void)name;
+    (void)privdata;
+    (void)err;
+    bgr_cfg.compat = val;
+    return REDISMODULE_OK;
+}
+
+static int register_compat_config(RedisModuleCtx *ctx)
+{
+    if (RedisModule_RegisterEnumConfig == NULL || RedisModule_LoadConfigs == NULL)
+        return REDISMODULE_OK;
+    if (RedisModule_RegisterEnumConfig(ctx, "compat", bgr_cfg.compat, REDISMODULE_CONFIG_DEFAULT,
+                                       compat_names, compat_values, 2, compat_get, compat_set,
+                                       NULL, NULL) != REDISMODULE_OK)
+        return REDISMODULE_ERR;
+    return RedisModule_LoadConfigs(ctx);
+}
+
 /* The one symbol the module exports. */
 __attribute__((visibility("default"))) int RedisModule_OnLoad(RedisModuleCtx *ctx,
                                                               RedisModuleString **argv, int argc);
@@ -342,6 +412,30 @@ int RedisModule_OnLoad(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     };
     bgr_type = RedisModule_CreateDataType(ctx, BGR_TYPE_NAME, BGR_ENCVER, &tm);
     if (bgr_type == NULL)
+        return REDISMODULE_ERR;
+    /* RedisBloom's type, so that its RDB, AOF and DUMP data load here (and
+     * so this module cannot be loaded next to RedisBloom: one type per
+     * name). Its encver is the newest RedisBloom writes; Redis hands older
+     * ones to the loader, which reads 0 to 4. */
+    RedisModuleTypeMethods rb = {
+        .version = REDISMODULE_TYPE_METHOD_VERSION,
+        .rdb_load = bgr_rb_rdb_load_cb,
+        .rdb_save = bgr_rb_rdb_save_cb,
+        .aof_rewrite = bgr_rb_aof_rewrite_cb,
+        .mem_usage = bgr_rb_mem_usage_cb,
+        .digest = bgr_rb_digest_cb,
+        .free = bgr_value_free,
+        .free_effort = bgr_rb_free_effort_cb,
+        .copy = bgr_rb_copy_cb,
+    };
+    bgr_rb_type = RedisModule_CreateDataType(ctx, BGR_RB_TYPE_NAME, BGR_RB_ENCVER, &rb);
+    if (bgr_rb_type == NULL) {
+        RedisModule_Log(ctx, "warning",
+                        "bloomgate: could not register the type " BGR_RB_TYPE_NAME
+                        " (is RedisBloom loaded too? One module per type name)");
+        return REDISMODULE_ERR;
+    }
+    if (register_compat_config(ctx) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     return register_commands(ctx);
 }

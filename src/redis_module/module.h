@@ -10,6 +10,9 @@
  *   dump.c      BF.SCANDUMP and BF.LOADCHUNK
  *   chunks.c    the chunk codec under dump.c and type.c, free of Redis so
  *               that a fuzzer can drive it (chunks.h)
+ *   rb_type.c   the second type, RedisBloom's MBbloom--: its callbacks and
+ *               BF.SCANDUMP / BF.LOADCHUNK on its keys
+ *   rb_rdb.c    its RDB value field by field, free of Redis (rb_rdb.h)
  *
  * Behaviour, reply by reply, is docs/REDIS.md; RedisBloom's is
  * ../shared/reference/REDISBLOOM.md. */
@@ -23,6 +26,7 @@
 
 #include "redismodule.h"
 #include "redis_module/chunks.h"
+#include "redis_module/rb_rdb.h"
 
 /* The data type's name (exactly 9 characters, Redis's rule; the remote
  * client's module queries check it: src/remote/remote_internal.h,
@@ -44,10 +48,16 @@ typedef struct bgr_config {
     uint64_t max_bytes;       /* MAX_BYTES: cap on one key's bit arrays */
     bg_variant layer_variant; /* LAYERS standard|blocked */
     bool layers_auto;         /* LAYERS auto: chosen per filter (bgr_filter_new) */
+    int compat;               /* COMPAT / bloomgate.compat: what new keys are */
 } bgr_config;
 
+/* The values of COMPAT: new filters are bloomgate's own type, or
+ * RedisBloom's MBbloom-- (BG_VARIANT_REDISBLOOM, rb_type.c). */
+enum { BGR_COMPAT_BLOOMGATE = 0, BGR_COMPAT_REDISBLOOM = 1 };
+
 extern bgr_config bgr_cfg;
-extern RedisModuleType *bgr_type;
+extern RedisModuleType *bgr_type;    /* "bloomgate" */
+extern RedisModuleType *bgr_rb_type; /* "MBbloom--" */
 
 /* What a key of our type holds: a complete filter, or, between a
  * BF.LOADCHUNK of the header and the one that completes the image, the
@@ -61,10 +71,19 @@ typedef struct bgr_value {
 bgr_value *bgr_value_wrap(bg_filter *f);
 void bgr_value_free(void *value); /* the type's free callback too */
 
-/* A scalable filter as BF.RESERVE / BF.INSERT / auto-creation make it:
- * error rate p, capacity n, expansion (0 = NONSCALING), within MAX_BYTES.
- * Returns the library status (BG_ETOOBIG beyond MAX_BYTES). */
+/* A filter as BF.RESERVE / BF.INSERT / auto-creation make it: error rate
+ * p, capacity n, expansion (0 = NONSCALING), within MAX_BYTES; a scalable
+ * bloomgate filter, or under COMPAT redisbloom a RedisBloom chain. Returns
+ * the library status (BG_ETOOBIG beyond MAX_BYTES). */
 int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion);
+
+/* Whether a value is RedisBloom's (an MBbloom-- key), and the type a
+ * filter is stored as. */
+static inline bool bgr_is_rb(const bgr_value *v)
+{
+    return v->filter != NULL && bg_filter_variant(v->filter) == BG_VARIANT_REDISBLOOM;
+}
+RedisModuleType *bgr_type_of(const bg_filter *f);
 
 /* The reply to a command that needs a complete filter on a key that
  * BF.LOADCHUNK is still assembling. */
@@ -72,7 +91,7 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion);
 
 /* Opening a key for a command. *val is NULL when the key is missing.
  * Returns REDISMODULE_OK, or REDISMODULE_ERR after replying WRONGTYPE (the
- * key holds another type) or "ERR filter is being loaded" (needs a complete
+ * key holds a type of neither bloomgate nor MBbloom--) or "ERR filter is being loaded" (needs a complete
  * filter but chunks are still arriving; allow_loading skips that check). */
 int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModuleKey **key,
              bgr_value **val, int allow_loading);
@@ -103,5 +122,28 @@ size_t bgr_mem_usage(const void *value);
 size_t bgr_value_size(const bgr_value *v, bool allocated);
 void *bgr_copy(RedisModuleString *fromkey, RedisModuleString *tokey, const void *value);
 void bgr_digest(RedisModuleDigest *md, void *value);
+
+/* The MBbloom-- type's callbacks (rb_type.c). */
+void *bgr_rb_rdb_load_cb(RedisModuleIO *rdb, int encver);
+void bgr_rb_rdb_save_cb(RedisModuleIO *rdb, void *value);
+void bgr_rb_aof_rewrite_cb(RedisModuleIO *aof, RedisModuleString *key, void *value);
+size_t bgr_rb_mem_usage_cb(const void *value);
+size_t bgr_rb_free_effort_cb(RedisModuleString *key, const void *value);
+void *bgr_rb_copy_cb(RedisModuleString *fromkey, RedisModuleString *tokey, const void *value);
+void bgr_rb_digest_cb(RedisModuleDigest *md, void *value);
+
+/* BF.SCANDUMP f iter on an MBbloom-- key; BF.LOADCHUNK of RedisBloom's
+ * header on a missing (writable) key, and of a chunk to an MBbloom-- key:
+ * each replies (RedisBloom's strings) and replicates what it changed. */
+int bgr_rb_scandump(RedisModuleCtx *ctx, const bg_filter *f, long long iter);
+int bgr_rb_load_header(RedisModuleCtx *ctx, RedisModuleKey *key, const char *data, size_t len);
+int bgr_rb_load_chunk(RedisModuleCtx *ctx, bg_filter *f, long long iter, const char *data,
+                      size_t len);
+
+/* Replicates the creation of the MBbloom-- key `name` holding the new,
+ * empty f as BF.LOADCHUNK name 1 <header>, which makes the same chain on a
+ * replica (and in the AOF) whatever COMPAT says there; the command that
+ * created it follows, verbatim, when it also added items. */
+int bgr_rb_replicate_creation(RedisModuleCtx *ctx, RedisModuleString *name, const bg_filter *f);
 
 #endif
