@@ -11,6 +11,7 @@ packages=(
   libcmocka-dev                                  # unit tests
   libbloom-dev                                   # the benchmark's baseline
   clang libclang-rt-dev                          # sanitizers and fuzzing with clang
+  liblzf-dev                                     # ... the RDB fuzzer reads Redis's LZF strings
   jq                                             # the CLI tests validate --json output
   redis-server redis-tools                       # the Redis module's tests and benchmark
   libhiredis-dev                                 # the Redis benchmark's load generator

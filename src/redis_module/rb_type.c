@@ -154,10 +154,10 @@ void bgr_rb_aof_rewrite_cb(RedisModuleIO *aof, RedisModuleString *key, void *val
 
 /* MEMORY USAGE of an MBbloom-- key is RedisBloom's own accounting, BF.INFO
  * Size: the number a dashboard showed before the switch stays the number it
- * shows. What the module really holds differs by a constant of under 100
- * bytes per key (its chain block and Redis's value wrapper against
- * RedisBloom's 32-byte chain; 56 bytes per link against 64), so the two
- * agree within 1% from a few KiB of arrays up (docs/REDIS.md). */
+ * shows. What the module really holds is a little more, by under 200 bytes
+ * per key (its chain block and Redis's value wrappers against RedisBloom's
+ * 32-byte chain; 56 bytes per link against 64), so the two agree within 1%
+ * from about 20 KiB of arrays up (docs/REDIS.md). */
 size_t bgr_rb_mem_usage_cb(const void *value)
 {
     const bgr_value *v = value;
