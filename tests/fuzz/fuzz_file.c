@@ -24,7 +24,7 @@
  *     BG_ECHECKSUM), and on BG_ECHECKSUM the info is complete;
  *   - a filter that decodes answers queries with 0 or 1, has stats, its
  *     accessors match the header, and it encodes back to exactly the input
- *     (both format versions are canonical, format.h): with a checksum that was not
+ *     (every format version is canonical, format.h): with a checksum that was not
  *     verified, exactly the input apart from the checksum field, which must
  *     then be the true checksum of the input;
  *   - an added key is then present (no false negative); the mapped copy is
@@ -252,7 +252,9 @@ static void run_image(const uint8_t *buf, size_t len, int fixed)
             FZ_CHECKF(mrc == irc, "map %s but inspect %s (flags %u)", bg_err_name(mrc),
                       bg_err_name(irc), flags);
 
-        int scalable = info.variant == BG_VARIANT_SCALABLE;
+        /* Scalable filters and RedisBloom chains: layers (links) of their
+         * own shapes, which grow. */
+        int scalable = info.variant == BG_VARIANT_SCALABLE || info.variant == BG_VARIANT_REDISBLOOM;
         if (f != NULL) {
             check_filter(f, &info, buf, len, verify);
             int ans[NPROBES + 1];

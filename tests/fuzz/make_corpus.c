@@ -241,6 +241,79 @@ static void scalable_seeds(void)
     free(buf);
 }
 
+/* A RedisBloom chain of old options (RedisBloom before 2.2 wrote them):
+ * power-of-two links, 32-bit hashing with options 0, growing by them. */
+static uint8_t *legacy_image(uint32_t options, uint64_t capacity, uint64_t nkeys, size_t *len)
+{
+    bg_rb_chain ch = {.nfilters = 1, .options = options, .growth = 2};
+    bg_rb_link l;
+    bg_filter *f;
+    int rc = bg_rb_new(&f, &ch, 0);
+    if (rc == BG_OK && (rc = bg_rb_link_plan(&l, capacity, 0.01, options)) == BG_OK)
+        rc = bg_rb_push_link(f, &l, NULL, 0);
+    if (rc != BG_OK)
+        die("legacy chain", rc);
+    for (uint64_t i = 0; i < nkeys; i++) {
+        char key[32];
+        int n = snprintf(key, sizeof key, "key:%" PRIu64, i);
+        if ((rc = bg_filter_add(f, key, (size_t)n)) != BG_OK)
+            die("bg_filter_add", rc);
+    }
+    uint64_t size;
+    if ((rc = bg_filter_encoded_size(f, &size)) != BG_OK)
+        die("bg_filter_encoded_size", rc);
+    uint8_t *buf = malloc((size_t)size);
+    if (buf == NULL || (rc = bg_filter_encode(f, buf, (size_t)size, len)) != BG_OK)
+        die("bg_filter_encode", rc);
+    bg_filter_free(f);
+    return buf;
+}
+
+/* RedisBloom chains: format version 3, a header, then each link's header
+ * and array padded to 64 bytes (docs/FORMAT.md). Valid ones as BF.RESERVE
+ * makes them (grown over several links, non-scaling and full), of old
+ * options, then invalid ones, each wrong in one way. */
+static void redisbloom_seeds(void)
+{
+    const bg_variant RB = BG_VARIANT_REDISBLOOM;
+    valid("rb-reserve-empty",
+          (bg_filter_options){.variant = RB, .capacity = 100, .error_rate = 0.01}, 0);
+    valid("rb-reserve-4links",
+          (bg_filter_options){.variant = RB, .capacity = 10, .error_rate = 0.1, .expansion = 4},
+          300);
+    size_t len;
+    uint8_t *buf = image_until((bg_filter_options){.variant = RB, .capacity = 50,
+                                                   .error_rate = 0.05, .nonscaling = true},
+                               1000, BG_EFULL, &len);
+    seed("rb-nonscaling-full", buf, len, BG_OK);
+    free(buf);
+    buf = legacy_image(0, 100, 300, &len);
+    seed("rb-options0-grown", buf, len, BG_OK);
+    free(buf);
+    buf = legacy_image(4, 50, 40, &len);
+    seed("rb-options4", buf, len, BG_OK);
+    free(buf);
+
+    buf = image((bg_filter_options){.variant = RB, .capacity = 20, .error_rate = 0.1,
+                                    .expansion = 2},
+                40, &len);
+    mutant("rb-bad-version-4", buf, len, 8, 4, 2, BG_EVERSION);
+    mutant("rb-bad-variant-4", buf, len, 12, BG_VARIANT_SCALABLE, 1, BG_EVERSION);
+    mutant("rb-bad-hash", buf, len, 13, 1, 1, BG_ECORRUPT);
+    mutant("rb-bad-links-0", buf, len, 16, 0, 4, BG_ECORRUPT);
+    mutant("rb-bad-links-more", buf, len, 16, 7, 4, BG_ECORRUPT);
+    mutant("rb-bad-max-bytes", buf, len, 40, 8, 8, BG_ECORRUPT);
+    mutant("rb-bad-total", buf, len, 56, len + 64, 8, BG_ETRUNC);
+    mutant("rb-bad-link-error", buf, len, 128 + 8, 0, 8, BG_ECORRUPT);
+    mutant("rb-bad-link-bits", buf, len, 128 + 24, 8, 8, BG_ECORRUPT);
+    mutant("rb-bad-link-hashes", buf, len, 128 + 48, 99, 4, BG_ECORRUPT);
+    mutant("rb-bad-link-n2", buf, len, 128 + 52, 40, 1, BG_ECORRUPT);
+    mutant("rb-bad-link-reserved", buf, len, 128 + 63, 1, 1, BG_ECORRUPT);
+    mutant("rb-bad-checksum", buf, len, 128 + 64, buf[128 + 64] ^ 0x01u, 1, BG_ECHECKSUM);
+    seed("rb-bad-truncated", buf, len - 1, BG_ETRUNC);
+    free(buf);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -339,5 +412,6 @@ int main(int argc, char **argv)
     free(buf);
 
     scalable_seeds();
+    redisbloom_seeds();
     return 0;
 }
