@@ -527,6 +527,43 @@ class RedisBloomData(h.RespTestCase):
         for n in NAMES:
             self.assertEqual(rc.cmd("DUMP", KEYS[n]["key"]), DUMP[n], n + ": on the replica")
 
+    def test_compat_redisbloom_aof_replays_anywhere(self):
+        # Keys made under COMPAT redisbloom reach the AOF as RedisBloom's
+        # header before the adds: a server with the default COMPAT that
+        # replays it makes the same MBbloom-- keys.
+        d = tempfile.mkdtemp(prefix="bloomgate-rbdata-")
+        self.addCleanup(shutil.rmtree, d, True)
+        extra = ["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]
+        s = h.Server(dir=d, extra=extra, module_args=["COMPAT", "redisbloom"])
+        self.addCleanup(s.cleanup)
+        s.start()
+        c = s.conn()
+        for n in ("auto", "exp4", "nonscaling", "scale2"):
+            self.rebuild(c, n, KEYS[n]["key"])
+        s.stop()
+        s.module_args = []
+        s.start()
+        s.wait_loaded()
+        c = s.conn()
+        for n in ("auto", "exp4", "nonscaling", "scale2"):
+            self.check_key(c, n, what="AOF replayed with COMPAT bloomgate")
+        # DEBUG RELOAD: the RDB round trip inside one server.
+        self.assertReply(c.cmd("DEBUG", "RELOAD"), OK)
+        for n in ("auto", "exp4", "nonscaling", "scale2"):
+            self.assertEqual(c.cmd("DUMP", KEYS[n]["key"]), DUMP[n], n + ": after DEBUG RELOAD")
+
+    def test_resp3_info(self):
+        s = h.start_server(self)
+        c = s.conn(resp=3)
+        self.assertReply(c.cmd("RESTORE", "fx:nonscaling", "0", DUMP["nonscaling"]), OK)
+        self.assertReply(c.cmd("BF.INFO", "fx:nonscaling"),
+                         h.Map([(Status(b"Capacity"), 500), (Status(b"Size"), 488),
+                                (Status(b"Number of filters"), 1), (Status(b"Number of items inserted"), 500),
+                                (Status(b"Expansion rate"), None)]))
+        self.assertReply(c.cmd("BF.INFO", "fx:nonscaling", "size"), h.Map([(Status(b"Size"), 488)]))
+        self.assertReply(c.cmd("BF.MEXISTS", "fx:nonscaling", "fx:nonscaling:0", "absent:nonscaling:0"),
+                         [True, False])
+
     def test_compat_config(self):
         s = h.start_server(self)
         c = s.conn()
@@ -590,6 +627,14 @@ class RedisBloomData(h.RespTestCase):
             "absurd entries x bpe (encver 0)": payload(
                 U(0) + U(1) + U((1 << 64) - 1) + D(0.01) + U(7) + D(1e300) + S(b"\0" * 8) + U(0), encver=0),
             "truncated": payload(good[:-3]),
+            # Lengths Redis's own string reader is asked for before any
+            # module check: a TiB, plain and LZF.
+            "absurd string length": payload(
+                U(0) + U(1) + U(5) + U(2) + U(10) + D(0.05) + U(5) + D(6.2352242295726885) + U(64) + U(0) +
+                b"\x05" + rdb_len(1 << 40) + b"\0" * 8 + U(0)),
+            "absurd LZF length": payload(
+                U(0) + U(1) + U(5) + U(2) + U(10) + D(0.05) + U(5) + D(6.2352242295726885) + U(64) + U(0) +
+                b"\x05\xc3" + rdb_len(3) + rdb_len(1 << 40) + b"\0" * 8 + U(0)),
             "trailing field": payload(good + U(1)),
         }
         # Within MAX_BYTES alone: links that add up past it.
