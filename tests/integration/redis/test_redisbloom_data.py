@@ -405,6 +405,7 @@ class RedisBloomData(h.RespTestCase):
         self.assertReply(c.cmd("BF.SCANDUMP", "str", "0"), WRONGTYPE)
         self.assertReply(c.cmd("BF.SCANDUMP", "k", "-1"), [0, b""])
         self.assertReply(c.cmd("BF.SCANDUMP", "k", total + 1), [0, b""])
+        self.assertReply(c.cmd("BF.SCANDUMP", "k", str((1 << 63) - 1)), [0, b""])
         self.assertReply(c.cmd("BF.SCANDUMP", "k", "2"), [first + 1, b"\xff" * (first - 1)])
 
     # -- commands on MBbloom-- keys --
@@ -576,6 +577,18 @@ class RedisBloomData(h.RespTestCase):
         self.assertReply(c.cmd("BF.RESERVE", "d", "0.1", "10"), OK)
         for k in "bcd":
             self.assertReply(c.cmd("TYPE", k), TYPE, k)
+        # RedisBloom's documented example, byte for byte.
+        self.assertReply(c.cmd("BF.RESERVE", "bf", "0.1", "10"), OK)
+        self.assertReply(c.cmd("BF.ADD", "bf", "item1"), 1)
+        self.assertReply(c.cmd("BF.SCANDUMP", "bf", "0"), [1, bytes.fromhex(
+            "01000000000000000100000005000000020000000800000000000000400000000000000001000000000000009a"
+            "9999999999a93f4af7d49edef01840050000000a0000000000000000")])
+        self.assertReply(c.cmd("BF.SCANDUMP", "bf", "1"), [9, bytes.fromhex("0108008000042000")])
+        self.assertReply(c.cmd("BF.SCANDUMP", "bf", "9"), [0, b""])
+        self.assertEqual(c.cmd("DUMP", "bf"), bytes.fromhex(
+            "07 81 30 16 e5 a2 89 be f8 04 02 01 02 01 02 05 02 02 02 0a 04 9a 99 99 99 99 99 a9 3f"
+            " 02 05 04 4a f7 d4 9e de f0 18 40 02 40 40 02 00 05 08 01 08 00 80 00 04 20 00 02 01 00"
+            " 0a 00 d4 ef 7c b2 a2 37 da 4c"))
         self.assertErr(c.cmd("CONFIG", "SET", "bloomgate.compat", "other"))
         self.assertReply(c.cmd("CONFIG", "SET", "bloomgate.compat", "bloomgate"), OK)
         self.assertReply(c.cmd("BF.ADD", "e", "x"), 1)
