@@ -620,3 +620,36 @@ case_noremote() {
     run 2 "$BG" rebuild redis://127.0.0.1:22001/x a
     has err "built without remote support"
 }
+
+# pull from a key of RedisBloom's type (MBbloom--): bloomgate.so with COMPAT
+# redisbloom makes one on BF.RESERVE, as RedisBloom itself would, and pull
+# copies it through BF.SCANDUMP into a redisbloom file, the same bytes as a
+# file built here by the same adds; its links are RedisBloom's own
+# (tests/fixtures/redisbloom: fx:scale2, made by the same commands).
+case_rbpull() {
+    [ -n "${BLOOMGATE_MODULE:-}" ] || skip "BLOOMGATE_MODULE is not set"
+    start_redis --loadmodule "$BLOOMGATE_MODULE" COMPAT redisbloom
+    local U="redis://127.0.0.1:$PORT/fx:scale2?backend=module"
+    run 0 "$BG" create -q "$U" -n 1000 -p 0.01
+    seq 0 19999 | sed 's/^/fx:scale2:/' >items
+    run 0 "$BG" add -q "$U" <items
+    run 0 "$BG" pull --json "$U" pulled.bgf
+    json_ok out
+    eq "$(jget out backend)" redisbloom "backend"
+    eq "$(jget out links)" 5 "links"
+    eq "$(jget out items)" 19814 "items (BF.CARD)"
+    has err "redisbloom, 5 links"
+    run 0 "$BG" create -q local.bgf -n 1000 -p 0.01 --variant redisbloom
+    run 0 "$BG" add -q local.bgf <items
+    cmp -s pulled.bgf local.bgf || fail "the pulled file differs from the one built here"
+    dd if=pulled.bgf of=link0 bs=1 skip=192 count=1384 status=none
+    cmp -s link0 "$HERE/../fixtures/redisbloom/keys/scale2/scandump/001.bin" ||
+        fail "link 0 differs from RedisBloom's"
+    run 0 "$BG" check pulled.bgf absent:scale2:55
+    run 1 "$BG" check pulled.bgf absent:scale2:0
+    # Not over an existing file without --force; a missing key is an error.
+    run 2 "$BG" pull "$U" pulled.bgf
+    has err "already exists"
+    run 2 "$BG" pull "redis://127.0.0.1:$PORT/nosuchkey?backend=module" none.bgf
+    [ ! -e none.bgf ] || fail "a failed pull made a file"
+}
