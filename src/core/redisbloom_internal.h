@@ -27,6 +27,10 @@ int bg__rb_new_mapped(bg_filter **out, const bg_rb_chain *chain, uint64_t max_by
  * BG_ENOMEM. */
 int bg__rb_push_mapped(bg_filter *f, const bg_rb_link *fields, const uint8_t *array);
 
+/* x mod d as the probes compute it (redisbloom.c, FAST MODULO), for the
+ * tests; 0 for d < 2. */
+uint64_t bg__rb_mod(uint64_t x, uint64_t d);
+
 /* The cap on the chain's arrays together. */
 uint64_t bg__rb_max_bytes(const bg_filter *f);
 

@@ -9,6 +9,7 @@
 #include "test_tmpdir.h"
 
 #include "../src/core/murmur.h"
+#include "../src/core/redisbloom_internal.h"
 
 /* ---- hashing ------------------------------------------------------------ */
 
@@ -99,6 +100,33 @@ static void sizing_table(void **state)
         TU_EQ_U(l.n2, t[i].n2);
         TU_EQ_U(l.entries, t[i].entries);
         TU_EQ_U(l.size, 0);
+    }
+}
+
+
+/* Positions mod bits are computed without a division (redisbloom.c, FAST
+ * MODULO): the same as % for every divisor and value tried. */
+static void fast_modulo(void **state)
+{
+    (void)state;
+    static const uint64_t ds[] = {2, 3, 7, 8, 64, 1152, 11072, 1582080, 3136,
+                                  UINT64_C(1) << 32, (UINT64_C(1) << 40) + 8,
+                                  (UINT64_C(1) << 63) - 8, UINT64_C(1) << 63,
+                                  UINT64_MAX - 7, UINT64_MAX};
+    uint64_t rng = 12345;
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0] + 2000; i++) {
+        uint64_t d = i < sizeof ds / sizeof ds[0] ? ds[i] : tu_next(&rng) >> (tu_next(&rng) % 62);
+        if (d < 2)
+            d = 2;
+        tu_ctx("d = %" PRIu64, d);
+        const uint64_t edges[] = {0, 1, d - 1, d, d + 1, 2 * d - 1, UINT64_MAX, UINT64_MAX - 1,
+                                  UINT64_MAX - d, (UINT64_MAX / d) * d, (UINT64_MAX / d) * d - 1};
+        for (size_t j = 0; j < sizeof edges / sizeof edges[0]; j++)
+            TU_EQ_U(bg__rb_mod(edges[j], d), edges[j] % d);
+        for (int j = 0; j < 500; j++) {
+            uint64_t x = tu_next(&rng);
+            TU_EQ_U(bg__rb_mod(x, d), x % d);
+        }
     }
 }
 
@@ -1454,6 +1482,7 @@ int main(void)
         cmocka_unit_test(hash_vectors),
         cmocka_unit_test(filter_hash_is_murmur),
         cmocka_unit_test(sizing_table),
+        cmocka_unit_test(fast_modulo),
         cmocka_unit_test(position_examples),
         cmocka_unit_test(fixture_keys_loaded),
         cmocka_unit_test(fixture_keys_replayed),
