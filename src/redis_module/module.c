@@ -163,10 +163,11 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 /* COMPAT's words, in the order of BGR_COMPAT_*. */
 static const char *compat_names[] = {"bloomgate", "redisbloom"};
 static const int compat_values[] = {BGR_COMPAT_BLOOMGATE, BGR_COMPAT_REDISBLOOM};
+#define COMPAT_COUNT ((int)(sizeof compat_values / sizeof compat_values[0]))
 
 static int compat_parse(const char *s)
 {
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < COMPAT_COUNT; i++)
         if (strcasecmp(s, compat_names[i]) == 0)
             return compat_values[i];
     return -1;
@@ -376,8 +377,8 @@ static int register_compat_config(RedisModuleCtx *ctx)
     if (RedisModule_RegisterEnumConfig == NULL || RedisModule_LoadConfigs == NULL)
         return REDISMODULE_OK;
     if (RedisModule_RegisterEnumConfig(ctx, "compat", bgr_cfg.compat, REDISMODULE_CONFIG_DEFAULT,
-                                       compat_names, compat_values, 2, compat_get, compat_set,
-                                       NULL, NULL) != REDISMODULE_OK)
+                                       compat_names, compat_values, COMPAT_COUNT, compat_get,
+                                       compat_set, NULL, NULL) != REDISMODULE_OK)
         return REDISMODULE_ERR;
     return RedisModule_LoadConfigs(ctx);
 }
