@@ -474,8 +474,9 @@ def redisbloom_type(module, loader, a, keyspace):
         for rnd in range(a.rounds):
             for kind_cases in zip(rb_cases(n, keyspace, "rb"), rb_cases(n, keyspace, "std")):
                 for kind, case in zip(("rb", "std"), kind_cases):
+                    named = (f"{case[0]} ({kind})",) + case[1:]  # names the filter in the checks
                     runs.setdefault((case[0], kind), []).append(
-                        run_case(r, load, case, rnd, a.requests))
+                        run_case(r, load, named, rnd, a.requests))
         print(f"  {'us per call / item, mean (min-max)':<36} {'MBbloom--':>22} {'bloomgate':>22}")
         rows = []
         for label, *_ in rb_cases(n, keyspace, "rb"):
