@@ -295,7 +295,29 @@ class RedisBloomData(h.RespTestCase):
             self.assertEqual(ours[key], theirs[key], "%r: the rewrite's BF.LOADCHUNK commands" % key)
         s.restart()
         s.wait_loaded()
-        self.check_all(s.conn(), "after BGREWRITEAOF and restart")
+        c = s.conn()
+        self.check_all(c, "after BGREWRITEAOF and restart")
+        # The same with an RDB preamble: the rewrite's base is an RDB.
+        self.assertReply(c.cmd("CONFIG", "SET", "aof-use-rdb-preamble", "yes"), OK)
+        self.assertReply(c.cmd("BGREWRITEAOF"), Status(b"Background append only file rewriting started"))
+        h.wait_until(lambda: h.info_field(c, "persistence", "aof_rewrite_in_progress") == "0" and
+                     h.info_field(c, "persistence", "aof_rewrite_scheduled") == "0", 30, what="AOF rewrite")
+        s.extra[s.extra.index("--aof-use-rdb-preamble") + 1] = "yes"
+        s.restart()
+        s.wait_loaded()
+        self.check_all(s.conn(), "after a rewrite with an RDB preamble and restart")
+
+    def test_rdb_beyond_max_bytes_refused(self):
+        # fx:onelink's one link is 197760 bytes: a server whose MAX_BYTES is
+        # below that refuses the file, with the reason logged: Redis exits
+        # (after its RDB checker, which knows no module types, said status 0).
+        d = tempfile.mkdtemp(prefix="bloomgate-rbdata-")
+        self.addCleanup(shutil.rmtree, d, True)
+        shutil.copyfile(os.path.join(FIX, "dump.rdb"), os.path.join(d, "dump.rdb"))
+        s = h.Server(dir=d, module_args=["MAX_BYTES", "65536"])
+        self.addCleanup(s.cleanup)
+        s.start(expect_fail=True)
+        self.assertIn("MBbloom-- value (encver 4) refused: link beyond MAX_BYTES", s.log())
 
     # -- DUMP / RESTORE --
     def test_restore_every_dump(self):
