@@ -369,8 +369,16 @@ class RedisBloomData(h.RespTestCase):
         rng = random.Random(7)
         for n in NAMES:
             pairs = [(ch["reply_iter"], read("keys", n, ch["file"])) for ch in SCAN[n]["chunks"] if "file" in ch]
+            # Pieces of chunks: data[a:b] of a chunk sent at iterator it
+            # starts at it - len(data) + a, so its own iterator is
+            # it - len(data) + b.
+            pieces = []
+            for it, data in pairs[1:]:
+                cuts = sorted({0, len(data)} | {rng.randrange(len(data)) for _ in range(3)})
+                pieces += [(it - len(data) + b, data[a:b]) for a, b in zip(cuts, cuts[1:])]
             for key, order in (("in-order:" + n, pairs),
-                               ("shuffled:" + n, [pairs[0]] + rng.sample(pairs[1:] * 2, 2 * len(pairs) - 2))):
+                               ("shuffled:" + n, [pairs[0]] + rng.sample(pairs[1:] * 2, 2 * len(pairs) - 2)),
+                               ("pieces:" + n, [pairs[0]] + rng.sample(pieces, len(pieces)))):
                 for it, data in order:
                     self.assertReply(c.cmd("BF.LOADCHUNK", key, it, data), OK, key)
                 self.check_key(c, n, key, what="LOADCHUNK")
