@@ -154,10 +154,11 @@ void bgr_rb_aof_rewrite_cb(RedisModuleIO *aof, RedisModuleString *key, void *val
 
 /* MEMORY USAGE of an MBbloom-- key is RedisBloom's own accounting, BF.INFO
  * Size: the number a dashboard showed before the switch stays the number it
- * shows. What the module really holds is a little more, by under 200 bytes
- * per key (its chain block and Redis's value wrappers against RedisBloom's
- * 32-byte chain; 56 bytes per link against 64), so the two agree within 1%
- * from about 20 KiB of arrays up (docs/REDIS.md). */
+ * shows. Like RedisBloom's it is a floor: the module's blocks take about 200
+ * bytes per key more than the formula counts (its chain block and Redis's
+ * value wrappers against RedisBloom's 32-byte chain; 56 bytes per link
+ * against 64), and jemalloc rounds each block up to its size class
+ * (docs/REDIS.md has measurements). */
 size_t bgr_rb_mem_usage_cb(const void *value)
 {
     const bgr_value *v = value;
