@@ -32,9 +32,10 @@
  * and b: MurmurHash64A(key, 0xc6a4a7935bd1e995) and MurmurHash64A(key, a)
  * when the chain's options have BG_RB_FORCE64, else 32-bit MurmurHash2
  * with seed 0x9747b28c and then a (values below 2^32). bg_filter_hash gives
- * it; the *_hash calls of <bloomgate/filter.h> take it. Link i tests and
- * sets positions (a + j b) mod 2^64 reduced mod 2^n2 (n2 > 0) or mod bits,
- * j < hashes; position p is mask 1 << (p % 8) of byte p / 8 of its array.
+ * it; the *_hash calls of <bloomgate/filter.h> take it. Each link tests
+ * and sets positions (a + j b) mod 2^64 reduced mod 2^n2 (n2 > 0) or mod
+ * bits, j < hashes; position p is mask 1 << (p % 8) of byte p / 8 of the
+ * link's array.
  *
  * ADDING
  * An add tests every link; a key some link has answers 0 and changes
@@ -45,9 +46,10 @@
  * positions are set in the last link, whose size and the chain's grow by
  * one, and the add answers 1. A non-scaling chain that is full answers
  * BG_EFULL (RedisBloom: "ERR non scaling filter is full"); a link that
- * cannot be made answers BG_ETOOBIG (beyond max_bytes, or sizes beyond 64
- * bits) or BG_ENOMEM (RedisBloom: "ERR problem inserting into filter"), and
- * nothing is added. Batch calls stop at the refused key, the keys before it
+ * cannot be made answers BG_ETOOBIG (beyond max_bytes; sizes beyond 64
+ * bits; with BG_RB_ENTS_IS_BITS, an exponent beyond 63) or BG_ENOMEM
+ * (RedisBloom: "ERR problem inserting into filter"), and nothing is
+ * added. Batch calls stop at the refused key, the keys before it
  * added. bg_filter_clear zeroes every link's bits and sizes and the chain's
  * size; the links stay.
  *
@@ -93,8 +95,10 @@
  * bg_filter_new, bg_rb_new, bg_rb_header_decode, bg_filter_clone and an
  * add that appends a link allocate; bg_rb_push_link allocates the link (and
  * a larger table when it grows). Everything else here allocates nothing.
- * Pointers from bg_rb_link_array and bg_rb_link_array_mut are borrowed:
- * valid until the next call that writes to the filter, or its free. */
+ * Pointers from bg_rb_link_array, bg_rb_link_array_mut and
+ * bg_rb_dump_chunk are borrowed: a link's array never moves, so they stay
+ * valid until bg_filter_free (their bytes change with adds, clears and
+ * chunks). */
 #ifndef BLOOMGATE_REDISBLOOM_H
 #define BLOOMGATE_REDISBLOOM_H
 
