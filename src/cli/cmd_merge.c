@@ -56,11 +56,13 @@ static bool compatible(const char *cmd, const bg_filter *a, const char *pa, cons
  * by name, before anything else is read, gives the better message. */
 static bool refuse_scalable(const char *cmd, const bg_filter *f, const char *path)
 {
-    if (bg_filter_variant(f) != BG_VARIANT_SCALABLE)
+    bg_variant v = bg_filter_variant(f);
+    if (v != BG_VARIANT_SCALABLE && v != BG_VARIANT_REDISBLOOM)
         return false;
-    cli_error("%s: %s: a scalable filter cannot be %s (its layers have different sizes); "
+    cli_error("%s: %s: a %s filter cannot be %s (its %s have different sizes); "
               "nothing written",
-              cmd, path, strcmp(cmd, "merge") == 0 ? "merged" : "intersected");
+              cmd, path, bg_variant_name(v), strcmp(cmd, "merge") == 0 ? "merged" : "intersected",
+              v == BG_VARIANT_SCALABLE ? "layers" : "links");
     return true;
 }
 
@@ -208,9 +210,9 @@ static int run_intersect(int argc, char **argv)
     "The inputs must have the same variant, m, k and seed (made by the same\n"             \
     "'bloomgate create' options); otherwise nothing is written and the message\n"         \
     "says what differs. Counting filters combine counter by counter (union: the\n"      \
-    "sum, stopping at 15; intersection: the minimum); scalable filters cannot be\n"      \
-    "combined. OUT may be one of the inputs; it is replaced atomically, only\n"         \
-    "after every input was read and verified.\n"
+    "sum, stopping at 15; intersection: the minimum); scalable and redisbloom\n"       \
+    "filters cannot be combined. OUT may be one of the inputs; it is replaced\n"       \
+    "atomically, only after every input was read and verified.\n"
 
 const cli_command cli_cmd_merge = {
     .name = "merge",

@@ -404,4 +404,9 @@ case_redisbloom() {
     run 2 "$BG" create x.bgf -n 10 -p 0.01 --variant redisbloom --tightening 0.3
     run 2 "$BG" create x.bgf -n 10 -p 0.01 --variant redisbloom --nonscaling --expansion 4
     [ ! -e x.bgf ] || fail "a refused create made a file"
+
+    # Links of different sizes: no union or intersection.
+    run 2 "$BG" merge m.bgf rb.bgf rb.bgf
+    has err "merge: rb.bgf: a redisbloom filter cannot be merged"
+    [ ! -e m.bgf ] || fail "a refused merge made a file"
 }
