@@ -22,8 +22,9 @@
  * with opts.nonscaling), growth opts.expansion (0: 2; 1..BG_MAX_EXPANSION;
  * none with nonscaling: BG_EINVAL), and link 0 of capacity opts.capacity
  * (>= 1) at opts.error_rate x 0.5 (x 1 when non-scaling). opts.max_bytes caps
- * the links' arrays together (0: BG_DEFAULT_MAX_BYTES). opts.bits, hashes,
- * seed, layer_variant, tightening and max_layers must be 0 (BG_EINVAL).
+ * the links' arrays together (0: BG_DEFAULT_MAX_BYTES); opts.concurrency is
+ * as for any filter (THREADS). opts.bits, hashes, seed, layer_variant,
+ * tightening and max_layers must be 0 (BG_EINVAL).
  * Data RedisBloom stored (RDB, DUMP, SCANDUMP) is rebuilt with bg_rb_new and
  * bg_rb_push_link, or bg_rb_header_decode and bg_rb_load_chunk: LOADING.
  *
@@ -64,12 +65,22 @@
  * the chain's block, its link table and every link (its fields and array).
  *
  * THREADS
- * As in Redis: queries (contains, stats, the getters of this header) may
- * run in any number of threads at once, but a call that writes (an add,
- * bg_filter_clear, bg_rb_push_link, bg_rb_load_chunk, a write through
- * bg_rb_link_array_mut) must not run alongside any other call on the same
- * filter: an add may append a link and move the link table. The concurrency
- * option is accepted and ignored.
+ * As <bloomgate/filter.h> THREADS says for every filter: with
+ * BG_CONCURRENT_WRITERS (bg_filter_new's default, and a loaded file's
+ * unless BG_FILE_SINGLE_WRITER) adds may run in any number of threads at
+ * once; with BG_SINGLE_WRITER one thread adds at a time. Either way any
+ * number of threads may query (contains, the batch calls, stats, clone, the
+ * getters of this header) meanwhile, and never wait. Concurrent adds of new
+ * keys take the chain's mutex, so they behave as the same adds one after
+ * the other (two threads adding one new key: exactly one gets 1); an add of
+ * a key some link has answers 0 without it. Chains from bg_rb_new and
+ * bg_rb_header_decode are single-writer (a Redis module's loaders: Redis
+ * runs commands one at a time); ask bg_filter_new for BG_SINGLE_WRITER too
+ * where one thread adds (no mutex, and 40 bytes less). bg_filter_clear,
+ * bg_rb_push_link, bg_rb_load_chunk and writes through bg_rb_link_array_mut
+ * must not run alongside any other call on the filter; the arrays that
+ * bg_rb_link_array and bg_rb_dump_chunk lend are read as plain bytes, so
+ * not while adds run either.
  *
  * LOADING
  * Nothing stored is believed: every field is checked before anything is
@@ -165,8 +176,8 @@ BG_API int bg_rb_link_plan(bg_rb_link *out, uint64_t entries, double error, uint
  * together (0: BG_DEFAULT_MAX_BYTES). A chain needs at least one link
  * before any other call of <bloomgate/filter.h> than bg_filter_free:
  * nfilters 0 is BG_ECORRUPT here, and the others answer BG_EINVAL while the
- * chain is empty. BG_OK, BG_EINVAL (NULL), BG_ECORRUPT or BG_ENOMEM.
- * Allocates; free with bg_filter_free. */
+ * chain is empty. The chain is single-writer (THREADS). BG_OK, BG_EINVAL
+ * (NULL), BG_ECORRUPT or BG_ENOMEM. Allocates; free with bg_filter_free. */
 BG_API int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes);
 
 /* Appends a link with the fields of *fields (bytes ignored: the array's
@@ -236,9 +247,9 @@ BG_API int bg_rb_header_encode(const bg_filter *f, void *buf, size_t cap, size_t
  * its own), no option bit outside BG_RB_OPTIONS_KNOWN, and the chain's size
  * = the sum of the links' sizes (mod 2^64): else BG_ECORRUPT. Then
  * BG_ETOOBIG if the arrays together pass max_bytes (0:
- * BG_DEFAULT_MAX_BYTES). BG_OK, BG_EINVAL (NULL out, or NULL buf with len >
- * 0), BG_ECORRUPT, BG_ETOOBIG or BG_ENOMEM. Allocates; free with
- * bg_filter_free. */
+ * BG_DEFAULT_MAX_BYTES). The chain is single-writer (THREADS). BG_OK,
+ * BG_EINVAL (NULL out, or NULL buf with len > 0), BG_ECORRUPT, BG_ETOOBIG
+ * or BG_ENOMEM. Allocates; free with bg_filter_free. */
 BG_API int bg_rb_header_decode(bg_filter **out, const void *buf, size_t len, uint64_t max_bytes);
 
 /* BF.SCANDUMP f it. For it = 0 returns 1: the header is due (encode it with

@@ -26,7 +26,10 @@
  * 2^n2 <= bits. Sizes RedisBloom would compute past 64 bits (a product that
  * wraps, a power of two beyond 2^63) refuse the new link with BG_ETOOBIG,
  * where RedisBloom's arithmetic is undefined or fails the same add. */
+#define _POSIX_C_SOURCE 200809L /* pthread mutexes under -std=c11 */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include <bloomgate/redisbloom.h>
@@ -43,7 +46,7 @@ typedef struct rb_link {
     double error;
     double bpe;
     uint64_t bytes;
-    uint64_t size;
+    _Atomic uint64_t size;
     uint64_t reduce; /* n2 > 0: 2^n2 - 1 (a mask); else bits (a divisor) */
     uint64_t magic[2]; /* n2 = 0: ceil(2^128 / bits), low and high words (FAST MODULO) */
     uint32_t hashes;
@@ -59,13 +62,21 @@ typedef struct rb_link {
  * a loader announces is not believed beyond it. */
 #define RESERVE_MAX 64u
 
+/* A table of link pointers that replaced a smaller one (THREADS). */
+typedef struct rb_table {
+    struct rb_table *prev; /* the table before it, or NULL */
+    uint32_t cap;
+    rb_link *slot[];
+} rb_table;
+
 typedef struct rb_chain {
     bg_filter f;
-    uint64_t size;
+    _Atomic uint64_t size;
     uint64_t max_bytes;
-    uint64_t total_bytes; /* all links' arrays */
-    rb_link **links;      /* `inline_links` or an allocation of `cap` */
-    uint32_t nfilters;
+    uint64_t total_bytes;      /* all links' arrays (writers only) */
+    _Atomic(rb_link **) links; /* `inline_links` or the newest table's slots */
+    rb_table *tables;          /* every table made, newest first (freed with the chain) */
+    _Atomic uint32_t nfilters;
     uint32_t cap;
     uint32_t options;
     uint32_t growth;
@@ -87,6 +98,59 @@ static bool is_rb(const bg_filter *f)
 static uint8_t *link_data(const rb_link *l)
 {
     return l->data;
+}
+
+/* THREADS
+ * Adds may run in many threads at once, and queries beside them, unless the
+ * filter was made for a single writer. Queries never lock: a link is built
+ * completely before the count that shows it is raised (release), a reader
+ * loads the count (acquire) and then the table, so every link below the
+ * count it sees is complete; a table that grows is replaced, never freed
+ * while the chain lives. Bits and counters are atomic bytes and words
+ * (relaxed: plain loads and stores on x86-64 and arm64). Writers take the
+ * chain's mutex (a tail of its block, present only for concurrent writers)
+ * for an add whose key no link has: the test, any growth and the sets are
+ * one step, so concurrent adds behave as the same adds one after the other.
+ * A key some link has answers 0 without the lock (bits are never cleared
+ * while adds run). */
+static uint32_t count_of(const rb_chain *c)
+{
+    return atomic_load_explicit(&c->nfilters, memory_order_acquire);
+}
+
+/* Link i, below a count from count_of. */
+static rb_link *link_at(const rb_chain *c, uint32_t i)
+{
+    rb_link **t = atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->links, memory_order_acquire);
+    return t[i];
+}
+
+static uint64_t link_size(const rb_link *l)
+{
+    return atomic_load_explicit(&((rb_link *)(uintptr_t)l)->size, memory_order_relaxed);
+}
+
+static uint64_t chain_size(const rb_chain *c)
+{
+    return atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->size, memory_order_relaxed);
+}
+
+/* Byte i of a link's array, or a store to it: relaxed atomics, so that
+ * queries may read while an add writes (THREADS). */
+static inline uint8_t byte_at(const uint8_t *d, uint64_t i)
+{
+    return atomic_load_explicit((const _Atomic uint8_t *)(uintptr_t)(d + i), memory_order_relaxed);
+}
+
+static inline void byte_set(uint8_t *d, uint64_t i, uint8_t v)
+{
+    atomic_store_explicit((_Atomic uint8_t *)(uintptr_t)(d + i), v, memory_order_relaxed);
+}
+
+/* The mutex of a chain made for concurrent writers, or NULL. */
+static pthread_mutex_t *lock_of(const rb_chain *c)
+{
+    return c->f.has_tail ? (pthread_mutex_t *)(uintptr_t)(c + 1) : NULL;
 }
 
 /* ---- sizing (REDISBLOOM_FORMAT.md section 2) -------------------------- */
@@ -245,7 +309,7 @@ static rb_link *link_alloc_at(const bg_rb_link *l, uint64_t bytes, const uint8_t
     n->error = l->error;
     n->bpe = l->bpe;
     n->bytes = bytes;
-    n->size = l->size;
+    atomic_init(&n->size, l->size);
     n->hashes = l->hashes;
     n->n2 = l->n2;
     n->reduce = l->n2 ? (UINT64_C(1) << l->n2) - 1 : bytes * 8;
@@ -268,11 +332,13 @@ static void link_fields(const rb_link *l, bg_rb_link *out)
         .bits = l->bytes * 8,
         .bytes = l->bytes,
         .n2 = l->n2,
-        .size = l->size,
+        .size = link_size(l),
     };
 }
 
-/* Room in the table for one more link. BG_OK or BG_ENOMEM. */
+/* Room in the table for `want` links. A larger table replaces the current
+ * one for new readers; the old one stays for readers that still hold it
+ * (THREADS). BG_OK or BG_ENOMEM. Writers only. */
 static int table_room(rb_chain *c, uint32_t want)
 {
     if (want <= c->cap)
@@ -280,56 +346,72 @@ static int table_room(rb_chain *c, uint32_t want)
     uint32_t cap = c->cap;
     while (cap < want)
         cap = cap > UINT32_MAX / 2 ? UINT32_MAX : cap * 2;
-    rb_link **t = bg__malloc((size_t)cap * sizeof *t);
+    rb_table *t = bg__malloc(sizeof *t + (size_t)cap * sizeof t->slot[0]);
     if (t == NULL)
         return BG_ENOMEM;
-    if (c->nfilters)
-        memcpy(t, c->links, (size_t)c->nfilters * sizeof *t);
-    if (c->links != c->inline_links)
-        bg__free(c->links);
-    c->links = t;
+    uint32_t n = atomic_load_explicit(&c->nfilters, memory_order_relaxed);
+    rb_link **old = atomic_load_explicit(&c->links, memory_order_relaxed);
+    if (n)
+        memcpy(t->slot, old, (size_t)n * sizeof t->slot[0]);
+    t->prev = c->tables;
+    t->cap = cap;
+    c->tables = t;
     c->cap = cap;
+    atomic_store_explicit(&c->links, t->slot, memory_order_release);
     return BG_OK;
 }
 
-static void chain_init(rb_chain *c, const bg_rb_chain *ch, uint64_t max_bytes)
+/* A chain with no links, in one block with a mutex behind it for
+ * concurrent writers (THREADS), or NULL. */
+static rb_chain *chain_alloc(const bg_rb_chain *ch, uint64_t max_bytes, bool single_writer)
 {
+    size_t size = sizeof(rb_chain) + (single_writer ? 0 : sizeof(pthread_mutex_t));
+    rb_chain *c = bg__malloc(size);
+    if (c == NULL)
+        return NULL;
     memset(c, 0, sizeof *c);
     c->f.ops = &bg__redisbloom_ops;
-    c->f.single_writer = true;
-    c->size = ch->size;
+    c->f.single_writer = single_writer;
+    c->f.has_tail = !single_writer;
+    atomic_init(&c->size, ch->size);
+    atomic_init(&c->nfilters, 0);
+    atomic_init(&c->links, c->inline_links);
     c->options = ch->options;
     c->growth = ch->growth;
     c->max_bytes = max_bytes ? max_bytes : BG_DEFAULT_MAX_BYTES;
-    c->links = c->inline_links;
     c->cap = INLINE_LINKS;
-}
-
-static rb_chain *chain_alloc(const bg_rb_chain *ch, uint64_t max_bytes)
-{
-    rb_chain *c = bg__malloc(sizeof *c);
-    if (c != NULL)
-        chain_init(c, ch, max_bytes);
+    if (!single_writer && pthread_mutex_init(lock_of(c), NULL) != 0) {
+        bg__free(c);
+        return NULL;
+    }
     return c;
 }
 
 static void rb_destroy(bg_filter *f)
 {
     rb_chain *c = chain_of(f);
-    for (uint32_t i = 0; i < c->nfilters; i++)
-        bg__free(c->links[i]);
-    if (c->links != c->inline_links)
-        bg__free(c->links);
+    uint32_t n = atomic_load_explicit(&c->nfilters, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++)
+        bg__free(link_at(c, i));
+    for (rb_table *t = c->tables, *prev; t; t = prev) {
+        prev = t->prev;
+        bg__free(t);
+    }
+    if (lock_of(c))
+        pthread_mutex_destroy(lock_of(c));
     if (c->mapping)
         bg__unmap(c->mapping, c->mapping_bytes);
     bg__free(c);
 }
 
-/* Appends a link made by link_alloc (room made). */
+/* Appends a link made by link_alloc (room made): stored, then shown by the
+ * count (release). Writers only. */
 static void chain_append(rb_chain *c, rb_link *l)
 {
-    c->links[c->nfilters++] = l;
+    uint32_t n = atomic_load_explicit(&c->nfilters, memory_order_relaxed);
+    atomic_load_explicit(&c->links, memory_order_relaxed)[n] = l;
     c->total_bytes += l->bytes;
+    atomic_store_explicit(&c->nfilters, n + 1, memory_order_release);
 }
 
 /* Whether `bytes` more fit in the chain's cap. */
@@ -340,7 +422,8 @@ static bool fits(const rb_chain *c, uint64_t bytes)
 
 /* ---- making ---------------------------------------------------------- */
 
-int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes)
+int bg__rb_new_as(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes,
+                  bool single_writer)
 {
     if (out == NULL)
         return BG_EINVAL;
@@ -349,7 +432,7 @@ int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes)
         return BG_EINVAL;
     if (chain->nfilters == 0)
         return BG_ECORRUPT;
-    rb_chain *c = chain_alloc(chain, max_bytes);
+    rb_chain *c = chain_alloc(chain, max_bytes, single_writer);
     if (c == NULL)
         return BG_ENOMEM;
     uint32_t reserve = chain->nfilters < RESERVE_MAX ? chain->nfilters : RESERVE_MAX;
@@ -359,6 +442,11 @@ int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes)
     }
     *out = &c->f;
     return BG_OK;
+}
+
+int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes)
+{
+    return bg__rb_new_as(out, chain, max_bytes, true);
 }
 
 int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array, size_t len)
@@ -373,11 +461,10 @@ int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array, s
     if (!bg__rb_link_ok(fields, length))
         return BG_ECORRUPT;
     rb_chain *c = chain_of(f);
-    if (!fits(c, length))
+    uint32_t n = atomic_load_explicit(&c->nfilters, memory_order_relaxed);
+    if (!fits(c, length) || n == UINT32_MAX)
         return BG_ETOOBIG;
-    if (c->nfilters == UINT32_MAX)
-        return BG_ETOOBIG;
-    if (table_room(c, c->nfilters + 1) != BG_OK)
+    if (table_room(c, n + 1) != BG_OK)
         return BG_ENOMEM;
     rb_link *l = link_alloc(fields, length);
     if (l == NULL)
@@ -408,7 +495,7 @@ static int rb_create(bg_filter **out, const bg_filter_options *o)
                              ch.options);
     if (rc != BG_OK)
         return rc;
-    rb_chain *c = chain_alloc(&ch, o->max_bytes);
+    rb_chain *c = chain_alloc(&ch, o->max_bytes, o->concurrency == BG_SINGLE_WRITER);
     if (c == NULL)
         return BG_ENOMEM;
     if (!fits(c, l.bytes)) {
@@ -425,20 +512,25 @@ static int rb_create(bg_filter **out, const bg_filter_options *o)
     return BG_OK;
 }
 
+/* CLONE (array.c): the links the chain has when the call begins, each
+ * byte read as a query reads it, so that adds may run meanwhile; the copy
+ * is writable, in the source's concurrency mode (a mapped chain's copy:
+ * concurrent writers, as a loaded file's). */
 static int rb_clone(bg_filter **out, const bg_filter *f)
 {
     const rb_chain *src = chain_of(f);
-    bg_rb_chain ch = {.size = src->size, .nfilters = src->nfilters, .options = src->options,
+    uint32_t n = count_of(src);
+    bg_rb_chain ch = {.size = chain_size(src), .nfilters = n, .options = src->options,
                       .growth = src->growth};
-    rb_chain *c = chain_alloc(&ch, src->max_bytes);
+    rb_chain *c = chain_alloc(&ch, src->max_bytes, f->single_writer && !f->read_only);
     if (c == NULL)
         return BG_ENOMEM;
-    if (table_room(c, src->nfilters) != BG_OK) {
+    if (table_room(c, n) != BG_OK) {
         rb_destroy(&c->f);
         return BG_ENOMEM;
     }
-    for (uint32_t i = 0; i < src->nfilters; i++) {
-        const rb_link *s = src->links[i];
+    for (uint32_t i = 0; i < n; i++) {
+        const rb_link *s = link_at(src, i);
         bg_rb_link fl;
         link_fields(s, &fl);
         rb_link *l = link_alloc(&fl, s->bytes);
@@ -446,7 +538,10 @@ static int rb_clone(bg_filter **out, const bg_filter *f)
             rb_destroy(&c->f);
             return BG_ENOMEM;
         }
-        memcpy(link_data(l), link_data(s), (size_t)s->bytes);
+        const uint8_t *from = link_data(s);
+        uint8_t *to = link_data(l);
+        for (uint64_t j = 0; j < s->bytes; j++)
+            to[j] = byte_at(from, j);
         chain_append(c, l);
     }
     *out = &c->f;
@@ -480,7 +575,7 @@ static inline bool link_has(const rb_link *l, bg_hash h)
     uint64_t x = h.h1;
     for (uint32_t j = 0; j < l->hashes; j++, x += h.h2) {
         uint64_t p = position(l, x);
-        if (!(d[p >> 3] & (1u << (p & 7))))
+        if (!(byte_at(d, p >> 3) & (1u << (p & 7))))
             return false;
     }
     return true;
@@ -492,7 +587,7 @@ static inline void link_set(rb_link *l, bg_hash h)
     uint64_t x = h.h1;
     for (uint32_t j = 0; j < l->hashes; j++, x += h.h2) {
         uint64_t p = position(l, x);
-        d[p >> 3] = (uint8_t)(d[p >> 3] | (1u << (p & 7)));
+        byte_set(d, p >> 3, (uint8_t)(byte_at(d, p >> 3) | (1u << (p & 7))));
     }
 }
 
@@ -503,23 +598,31 @@ static inline void link_prefetch(const rb_link *l, bg_hash h)
     bg__prefetch(link_data(l) + (position(l, h.h1) >> 3));
 }
 
-static int rb_contains(const bg_filter *f, bg_hash h)
+/* Whether one of links [0, n) has h, the newest first. */
+static int any_link(const rb_chain *c, uint32_t n, bg_hash h)
 {
-    const rb_chain *c = chain_of(f);
-    if (c->nfilters == 0)
-        return BG_EINVAL;
-    for (uint32_t i = c->nfilters; i-- > 0;)
-        if (link_has(c->links[i], h))
+    rb_link **t = atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->links, memory_order_acquire);
+    for (uint32_t i = n; i-- > 0;)
+        if (link_has(t[i], h))
             return 1;
     return 0;
 }
 
+static int rb_contains(const bg_filter *f, bg_hash h)
+{
+    const rb_chain *c = chain_of(f);
+    uint32_t n = count_of(c);
+    if (n == 0)
+        return BG_EINVAL;
+    return any_link(c, n, h);
+}
+
 /* Appends the link that follows the full last one (section 3). */
-static int grow(rb_chain *c)
+static int grow(rb_chain *c, uint32_t n)
 {
     if (c->options & BG_RB_NO_SCALING)
         return BG_EFULL;
-    const rb_link *last = c->links[c->nfilters - 1];
+    const rb_link *last = link_at(c, n - 1);
     if (c->growth != 0 && last->entries > UINT64_MAX / c->growth)
         return BG_ETOOBIG;
     bg_rb_link l;
@@ -528,36 +631,53 @@ static int grow(rb_chain *c)
         rc = BG_ETOOBIG; /* a link RedisBloom could not make either */
     if (rc != BG_OK)
         return rc;
-    if (!fits(c, l.bytes) || c->nfilters == UINT32_MAX)
+    if (!fits(c, l.bytes) || n == UINT32_MAX)
         return BG_ETOOBIG;
-    if ((rc = table_room(c, c->nfilters + 1)) != BG_OK)
+    if ((rc = table_room(c, n + 1)) != BG_OK)
         return rc;
-    rb_link *n = link_alloc(&l, l.bytes);
-    if (n == NULL)
+    rb_link *next = link_alloc(&l, l.bytes);
+    if (next == NULL)
         return BG_ENOMEM;
-    chain_append(c, n);
+    chain_append(c, next);
     return BG_OK;
+}
+
+/* The add of a key no link had a moment ago, by the one writer there is
+ * now (single writer, or under the mutex): links [0, checked) were
+ * searched by this writer already. */
+static int add_new(rb_chain *c, bg_hash h, uint32_t checked)
+{
+    uint32_t n = atomic_load_explicit(&c->nfilters, memory_order_relaxed);
+    if (checked < n && any_link(c, n, h))
+        return 0;
+    rb_link *last = link_at(c, n - 1);
+    if (link_size(last) >= last->entries) {
+        int rc = grow(c, n);
+        if (rc != BG_OK)
+            return rc;
+        last = link_at(c, n);
+    }
+    link_set(last, h);
+    atomic_store_explicit(&last->size, link_size(last) + 1, memory_order_relaxed);
+    atomic_store_explicit(&c->size, chain_size(c) + 1, memory_order_relaxed);
+    return 1;
 }
 
 static int rb_test_and_add(bg_filter *f, bg_hash h)
 {
     rb_chain *c = chain_of(f);
-    if (c->nfilters == 0)
+    uint32_t n = count_of(c);
+    if (n == 0)
         return BG_EINVAL;
-    for (uint32_t i = c->nfilters; i-- > 0;)
-        if (link_has(c->links[i], h))
-            return 0;
-    rb_link *last = c->links[c->nfilters - 1];
-    if (last->size >= last->entries) {
-        int rc = grow(c);
-        if (rc != BG_OK)
-            return rc;
-        last = c->links[c->nfilters - 1];
-    }
-    link_set(last, h);
-    last->size++;
-    c->size++;
-    return 1;
+    if (any_link(c, n, h))
+        return 0; /* without the lock: bits are never cleared during adds */
+    pthread_mutex_t *lock = lock_of(c);
+    if (lock == NULL)
+        return add_new(c, h, n);
+    pthread_mutex_lock(lock);
+    int r = add_new(c, h, 0); /* other writers may have added it meanwhile */
+    pthread_mutex_unlock(lock);
+    return r;
 }
 
 /* Keys per step of the batch calls: hashed and prefetched together. */
@@ -570,8 +690,8 @@ static int64_t run(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results, b
      * loads there): an absent key is looked for in all links, and mostly
      * stops at that position in each. */
     const rb_chain *c = chain_of(f);
-    for (uint32_t j = c->nfilters; j-- > 0;) {
-        const rb_link *l = c->links[j];
+    for (uint32_t j = count_of(c); j-- > 0;) {
+        const rb_link *l = link_at(c, j);
         if (l->bytes >= 32768)
             for (size_t i = 0; i < n; i++)
                 link_prefetch(l, h[i]);
@@ -590,7 +710,7 @@ static int64_t run(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results, b
 static int64_t rb_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results,
                          bool adding)
 {
-    if (chain_of(f)->nfilters == 0)
+    if (count_of(chain_of(f)) == 0)
         return BG_EINVAL;
     int64_t hits = 0;
     for (size_t at = 0; at < count; at += STEP) {
@@ -605,7 +725,7 @@ static int64_t rb_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *
 static int64_t rb_keys(bg_filter *f, const void *const *keys, const size_t *lens, size_t count,
                        uint8_t *results, bool adding)
 {
-    if (chain_of(f)->nfilters == 0)
+    if (count_of(chain_of(f)) == 0)
         return BG_EINVAL;
     bg_hash h[STEP];
     int64_t hits = 0;
@@ -623,11 +743,13 @@ static int64_t rb_keys(bg_filter *f, const void *const *keys, const size_t *lens
 static int rb_clear(bg_filter *f)
 {
     rb_chain *c = chain_of(f);
-    for (uint32_t i = 0; i < c->nfilters; i++) {
-        memset(link_data(c->links[i]), 0, (size_t)c->links[i]->bytes);
-        c->links[i]->size = 0;
+    uint32_t n = count_of(c);
+    for (uint32_t i = 0; i < n; i++) {
+        rb_link *l = link_at(c, i);
+        memset(link_data(l), 0, (size_t)l->bytes);
+        atomic_store_explicit(&l->size, 0, memory_order_relaxed);
     }
-    c->size = 0;
+    atomic_store_explicit(&c->size, 0, memory_order_relaxed);
     return BG_OK;
 }
 
@@ -638,19 +760,21 @@ static uint64_t add_sat(uint64_t a, uint64_t b)
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
-/* Over link_data, which is the link's own words or a mapping's bytes (64-byte
- * aligned there, but any alignment is read correctly). */
+/* Over link_data (the link's own words or a mapping's bytes), byte by
+ * byte as queries read them, since adds may run meanwhile (THREADS);
+ * eight bytes are gathered per popcount. */
 static uint64_t link_popcount(const rb_link *l)
 {
     const uint8_t *d = link_data(l);
-    uint64_t n = 0, words = l->bytes / 8;
-    for (uint64_t i = 0; i < words; i++) {
-        uint64_t w;
-        memcpy(&w, d + 8 * i, 8);
+    uint64_t n = 0, i = 0;
+    for (; i + 8 <= l->bytes; i += 8) {
+        uint64_t w = 0;
+        for (unsigned j = 0; j < 8; j++)
+            w |= (uint64_t)byte_at(d, i + j) << (8 * j);
         n += (uint64_t)__builtin_popcountll(w);
     }
-    for (uint64_t i = words * 8; i < l->bytes; i++)
-        n += (uint64_t)__builtin_popcount(d[i]);
+    for (; i < l->bytes; i++)
+        n += (uint64_t)__builtin_popcount(byte_at(d, i));
     return n;
 }
 
@@ -665,7 +789,7 @@ static void link_stats(const rb_link *l, bg_filter_stats *st)
     st->capacity = l->entries;
     st->error_rate = l->error;
     st->bytes = l->bytes;
-    st->items = l->size;
+    st->items = link_size(l);
     st->bits_set = link_popcount(l);
     st->fill_ratio = st->bits ? (double)st->bits_set / (double)st->bits : 0.0;
     double m = l->n2 ? ldexp(1.0, l->n2) : (double)st->bits;
@@ -682,16 +806,17 @@ static void link_stats(const rb_link *l, bg_filter_stats *st)
 static int rb_stats(const bg_filter *f, bg_filter_stats *out)
 {
     const rb_chain *c = chain_of(f);
-    if (c->nfilters == 0)
+    uint32_t n = count_of(c);
+    if (n == 0)
         return BG_EINVAL;
     bg_filter_stats st;
     memset(&st, 0, sizeof st);
     st.variant = BG_VARIANT_REDISBLOOM;
-    st.layers = c->nfilters;
+    st.layers = n;
     double keep_est = 1.0;
-    for (uint32_t i = 0; i < c->nfilters; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         bg_filter_stats ls;
-        link_stats(c->links[i], &ls);
+        link_stats(link_at(c, i), &ls);
         st.bits = add_sat(st.bits, ls.bits);
         st.bytes = add_sat(st.bytes, ls.bytes);
         st.bits_set = add_sat(st.bits_set, ls.bits_set);
@@ -701,7 +826,7 @@ static int rb_stats(const bg_filter *f, bg_filter_stats *out)
         st.hashes = ls.hashes;
         keep_est *= 1.0 - ls.estimated_fp_rate;
     }
-    st.items = c->size;
+    st.items = chain_size(c);
     st.estimated_fp_rate = 1.0 - keep_est;
     st.fill_ratio = st.bits ? (double)st.bits_set / (double)st.bits : 0.0;
     *out = st;
@@ -711,28 +836,29 @@ static int rb_stats(const bg_filter *f, bg_filter_stats *out)
 static int rb_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out)
 {
     const rb_chain *c = chain_of(f);
-    if (layer >= c->nfilters)
+    if (layer >= count_of(c))
         return BG_EINVAL;
-    link_stats(c->links[layer], out);
+    link_stats(link_at(c, layer), out);
     return BG_OK;
 }
 
 static int rb_scaling(const bg_filter *f, bg_filter_scaling *out)
 {
     const rb_chain *c = chain_of(f);
-    if (c->nfilters == 0)
+    uint32_t n = count_of(c);
+    if (n == 0)
         return BG_EINVAL;
     bool nonscaling = (c->options & BG_RB_NO_SCALING) != 0;
     *out = (bg_filter_scaling){
         .layer_variant = BG_VARIANT_REDISBLOOM,
-        .capacity = c->links[0]->entries,
-        .error_rate = c->links[0]->error,
+        .capacity = link_at(c, 0)->entries,
+        .error_rate = link_at(c, 0)->error,
         .expansion = nonscaling ? 0 : c->growth,
         .tightening = 0.5,
         .max_layers = UINT32_MAX,
         .max_bytes = c->max_bytes,
         .nonscaling = nonscaling,
-        .layers = c->nfilters,
+        .layers = n,
     };
     return BG_OK;
 }
@@ -741,25 +867,28 @@ static void rb_sizes(const bg_filter *f, bg__filter_sizes *out)
 {
     const rb_chain *c = chain_of(f);
     bg__filter_sizes z = {0};
-    for (uint32_t i = 0; i < c->nfilters; i++) {
-        const rb_link *l = c->links[i];
+    uint32_t n = count_of(c);
+    for (uint32_t i = 0; i < n; i++) {
+        const rb_link *l = link_at(c, i);
         z.bits = add_sat(z.bits, l->bytes * 8);
         z.bytes = add_sat(z.bytes, l->bytes);
         z.capacity = add_sat(z.capacity, l->entries);
         z.hashes = l->hashes;
     }
-    z.items = c->size;
+    z.items = chain_size(c);
     *out = z;
 }
 
 static uint64_t rb_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
 {
     const rb_chain *c = chain_of(f);
-    uint64_t n = size_of ? size_of((void *)(uintptr_t)c) : sizeof *c;
-    if (c->links != c->inline_links)
-        n += size_of ? size_of((void *)c->links) : (uint64_t)c->cap * sizeof *c->links;
-    for (uint32_t i = 0; i < c->nfilters; i++) {
-        const rb_link *l = c->links[i];
+    uint64_t n = size_of ? size_of((void *)(uintptr_t)c)
+                         : sizeof *c + (lock_of(c) ? sizeof(pthread_mutex_t) : 0);
+    for (const rb_table *t = c->tables; t; t = t->prev)
+        n += size_of ? size_of((void *)(uintptr_t)t) : sizeof *t + (uint64_t)t->cap * sizeof t->slot[0];
+    uint32_t count = count_of(c);
+    for (uint32_t i = 0; i < count; i++) {
+        const rb_link *l = link_at(c, i);
         bool own = l->data == (const uint8_t *)l->words;
         n += size_of ? size_of((void *)(uintptr_t)l)
                      : sizeof *l + (own ? (l->bytes / 8 + (l->bytes % 8 != 0)) * 8 : 0);
@@ -787,9 +916,10 @@ int bg__rb_new_mapped(bg_filter **out, const bg_rb_chain *chain, uint64_t max_by
 int bg__rb_push_mapped(bg_filter *f, const bg_rb_link *fields, const uint8_t *array)
 {
     rb_chain *c = chain_of(f);
-    if (!fits(c, fields->bytes) || c->nfilters == UINT32_MAX)
+    uint32_t n = atomic_load_explicit(&c->nfilters, memory_order_relaxed);
+    if (!fits(c, fields->bytes) || n == UINT32_MAX)
         return BG_ETOOBIG;
-    if (table_room(c, c->nfilters + 1) != BG_OK)
+    if (table_room(c, n + 1) != BG_OK)
         return BG_ENOMEM;
     rb_link *l = link_alloc_at(fields, fields->bytes, array);
     if (l == NULL)
@@ -811,23 +941,23 @@ int bg_rb_chain_get(const bg_filter *f, bg_rb_chain *out)
         return BG_EINVAL;
     const rb_chain *c = chain_of(f);
     *out = (bg_rb_chain){
-        .size = c->size, .nfilters = c->nfilters, .options = c->options, .growth = c->growth};
+        .size = chain_size(c), .nfilters = count_of(c), .options = c->options, .growth = c->growth};
     return BG_OK;
 }
 
 int bg_rb_link_get(const bg_filter *f, uint32_t i, bg_rb_link *out)
 {
-    if (!is_rb(f) || out == NULL || i >= chain_of(f)->nfilters)
+    if (!is_rb(f) || out == NULL || i >= count_of(chain_of(f)))
         return BG_EINVAL;
-    link_fields(chain_of(f)->links[i], out);
+    link_fields(link_at(chain_of(f), i), out);
     return BG_OK;
 }
 
 int bg_rb_link_array(const bg_filter *f, uint32_t i, const uint8_t **data, size_t *len)
 {
-    if (!is_rb(f) || data == NULL || len == NULL || i >= chain_of(f)->nfilters)
+    if (!is_rb(f) || data == NULL || len == NULL || i >= count_of(chain_of(f)))
         return BG_EINVAL;
-    const rb_link *l = chain_of(f)->links[i];
+    const rb_link *l = link_at(chain_of(f), i);
     *data = link_data(l);
     *len = (size_t)l->bytes;
     return BG_OK;
@@ -888,28 +1018,29 @@ size_t bg_rb_header_size(const bg_filter *f)
 {
     if (!is_rb(f))
         return 0;
-    return BG_RB_HEADER_CHAIN + (size_t)chain_of(f)->nfilters * BG_RB_HEADER_LINK;
+    return BG_RB_HEADER_CHAIN + (size_t)count_of(chain_of(f)) * BG_RB_HEADER_LINK;
 }
 
 int bg_rb_header_encode(const bg_filter *f, void *buf, size_t cap, size_t *len)
 {
     if (!is_rb(f) || buf == NULL)
         return BG_EINVAL;
-    size_t need = bg_rb_header_size(f);
+    const rb_chain *c = chain_of(f);
+    uint32_t n = count_of(c);
+    size_t need = BG_RB_HEADER_CHAIN + (size_t)n * BG_RB_HEADER_LINK;
     if (cap < need)
         return BG_ETRUNC;
-    const rb_chain *c = chain_of(f);
     uint8_t *p = buf;
-    put_le(p + H_SIZE, c->size, 8);
-    put_le(p + H_NFILTERS, c->nfilters, 4);
+    put_le(p + H_SIZE, chain_size(c), 8);
+    put_le(p + H_NFILTERS, n, 4);
     put_le(p + H_OPTIONS, c->options, 4);
     put_le(p + H_GROWTH, c->growth, 4);
-    for (uint32_t i = 0; i < c->nfilters; i++) {
-        const rb_link *l = c->links[i];
+    for (uint32_t i = 0; i < n; i++) {
+        const rb_link *l = link_at(c, i);
         uint8_t *q = p + BG_RB_HEADER_CHAIN + (size_t)i * BG_RB_HEADER_LINK;
         put_le(q + L_BYTES, l->bytes, 8);
         put_le(q + L_BITS, l->bytes * 8, 8);
-        put_le(q + L_SIZE, l->size, 8);
+        put_le(q + L_SIZE, link_size(l), 8);
         put_f64(q + L_ERROR, l->error);
         put_f64(q + L_BPE, l->bpe);
         put_le(q + L_HASHES, l->hashes, 4);
@@ -1001,8 +1132,9 @@ int bg_rb_header_decode(bg_filter **out, const void *buf, size_t len, uint64_t m
  * past the last link. */
 static bool locate(const rb_chain *c, uint64_t pos, uint32_t *link, uint64_t *off)
 {
-    for (uint32_t i = 0; i < c->nfilters; i++) {
-        uint64_t b = c->links[i]->bytes;
+    uint32_t n = count_of(c);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t b = link_at(c, i)->bytes;
         if (pos < b) {
             *link = i;
             *off = pos;
@@ -1029,7 +1161,7 @@ int bg_rb_dump_chunk(const bg_filter *f, int64_t it, int64_t *next, const uint8_
     uint64_t off;
     if (it < 0 || !locate(chain_of(f), (uint64_t)it - 1, &i, &off))
         return 0;
-    const rb_link *l = chain_of(f)->links[i];
+    const rb_link *l = link_at(chain_of(f), i);
     uint64_t n = l->bytes - off;
     if (n > BG_RB_CHUNK_MAX)
         n = BG_RB_CHUNK_MAX;
@@ -1052,7 +1184,7 @@ int bg_rb_load_chunk(bg_filter *f, int64_t it, const void *data, size_t len)
     uint64_t off;
     if (start < 1 || !locate(chain_of(f), start - 1, &i, &off))
         return BG_EOFFSET;
-    rb_link *l = chain_of(f)->links[i];
+    rb_link *l = link_at(chain_of(f), i);
     if (len > l->bytes - off)
         return BG_ECHUNK;
     if (len != 0)

@@ -11,6 +11,11 @@
 
 #include <bloomgate/redisbloom.h>
 
+/* bg_rb_new for a chain in the given concurrency mode (redisbloom.h
+ * THREADS): a loaded file's is the caller's to choose. */
+int bg__rb_new_as(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes,
+                  bool single_writer);
+
 /* RedisBloom's checks of a stored link whose array is `length` bytes: the
  * ones bg_rb_push_link makes after the array-length check. */
 bool bg__rb_link_ok(const bg_rb_link *l, uint64_t length);

@@ -459,7 +459,7 @@ int bg_filter_decode(bg_filter **out, const void *buf, size_t len, unsigned flag
         return decode_v2(out, buf, &plan, single_writer);
     if (plan.info.version == BG__FILE_V3) {
         bg__file_src src = {.buf = buf, .fd = -1, .len = len};
-        return bg__rb_load(&src, &plan, false, out); /* verified above */
+        return bg__rb_load(&src, &plan, false, single_writer, out); /* verified above */
     }
     bg__filter_shape shape = plan.part[0].shape;
     shape.single_writer = single_writer;

@@ -287,10 +287,11 @@ int bg__rb_header_fields(const uint8_t *head, bg_file_info *info, uint64_t *tota
 int bg__rb_plan_read(const bg__file_src *src, bg__file_plan *plan);
 
 /* The chain of a planned version-3 input, read from src (verifying the
- * checksum while reading when `verify`), or, with map not NULL, read-only
- * over the mapping [map, + map_len), which it owns from then on (also on
- * failure). */
-int bg__rb_load(const bg__file_src *src, const bg__file_plan *plan, bool verify, bg_filter **out);
+ * checksum while reading when `verify`) in the given concurrency mode; or
+ * (bg__rb_wrap) read-only over the mapping [map, + map_len), which it owns
+ * from then on (also on failure). */
+int bg__rb_load(const bg__file_src *src, const bg__file_plan *plan, bool verify,
+                bool single_writer, bg_filter **out);
 int bg__rb_wrap(const bg__file_plan *plan, uint8_t *map, size_t map_len, bg_filter **out);
 
 #endif

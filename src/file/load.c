@@ -169,7 +169,7 @@ int bg_filter_load(bg_filter **out, const char *path, unsigned flags)
     if (o.plan.info.version == BG__FILE_V2)
         rc = load_v2(&o, verify, single_writer, out);
     else if (o.plan.info.version == BG__FILE_V3)
-        rc = bg__rb_load(&o.src, &o.plan, verify, out);
+        rc = bg__rb_load(&o.src, &o.plan, verify, single_writer, out);
     else
         rc = load_v1(&o, verify, single_writer, out);
     close_keep_errno(o.src.fd);

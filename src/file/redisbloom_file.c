@@ -299,12 +299,14 @@ static bg_rb_chain chain_of_head(const uint8_t *head)
     };
 }
 
-int bg__rb_load(const bg__file_src *src, const bg__file_plan *plan, bool verify, bg_filter **out)
+int bg__rb_load(const bg__file_src *src, const bg__file_plan *plan, bool verify,
+                bool single_writer, bg_filter **out)
 {
     static const uint8_t zeros[BG__V2_ALIGN];
     bg_rb_chain ch = chain_of_head(plan->head);
     bg_filter *f;
-    int rc = bg_rb_new(&f, &ch, bg__get_le(plan->head + BG__V3_OFF_MAX_BYTES, 8));
+    int rc = bg__rb_new_as(&f, &ch, bg__get_le(plan->head + BG__V3_OFF_MAX_BYTES, 8),
+                           single_writer);
     if (rc != BG_OK)
         return rc;
     XXH3_state_t st;
