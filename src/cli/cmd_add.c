@@ -79,9 +79,15 @@ static void add_error(const bg_filter *f, const char *path, int rc, uint64_t key
         break;
     case BG_ETOOBIG:
         cli_fmt_bytes(cap, sizeof cap, sc.max_bytes);
-        cli_error("%s: cannot add%s: the filter cannot grow: a new layer would take its %u "
-                  "layers past their cap of %llu bytes (%s, --max-bytes)",
-                  path, at, sc.layers, (unsigned long long)sc.max_bytes, cap);
+        if (sc.layer_variant == BG_VARIANT_REDISBLOOM)
+            cli_error("%s: cannot add%s: the filter cannot grow: its next link would take its "
+                      "%u links past their cap of %llu bytes (%s, --max-bytes), or cannot be "
+                      "made at all (RedisBloom: \"ERR problem inserting into filter\")",
+                      path, at, sc.layers, (unsigned long long)sc.max_bytes, cap);
+        else
+            cli_error("%s: cannot add%s: the filter cannot grow: a new layer would take its %u "
+                      "layers past their cap of %llu bytes (%s, --max-bytes)",
+                      path, at, sc.layers, (unsigned long long)sc.max_bytes, cap);
         break;
     default:
         cli_error("%s: cannot add%s: %s", path, at, bg_strerror(rc));
@@ -200,7 +206,8 @@ static int run(int argc, char **argv)
             fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items", path,
                     (unsigned long long)read, (long long)added, (unsigned long long)items);
             if (scalable)
-                fprintf(stderr, " in %u layer%s (capacity %llu)", sc.layers,
+                fprintf(stderr, " in %u %s%s (capacity %llu)", sc.layers,
+                        sc.layer_variant == BG_VARIANT_REDISBLOOM ? "link" : "layer",
                         sc.layers == 1 ? "" : "s", (unsigned long long)capacity);
             fputc('\n', stderr);
         }

@@ -405,6 +405,15 @@ case_redisbloom() {
     run 2 "$BG" create x.bgf -n 10 -p 0.01 --variant redisbloom --nonscaling --expansion 4
     [ ! -e x.bgf ] || fail "a refused create made a file"
 
+    # A cap the next link would pass: the add fails, the file stays.
+    run 0 "$BG" create small.bgf -q -n 100 -p 0.01 --variant redisbloom --max-bytes 400
+    seq 0 49 | sed 's/^/k/' | run 0 "$BG" add small.bgf
+    has err "in 1 link (capacity 100)"
+    cp small.bgf small.before
+    seq 0 299 | sed 's/^/k/' | run 2 "$BG" add small.bgf
+    has err "its next link would take its 1 links past their cap of 400 bytes"
+    cmp -s small.bgf small.before || fail "a refused add changed the file"
+
     # Links of different sizes: no union or intersection.
     run 2 "$BG" merge m.bgf rb.bgf rb.bgf
     has err "merge: rb.bgf: a redisbloom filter cannot be merged"
