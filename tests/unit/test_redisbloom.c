@@ -3,7 +3,8 @@
  * sizing and positions against REDISBLOOM_FORMAT.md's examples, and the
  * chains RedisBloom 2.6.28 wrote (tests/fixtures/redisbloom/), rebuilt from
  * their SCANDUMP sequences and by replaying the commands that made them,
- * bit for bit. */
+ * bit for bit, their answers to absent keys down to the SHA-256 of the
+ * answer vector. */
 #include "test_util.h"
 #include "test_alloc.h"
 #include "test_tmpdir.h"
@@ -11,11 +12,16 @@
 #include "../src/core/murmur.h"
 #include "../src/core/redisbloom_internal.h"
 
+static void sha256_hex(const uint8_t *msg, size_t len, char hex[65]);
+
 /* ---- hashing ------------------------------------------------------------ */
 
 static void hash_vectors(void **state)
 {
     (void)state;
+    char hex[65];
+    sha256_hex((const uint8_t *)"abc", 3, hex); /* FIPS 180-4's example */
+    assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
     static const struct {
         const char *item;
         uint64_t a64, b64;
@@ -353,7 +359,78 @@ static uint64_t json_u64(const char *text, const char *const *path, size_t n)
     return x;
 }
 
+static void json_str(const char *text, const char *const *path, size_t n, char *buf, size_t size)
+{
+    const char *at = json_find(text, path, n);
+    TU_TRUE(*at == '"');
+    const char *end = strchr(at + 1, '"');
+    TU_TRUE(end != NULL && (size_t)(end - at - 1) < size);
+    memcpy(buf, at + 1, (size_t)(end - at - 1));
+    buf[end - at - 1] = 0;
+}
+
 #define PATH(...) (const char *const[]){__VA_ARGS__}, sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *)
+
+
+/* SHA-256 (FIPS 180-4) of a short message, for the fixtures' vector_sha256:
+ * the hex digest into hex[65]. */
+static void sha256_hex(const uint8_t *msg, size_t len, char hex[65])
+{
+    static const uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+        0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+        0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+        0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+        0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+        0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+        0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+        0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2};
+    uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                     0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+    size_t total = (len + 9 + 63) / 64 * 64;
+    uint8_t *m = calloc(1, total);
+    assert_non_null(m);
+    memcpy(m, msg, len);
+    m[len] = 0x80;
+    for (unsigned i = 0; i < 8; i++)
+        m[total - 1 - i] = (uint8_t)((uint64_t)len * 8 >> (8 * i));
+#define ROR(x, n) ((x) >> (n) | (x) << (32 - (n)))
+    for (size_t at = 0; at < total; at += 64) {
+        uint32_t w[64];
+        for (size_t i = 0; i < 16; i++)
+            w[i] = (uint32_t)m[at + 4 * i] << 24 | (uint32_t)m[at + 4 * i + 1] << 16 |
+                   (uint32_t)m[at + 4 * i + 2] << 8 | m[at + 4 * i + 3];
+        for (int i = 16; i < 64; i++) {
+            uint32_t s0 = ROR(w[i - 15], 7) ^ ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+            uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+            w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+        }
+        uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+        for (int i = 0; i < 64; i++) {
+            uint32_t t1 = hh + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + k[i] +
+                          w[i];
+            uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+            hh = g;
+            g = f;
+            f = e;
+            e = d + t1;
+            d = c;
+            c = b;
+            b = a;
+            a = t1 + t2;
+        }
+        h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+    }
+#undef ROR
+    free(m);
+    for (int i = 0; i < 8; i++)
+        snprintf(hex + 8 * i, 9, "%08x", h[i]);
+}
+
+/* The JSON string at `path` into buf. */
+static void json_str(const char *text, const char *const *path, size_t n, char *buf, size_t size);
 
 /* The items of a fixture: "<prefix>:<name>:<i>". */
 typedef struct items {
@@ -450,7 +527,7 @@ static void seq_check(const bg_filter *f, const dump_seq *s)
 /* Every added item answers 1; the absent ones answer 1 exactly at
  * `ones` (one_indices). */
 static void answers_check(bg_filter *f, const char *name, size_t added, const uint64_t *ones,
-                          size_t nones)
+                          size_t nones, const char *sha)
 {
     items it;
     if (added > 0) {
@@ -483,6 +560,14 @@ static void answers_check(bg_filter *f, const char *name, size_t added, const ui
             fail_msg("[%s] absent:%s:%zu answers %d, RedisBloom %d", tu_ctx_buf(), name, i, r[i],
                      want);
         TU_EQ_I(bg_filter_contains(f, it.key[i], it.len[i]), want);
+    }
+    /* The string of 0/1 answers, as the fixture's vector_sha256 hashes it. */
+    if (sha != NULL) {
+        char vec[20000], hex[65];
+        for (size_t i = 0; i < 20000; i++)
+            vec[i] = (char)('0' + r[i]);
+        sha256_hex((const uint8_t *)vec, sizeof vec, hex);
+        assert_string_equal(hex, sha);
     }
     free(r);
     items_free(&it);
@@ -572,7 +657,9 @@ static void fixture_keys_loaded(void **state)
         uint64_t *ones, *none;
         size_t nones = json_ints(m, PATH("absent", "one_indices"), &ones);
         TU_EQ_U(json_ints(m, PATH("added", "zero_indices"), &none), 0);
-        answers_check(f, fk->name, fk->items, ones, nones);
+        char sha[80];
+        json_str(m, PATH("absent", "vector_sha256"), sha, sizeof sha);
+        answers_check(f, fk->name, fk->items, ones, nones, sha);
         free(ones);
         free(none);
         blob_free(&mex);
@@ -654,7 +741,7 @@ static void legacy_grown(void **state)
         seq_check(f, &s);
         uint64_t *ones, *zeros;
         size_t n = json_ints(j, PATH("restored", "mexists_absent", "one_indices"), &ones);
-        answers_check(f, name, legacy_keys[k].before, ones, n);
+        answers_check(f, name, legacy_keys[k].before, ones, n, NULL);
         free(ones);
         seq_free(&s);
 
@@ -665,7 +752,7 @@ static void legacy_grown(void **state)
         seq_read(&s, dir);
         seq_check(f, &s);
         n = json_ints(j, PATH("after", "mexists_absent", "one_indices"), &ones);
-        answers_check(f, name, legacy_keys[k].after, ones, n);
+        answers_check(f, name, legacy_keys[k].after, ones, n, NULL);
         free(ones);
         free(zeros);
         seq_free(&s);
