@@ -8,8 +8,9 @@
  * takes new keys. A key is hashed once per operation into (a, b) (RedisBloom's
  * MurmurHash pair, carried in a bg_hash), and link l tests or sets positions
  * h_j = a + j b (mod 2^64), j < hashes, reduced mod 2^n2 (a mask) or mod
- * bits (a division: RedisBloom's own arithmetic, so the positions are its
- * positions). Growth sizes the next link from the last one's entries and
+ * bits (RedisBloom's own arithmetic, so the positions are its positions;
+ * computed without a division: FAST MODULO). Growth sizes the next link
+ * from the last one's entries and
  * error, under the chain's options, which may be old ones (32-bit hashing,
  * power-of-two sizes) when the chain was stored by an old RedisBloom.
  *
@@ -17,8 +18,9 @@
  * A link is one allocation: its fields, then its array. The chain is the
  * bg_filter with its fields behind it in one block, and the table of link
  * pointers, inline for one link (most Redis keys never grow), else an
- * allocation doubled when full. Adds are single-writer (redisbloom.h
- * THREADS), so a growing table simply replaces the old one.
+ * allocation doubled when full; the tables it replaces stay until the chain
+ * is freed, for readers that still hold them (THREADS). A chain made for
+ * concurrent writers has its mutex behind it in the same block.
  *
  * LIMITS
  * Everything stored is checked before use (LOADING in the header), so
