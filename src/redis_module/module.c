@@ -94,6 +94,9 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
             .expansion = expansion,
             .nonscaling = nonscaling,
             .max_bytes = bgr_cfg.max_bytes,
+            /* Commands run on Redis's main thread, one at a time: no lock
+             * around adds (as for the loaded chains). */
+            .concurrency = BG_SINGLE_WRITER,
         };
         return bg_filter_new(out, &o);
     }
