@@ -72,8 +72,11 @@ extern "C" {
  * what they are written as (their bytes never change); version 2 holds a
  * scalable filter: a container of version-1 layer images; version 3 a
  * RedisBloom chain (BG_VARIANT_REDISBLOOM): its fields and its links'
- * arrays (docs/FORMAT.md). */
-#define BG_FILE_VERSION 3u
+ * arrays; version 4 a scalable filter with a first share or blocked layers
+ * above standard ones (filter.h SCALABLE), which version 2 cannot state
+ * (other scalable filters are still written as version 2)
+ * (docs/FORMAT.md). */
+#define BG_FILE_VERSION 4u
 
 /* Bytes in a header (every version); the payload starts at a multiple of 64
  * at or after it. */

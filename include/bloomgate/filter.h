@@ -111,10 +111,26 @@
  * NONSCALING; tightening 0.5). bg_filter_union, bg_filter_intersect and
  * bg_filter_remove do not apply (BG_EVARIANT).
  *
- * The bound. The first layer gets p0 = p (1 - tightening), so the sum of
- * the layers' rates, sum_i p0 tightening^i = p0 / (1 - tightening), stays
- * below p however many layers are added (Almeida et al., "Scalable Bloom
- * Filters", 2007). That sum bounds the expected rates; one layer's actual
+ * The schedule. Layer i gets the error rate
+ *   p_0 = p s,   p_i = p (1 - s) (1 - t) t^(i-1)  (i >= 1),
+ * s the first layer's share (opts.first_share) and t the tightening, so
+ * the layers' rates sum to p s + p (1 - s) (1 - t^(L-1)) < p however many
+ * (L) layers are added. The default s = 1 - t makes it p (1 - t) t^i, the
+ * series of Almeida et al. ("Scalable Bloom Filters", 2007), RedisBloom's
+ * at t = 0.5 (p/2, p/4, ...). A deep stack pays for a fast-falling series
+ * twice: at t = 0.5 layer 13 is sized for p x 6e-5, costing ~30 bits per
+ * item and, standard, ~2 cache misses per absent key; s = 0.5 with t = 0.9
+ * keeps the first layer at RedisBloom's p / 2 (a small filter is
+ * unchanged) and spreads the other half slowly, so layer 13 still gets
+ * p x 0.014 (~19 bits per item), and the stack's compound rate is the same
+ * bound p.
+ *
+ * Mixed stacks. With standard layers, opts.blocked_from = b > 0 makes
+ * layers b, b + 1, ... blocked: the small early layers, which sit in the
+ * CPU's caches, stay standard (fewest bits), and the large late ones cost
+ * one cache line per query instead of up to k.
+ *
+ * The bound. That sum bounds the expected rates; one layer's actual
  * rate scatters around its target (relative sd ~0.55 k / sqrt(bits) for a
  * standard layer, about twice that for a blocked one). The bound is kept
  * for each filter, not only on average:
@@ -124,7 +140,8 @@
  *     (exactly for standard layers of up to 4096 bits), and layer i gets
  *     p_i' = min(p_i, sum_{j <= i} p_j - sum_{j < i} r_j), at least p_i / 8;
  * so the retired layers' rates sum to at most sum_{j < i} p_j, the newest
- * layer keeps p tightening^(i+1) of slack for its own scatter, and the
+ * layer keeps the later layers' rates, sum_{j > i} p_j, of slack for its
+ * own scatter, and the
  * compound rate 1 - prod_i (1 - r_i) stays below p unless a layer lands
  * beyond 3 sd of its target (about 1 layer in 1000, were the scatter
  * Gaussian; src/core/scalable.c THE BUDGET, MARGINS). The margins cost
@@ -259,6 +276,10 @@ typedef struct bg_filter_options {
     double tightening;          /* error-rate factor per layer, in (0, 1); 0: 0.5 */
     uint32_t max_layers;        /* 1..BG_MAX_LAYERS; 0: BG_MAX_LAYERS */
     bool nonscaling;            /* one layer, BG_EFULL when full */
+    double first_share;         /* the first layer's share of error_rate, in (0, 1);
+                                   0: 1 - tightening (SCALABLE, the schedule) */
+    uint32_t blocked_from;      /* standard layers only: layers from this index
+                                   on (1..BG_MAX_LAYERS - 1) are blocked; 0: none */
 } bg_filter_options;
 
 /* The counting variant's counters stop at this value. */
@@ -416,7 +437,8 @@ BG_API int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out);
  * (also for a layer that does not exist). */
 BG_API int bg_filter_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out);
 
-/* How a scalable filter grows, as created (defaults filled in). */
+/* How a scalable filter grows, as created (defaults filled in; layer_variant
+ * is the first layer's: with blocked_from, later layers are blocked). */
 typedef struct bg_filter_scaling {
     bg_variant layer_variant;
     uint64_t capacity;     /* the first layer's */
@@ -427,6 +449,8 @@ typedef struct bg_filter_scaling {
     uint64_t max_bytes;
     bool nonscaling;
     uint32_t layers;       /* now */
+    double first_share;    /* the first layer's share of error_rate */
+    uint32_t blocked_from; /* the first blocked layer of a mixed stack; 0: none */
 } bg_filter_scaling;
 
 /* Fills *out for a scalable filter. BG_OK, BG_EVARIANT (not scalable) or

@@ -13,7 +13,7 @@
 
 /* The soname's number. Bump it whenever the ABI changes incompatibly
  * (a struct's layout, a function's signature, an enum value's meaning). */
-#define BG_ABI_VERSION 2
+#define BG_ABI_VERSION 3
 
 #define BG_VERSION_HEX \
     ((BG_VERSION_MAJOR << 16) | (BG_VERSION_MINOR << 8) | BG_VERSION_PATCH)

@@ -16,7 +16,7 @@ int bg__array_create(bg_filter **out, const bg_filter_options *opts)
     bg_variant variant = opts->variant ? opts->variant : BG_VARIANT_DEFAULT;
     const bg__filter_ops *ops = bg__ops_for(variant);
     if (opts->layer_variant || opts->expansion || opts->tightening != 0 || opts->max_layers ||
-        opts->nonscaling)
+        opts->nonscaling || opts->first_share != 0 || opts->blocked_from)
         return BG_EINVAL; /* scalable options on another variant */
 
     /* The cap is on bytes; the solver's m counts cells of cell_bits bits.

@@ -482,7 +482,8 @@ static int rb_create(bg_filter **out, const bg_filter_options *o)
 {
     *out = NULL;
     if (o->capacity == 0 || !rate_ok(o->error_rate) || o->bits != 0 || o->hashes != 0 ||
-        o->seed != 0 || o->layer_variant != 0 || o->tightening != 0 || o->max_layers != 0)
+        o->seed != 0 || o->layer_variant != 0 || o->tightening != 0 || o->max_layers != 0 ||
+        o->first_share != 0 || o->blocked_from != 0)
         return BG_EINVAL;
     if (o->nonscaling ? o->expansion != 0 : o->expansion > BG_MAX_EXPANSION)
         return BG_EINVAL;
@@ -857,6 +858,7 @@ static int rb_scaling(const bg_filter *f, bg_filter_scaling *out)
         .error_rate = link_at(c, 0)->error,
         .expansion = nonscaling ? 0 : c->growth,
         .tightening = 0.5,
+        .first_share = 0.5,
         .max_layers = UINT32_MAX,
         .max_bytes = c->max_bytes,
         .nonscaling = nonscaling,

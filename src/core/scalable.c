@@ -4,23 +4,46 @@
  *
  * HOW IT WORKS
  * Layer i is an ordinary bg_filter made by bg_filter_new with capacity
- * n_i = n0 e^i and error rate p_i = p0 t^i, p0 = p (1 - t) (e the expansion,
- * t the tightening), every layer with the filter's seed: a key is hashed once
+ * n_i = n0 e^i and error rate p_0 = p s, p_i = p (1 - s) (1 - t) t^(i-1)
+ * for i >= 1 (e the expansion, t the tightening, s the first layer's share;
+ * THE SCHEDULE), every layer with the filter's seed: a key is hashed once
  * and the same bg_hash probes every layer. A key is present if any layer has
  * it. test-and-add looks for the key in every layer, newest first (the newest
  * is the largest, so most present keys are found there at the first try);
  * only a key no layer has is added, to the newest layer, so repeats never
  * use capacity. When the newest layer's item count has reached its capacity
  * the next new key first opens layer i + 1. The compound false-positive rate
- * is 1 - prod_i (1 - p_i) <= sum_i p_i < p0 / (1 - t) = p, however many
+ * is 1 - prod_i (1 - p_i) <= sum_i p_i < p s + p (1 - s) = p, however many
  * layers there are (Almeida, Baquero, Preguica, Hutchison, "Scalable Bloom
- * Filters", 2007). RedisBloom's BF.* commands behave the same way with e =
- * EXPANSION and t = 0.5 (its first link gets p / 2); its NONSCALING filters
- * are one layer at p, not p (1 - t), and so are ours.
+ * Filters", 2007, whose series is s = 1 - t). RedisBloom's BF.* commands
+ * behave the same way with e = EXPANSION, t = 0.5 and s = 0.5 (its first
+ * link gets p / 2); its NONSCALING filters are one layer at p, not p s, and
+ * so are ours.
  * Its table, bg__scalable_ops (at the end of this file), takes every call
  * of <bloomgate/filter.h> on such a filter; the layers are called through
  * their own tables, not the public calls, so a layer costs one indirect
  * call and no repeated argument checks.
+ *
+ * THE SCHEDULE
+ * Why a first share apart from t: a stack that has grown deep is queried
+ * through all its layers for every absent key, and its deepest layers hold
+ * most of its items. With s = 1 - t, a small t starves the deep layers (at
+ * t = 0.5 layer 13 gets p 2^-14: ~30 bits per item, k = 20) and a large t
+ * starves the first (at t = 0.9 it gets p / 10, so every small filter, the
+ * common case, grows by ~4.8 bits per item). Splitting the two keeps the
+ * first layer at p s and gives the deeper ones the rest as a slow series:
+ * with s = 0.5, t = 0.9, layers 1..13 get p 5e-2 .. p 1.4e-2, so a stack
+ * grown from 100 to 10^6 items costs ~19 bits per item in its large layers
+ * instead of ~29, and each of them stops an absent key sooner. The sum of
+ * every layer's share is s + (1 - s) (1 - t) sum_i t^i = 1, so the bound
+ * below holds unchanged. s = 1 - t is computed exactly as before
+ * (p (1 - t) then t per layer), so such stacks keep their shapes bit for
+ * bit.
+ *
+ * Mixed stacks (blocked_from = b > 0, with standard layers): layer i is
+ * blocked when i >= b. The layer variant only changes how a layer is sized
+ * and probed; its rate, the budget and the margins are the same, each
+ * computed for the layer's own variant.
  *
  * THE BUDGET
  * That bound is on the layers' expected rates. One layer's actual rate is a
@@ -37,8 +60,8 @@
  * but at least p_i / 8 (so a freak layer cannot make the next one huge).
  * The retired layers' rates then add up to at most sum_{j < i} p_j unless
  * that floor was hit, and the newest layer, sized for at most its share,
- * has sum_{j > i} p_j = p t^(i+1) (= p_i for t = 1/2) of slack for its own
- * scatter. (B_i above p_i is not handed on: the newest layer's slack does
+ * has sum_{j > i} p_j (= p (1 - s) t^i; p_i for s = t = 1/2) of slack for
+ * its own scatter. (B_i above p_i is not handed on: the newest layer's slack does
  * not grow with it, so a small layer given the surplus could overshoot by
  * more than that slack.)
  *
@@ -95,6 +118,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "alloc_internal.h"
 #include "hash_inline.h"
@@ -122,17 +148,20 @@ typedef struct layer_slots {
 } layer_slots;
 
 /* The growth parameters are kept in their narrowest types (expansion <=
- * BG_MAX_EXPANSION, max_layers <= BG_MAX_LAYERS, the count <= max_layers, a
- * growth error >= -128); the seed and the concurrency mode are the filter's
- * own. params_of gives them back as a bg__scalable_params. */
+ * BG_MAX_EXPANSION, max_layers and blocked_from <= BG_MAX_LAYERS, the count
+ * <= max_layers, a growth error >= -128); the seed, the concurrency mode
+ * and n0 are the filter's own fields (seed, single_writer, capacity, which
+ * a scalable filter has no other use for). params_of gives them back as a
+ * bg__scalable_params. */
 struct bg__scalable {
-    uint64_t capacity;
     double error_rate;
     double tightening;
+    double first_share;
     uint64_t max_bytes;
     uint16_t expansion;
     uint8_t max_layers;
     uint8_t layer_variant;
+    uint8_t blocked_from;
     bool nonscaling;
     _Atomic uint8_t count;
     _Atomic int8_t stuck;             /* the permanent growth error met, or 0 */
@@ -172,9 +201,11 @@ static bg__scalable_params params_of(const bg_filter *f)
 {
     const struct bg__scalable *s = state_of(f);
     return (bg__scalable_params){
-        .capacity = s->capacity,
+        .capacity = f->capacity,
         .error_rate = s->error_rate,
         .tightening = s->tightening,
+        .first_share = s->first_share,
+        .blocked_from = s->blocked_from,
         .max_bytes = s->max_bytes,
         .seed = f->seed,
         .layer_variant = (bg_variant)s->layer_variant,
@@ -206,7 +237,13 @@ int bg__scalable_params_check(const bg__scalable_params *p)
     if (p->layer_variant != BG_VARIANT_STANDARD && p->layer_variant != BG_VARIANT_BLOCKED)
         return BG_EVARIANT;
     if (p->capacity == 0 || !rate_ok(p->error_rate) || !rate_ok(p->tightening) ||
-        p->max_layers < 1 || p->max_layers > BG_MAX_LAYERS || p->max_bytes == 0)
+        !rate_ok(p->first_share) || p->max_layers < 1 || p->max_layers > BG_MAX_LAYERS ||
+        p->max_bytes == 0 || p->blocked_from >= p->max_layers)
+        return BG_ECORRUPT;
+    /* A mixed stack starts standard; a non-scaling filter is one layer at p. */
+    if (p->blocked_from != 0 && p->layer_variant != BG_VARIANT_STANDARD)
+        return BG_ECORRUPT;
+    if (p->nonscaling && (p->blocked_from != 0 || !bg__scalable_classic(p)))
         return BG_ECORRUPT;
     if (p->nonscaling ? p->expansion != 0 : p->expansion < 1 || p->expansion > BG_MAX_EXPANSION)
         return BG_ECORRUPT;
@@ -225,14 +262,32 @@ bool bg__scalable_layer_capacity(const bg__scalable_params *p, uint32_t i, uint6
     return true;
 }
 
-/* p_i = p (1 - t) t^i, by repeated multiplication (no pow(): the same
- * bits on every platform); p itself for a non-scaling filter. */
+bool bg__scalable_classic(const bg__scalable_params *p)
+{
+    return p->first_share == 1.0 - p->tightening;
+}
+
+bg_variant bg__scalable_layer_variant(const bg__scalable_params *p, uint32_t i)
+{
+    return p->blocked_from != 0 && i >= p->blocked_from ? BG_VARIANT_BLOCKED : p->layer_variant;
+}
+
+/* p_0 = p s, p_i = p (1 - s) (1 - t) t^(i-1) (THE SCHEDULE), by repeated
+ * multiplication (no pow(): the same bits on every platform); for s = 1 - t
+ * the same operations as p (1 - t) t^i, so a classic stack's rates are what
+ * they always were. p itself for a non-scaling filter. */
 static double layer_rate(const bg__scalable_params *p, uint32_t i)
 {
     if (p->nonscaling)
         return p->error_rate;
-    double r = p->error_rate * (1.0 - p->tightening);
-    for (uint32_t j = 0; j < i; j++)
+    double r = p->error_rate * p->first_share;
+    if (i == 0)
+        return r;
+    if (bg__scalable_classic(p))
+        r *= p->tightening;
+    else
+        r = p->error_rate * (1.0 - p->first_share) * (1.0 - p->tightening);
+    for (uint32_t j = 1; j < i; j++)
         r *= p->tightening;
     return r;
 }
@@ -272,10 +327,11 @@ static int layer_new(const bg__scalable_params *p, uint32_t i, uint64_t used, do
     if (!bg__scalable_layer_capacity(p, i, &cap))
         return BG_ETOOBIG;
     double rate = layer_rate(p, i);
+    bg_variant variant = bg__scalable_layer_variant(p, i);
     /* Layer 0's rate is what the caller asked for: the solver's verdict
      * (BG_EINVAL) stands. A later layer's is ours: too small a rate means
      * the stack cannot tighten further. */
-    bool blocked = p->layer_variant == BG_VARIANT_BLOCKED;
+    bool blocked = variant == BG_VARIANT_BLOCKED;
     if (i > 0 && !(blocked ? rate >= BG_BLOCKED_MIN_P : rate > 0.0))
         return BG_ELAYERS;
     if (rate_left < rate)
@@ -288,18 +344,18 @@ static int layer_new(const bg__scalable_params *p, uint32_t i, uint64_t used, do
     uint64_t bits = 0;
     if (!p->nonscaling) {
         double target = rate;
-        rate = with_margin(p->layer_variant, cap, target);
+        rate = with_margin(variant, cap, target);
         if (blocked && rate < BG_BLOCKED_MIN_P && target >= BG_BLOCKED_MIN_P)
             rate = BG_BLOCKED_MIN_P;
         bg_sizing s = {.n = cap, .p = rate};
-        if (bg_sizing_solve(p->layer_variant, &s, BG_MAX_BITS) == BG_OK &&
+        if (bg_sizing_solve(variant, &s, BG_MAX_BITS) == BG_OK &&
             s.m < LAYER_MIN_BITS && bytes_left >= LAYER_MIN_BITS / 8) {
             bits = LAYER_MIN_BITS; /* k and the rate follow from (n, m) */
             rate = 0.0;
         }
     }
     bg_filter_options o = {
-        .variant = p->layer_variant,
+        .variant = variant,
         .capacity = cap,
         .error_rate = rate,
         .bits = bits,
@@ -401,9 +457,11 @@ static int shell_new(bg_filter **out, const bg__scalable_params *p, void *mappin
         return BG_ENOMEM;
     }
     struct bg__scalable *s = &b->s;
-    s->capacity = p->capacity;
+    f->capacity = p->capacity;
     s->error_rate = p->error_rate;
     s->tightening = p->tightening;
+    s->first_share = p->first_share;
+    s->blocked_from = (uint8_t)p->blocked_from;
     s->max_bytes = p->max_bytes;
     s->expansion = (uint16_t)p->expansion;
     s->max_layers = (uint8_t)p->max_layers;
@@ -459,20 +517,24 @@ static int scalable_new(bg_filter **out, const bg_filter_options *o)
     *out = NULL;
     if (o->capacity == 0 || !rate_ok(o->error_rate) || o->bits != 0 || o->hashes != 0)
         return BG_EINVAL;
+    double tightening = o->tightening != 0 ? o->tightening : 0.5;
     bg__scalable_params p = {
         .layer_variant = o->layer_variant ? o->layer_variant : BG_VARIANT_STANDARD,
         .capacity = o->capacity,
         .error_rate = o->error_rate,
         .expansion = o->nonscaling ? 0 : o->expansion ? o->expansion : 2,
-        .tightening = o->tightening != 0 ? o->tightening : 0.5,
+        .tightening = tightening,
+        .first_share = o->first_share != 0 ? o->first_share : 1.0 - tightening,
+        .blocked_from = o->blocked_from,
         .max_layers = o->max_layers ? o->max_layers : BG_MAX_LAYERS,
         .max_bytes = o->max_bytes ? o->max_bytes : BG_DEFAULT_MAX_BYTES,
         .nonscaling = o->nonscaling,
         .seed = o->seed,
         .single_writer = o->concurrency == BG_SINGLE_WRITER,
     };
-    /* RedisBloom: "Nonscaling filters cannot expand". */
-    if (o->nonscaling && o->expansion != 0)
+    /* RedisBloom: "Nonscaling filters cannot expand"; nor do they have a
+     * schedule: one layer at p. */
+    if (o->nonscaling && (o->expansion != 0 || o->first_share != 0 || o->blocked_from != 0))
         return BG_EINVAL;
     int rc = bg__scalable_params_check(&p);
     if (rc != BG_OK)
@@ -589,12 +651,81 @@ static int grow(bg_filter *f, uint32_t n)
     return rc;
 }
 
-/* Whether layer l has h. The layers' own tables are called directly, not
- * through bg_filter_contains_hash: each layer costs one indirect call and
- * no argument checks (the stack's call made them). */
-static inline int layer_has(const bg_filter *l, bg_hash h)
+/* QUERIES
+ * An absent key is looked for in every layer, so a deep stack pays per
+ * layer what a plain filter pays once. So no layer costs a call: the
+ * standard and blocked probes are inlined here (the layers' own code, the
+ * same bits: filter.h BIT LAYOUT), a key's blocked masks are made once and
+ * serve every blocked layer with the same k (which word of a block and
+ * which bit of it a probe takes depend on the hash alone; only the block
+ * depends on the layer), and the batch calls probe each key through all
+ * layers in turn instead of one pass over the keys per layer. Layers
+ * larger than PREFETCH_MIN_BYTES are out of the L1 cache: for them the
+ * lines of the next GROUP keys are prefetched while this group is probed,
+ * so that their misses overlap; smaller layers are probed where they sit,
+ * with no prefetch to pay for. */
+#define GROUP 16
+#define PREFETCH_MIN_BYTES (UINT64_C(32) << 10)
+
+/* A block, as one vector: the compiler makes it what the CPU it targets
+ * has (four SSE2 registers on the x86-64 baseline). */
+typedef uint64_t block_vec __attribute__((vector_size(64)));
+
+/* A key's probes in a blocked layer of k probes: word w of `mask` holds
+ * the bits the key needs in word w of its block. */
+typedef struct key_masks {
+    block_vec mask;
+    uint32_t k; /* 0: not made yet */
+} key_masks;
+
+/* The block is read with plain loads, not atomic ones, as the SIMD
+ * variants read it (blocked_avx512.c): on the CPUs we build for, an
+ * aligned 64-bit load is atomic either way, and a query racing with an add
+ * may answer either way (filter.h THREADS). */
+static inline bool blocked_has(const bg_filter *l, bg_hash h, key_masks *km)
 {
-    return l->ops->contains(l, h);
+    if (km->k != l->k) {
+        unsigned st = bg__block_start(h.h1);
+        uint64_t m[8] = {0};
+        for (uint32_t j = 0; j < l->k; j++)
+            m[(st + j) & 7] = bg__probe_mask(h.h2, j);
+        memcpy(&km->mask, m, sizeof m);
+        km->k = l->k;
+    }
+#if defined(__SSE2__)
+    const __m128i *b = (const __m128i *)(const void *)bg__block_of(l, h.h1);
+    const __m128i *m = (const __m128i *)(const void *)&km->mask;
+    __m128i miss = _mm_or_si128(_mm_or_si128(_mm_andnot_si128(_mm_load_si128(b), m[0]),
+                                             _mm_andnot_si128(_mm_load_si128(b + 1), m[1])),
+                                _mm_or_si128(_mm_andnot_si128(_mm_load_si128(b + 2), m[2]),
+                                             _mm_andnot_si128(_mm_load_si128(b + 3), m[3])));
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(miss, _mm_setzero_si128())) == 0xFFFF;
+#else
+    block_vec b;
+    memcpy(&b, (const void *)bg__block_of(l, h.h1), sizeof b);
+    block_vec miss = km->mask & ~b;
+    uint64_t lanes[8];
+    memcpy(lanes, &miss, sizeof lanes);
+    return ((lanes[0] | lanes[1]) | (lanes[2] | lanes[3]) | (lanes[4] | lanes[5]) |
+            (lanes[6] | lanes[7])) == 0;
+#endif
+}
+
+static inline bool standard_has(const bg_filter *l, bg_hash h)
+{
+    bg_layout_probe p = bg_layout_probe_first(h, l->m);
+    for (;;) {
+        if (!(bg__load(&l->words[p.x >> 6]) & bg__bit(p.x & 63)))
+            return false;
+        if (p.j + 1 == l->k)
+            return true;
+        bg_layout_probe_next(&p);
+    }
+}
+
+static inline bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
+{
+    return l->ops->variant == BG_VARIANT_BLOCKED ? blocked_has(l, h, km) : standard_has(l, h);
 }
 
 /* Adds h, which layers [0, checked) did not contain a moment ago: checks the
@@ -604,15 +735,16 @@ static inline int layer_has(const bg_filter *l, bg_hash h)
 static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 {
     struct bg__scalable *s = state_of(f);
+    key_masks km = {0};
     for (;;) {
         uint32_t n = count_of(s);
         for (uint32_t i = n - 1; i-- > checked;)
-            if (layer_has(layer_at(s, i), h))
+            if (layer_has(layer_at(s, i), h, &km))
                 return 0;
         bg_filter *top = layer_at(s, n - 1);
         if (!full(top))
             return top->ops->test_and_add(top, h); /* 0 if it has the key */
-        if (n - 1 >= checked && layer_has(top, h))
+        if (n - 1 >= checked && layer_has(top, h, &km))
             return 0;
         int rc = grow(f, n);
         if (rc != BG_OK)
@@ -624,8 +756,9 @@ static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 /* Whether any of layers [0, n) has h, newest first. */
 static int any_layer(const struct bg__scalable *s, uint32_t n, bg_hash h)
 {
+    key_masks km = {0};
     for (uint32_t i = n; i-- > 0;)
-        if (layer_has(layer_at(s, i), h))
+        if (layer_has(layer_at(s, i), h, &km))
             return 1;
     return 0;
 }
@@ -647,34 +780,51 @@ static int scalable_test_and_add(bg_filter *f, bg_hash h)
     return add_absent(f, h, n - 1);
 }
 
-/* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK). Each
- * layer, newest first, gets one batch call (prefetched, pipelined) on the
- * keys no newer layer had. */
+/* The layers of a batch step, newest first, and those worth a prefetch. */
+typedef struct layer_list {
+    uint32_t n, nfar;
+    const bg_filter *layer[BG_MAX_LAYERS];
+    const bg_filter *far[BG_MAX_LAYERS];
+} layer_list;
+
+static void prefetch_keys(const layer_list *ls, const bg_hash *h, size_t count)
+{
+    for (uint32_t i = 0; i < ls->nfar; i++) {
+        const bg_filter *l = ls->far[i];
+        if (l->ops->variant == BG_VARIANT_BLOCKED) {
+            for (size_t j = 0; j < count; j++)
+                bg__prefetch(bg__block_of(l, h[j].h1));
+        } else {
+            for (size_t j = 0; j < count; j++)
+                bg__prefetch(&l->words[bg_layout_reduce(h[j].h1, l->m) >> 6]);
+        }
+    }
+}
+
+/* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK): each
+ * key through every layer, newest first (QUERIES). */
 static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash *h, size_t count,
                          uint8_t *present)
 {
-    bg_hash todo[CHUNK];
-    uint8_t found[CHUNK];
-    uint8_t at[CHUNK];
-    size_t left = count;
-    for (size_t i = 0; i < count; i++) {
-        present[i] = 0;
-        todo[i] = h[i];
-        at[i] = (uint8_t)i;
+    layer_list ls = {.n = n};
+    for (uint32_t i = 0; i < n; i++) {
+        const bg_filter *l = layer_at(s, n - 1 - i); /* contains only: no write */
+        ls.layer[i] = l;
+        if (l->nwords * 8 > PREFETCH_MIN_BYTES)
+            ls.far[ls.nfar++] = l;
     }
-    for (uint32_t l = n; l-- > 0 && left > 0;) {
-        bg_filter *layer = layer_at(s, l); /* contains only: no write */
-        (void)layer->ops->hashes(layer, todo, left, found, false);
-        size_t kept = 0;
-        for (size_t i = 0; i < left; i++) {
-            if (found[i]) {
-                present[at[i]] = 1;
-            } else {
-                todo[kept] = todo[i];
-                at[kept++] = at[i];
-            }
+    prefetch_keys(&ls, h, count < GROUP ? count : GROUP);
+    for (size_t g = 0; g < count; g += GROUP) {
+        size_t end = count - g > GROUP ? g + GROUP : count;
+        if (end < count)
+            prefetch_keys(&ls, h + end, count - end < GROUP ? count - end : GROUP);
+        for (size_t i = g; i < end; i++) {
+            key_masks km = {0};
+            uint8_t found = 0;
+            for (uint32_t l = 0; l < n && !found; l++)
+                found = layer_has(ls.layer[l], h[i], &km);
+            present[i] = found;
         }
-        left = kept;
     }
 }
 
@@ -779,7 +929,7 @@ static int scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
     const struct bg__scalable *s = state_of(f);
     *out = (bg_filter_scaling){
         .layer_variant = (bg_variant)s->layer_variant,
-        .capacity = s->capacity,
+        .capacity = f->capacity,
         .error_rate = s->error_rate,
         .expansion = s->expansion,
         .tightening = s->tightening,
@@ -787,6 +937,8 @@ static int scalable_scaling(const bg_filter *f, bg_filter_scaling *out)
         .max_bytes = s->max_bytes,
         .nonscaling = s->nonscaling,
         .layers = count_of(s),
+        .first_share = s->first_share,
+        .blocked_from = s->blocked_from,
     };
     return BG_OK;
 }

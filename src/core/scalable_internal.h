@@ -17,12 +17,14 @@ extern const bg__filter_ops bg__scalable_ops;
 /* ---- for the file code (src/file) ------------------------------------- */
 
 /* Everything that defines how a scalable filter grows, defaults filled in:
- * what a version-2 file's header records (docs/FORMAT.md), plus the seed
- * and the concurrency mode. */
+ * what a version-2 or version-4 file's header records (docs/FORMAT.md),
+ * plus the seed and the concurrency mode. */
 typedef struct bg__scalable_params {
     uint64_t capacity;        /* n0: the first layer's */
     double error_rate;        /* p: the whole stack's bound */
     double tightening;        /* in (0, 1) */
+    double first_share;       /* in (0, 1): layer 0's share of error_rate */
+    uint32_t blocked_from;    /* 0, or the first blocked layer (layer_variant standard) */
     uint64_t max_bytes;       /* > 0: on all layers' arrays together */
     uint64_t seed;
     bg_variant layer_variant; /* standard or blocked */
@@ -36,6 +38,13 @@ typedef struct bg__scalable_params {
  * neither standard nor blocked) or BG_ECORRUPT (any other field out of
  * range, NaN and infinities included). */
 int bg__scalable_params_check(const bg__scalable_params *p);
+
+/* Whether the schedule is the classic p (1 - t) t^i: first_share is
+ * exactly 1 - tightening (what a version-2 file implies). */
+bool bg__scalable_classic(const bg__scalable_params *p);
+
+/* Layer i's variant: blocked from blocked_from on, else layer_variant. */
+bg_variant bg__scalable_layer_variant(const bg__scalable_params *p, uint32_t i);
 
 /* Layer i's capacity, n0 expansion^i (n0 when nonscaling) into *out; false
  * when it does not fit in 64 bits. */

@@ -57,12 +57,12 @@ int bg__file_src_read(const bg__file_src *src, uint64_t off, void *dst, size_t n
     return BG_OK;
 }
 
-/* Magic and version, common to both versions. A short input that starts
+/* Magic and version, common to every version. A short input that starts
  * like a filter file was cut off; anything else is not one. The version
  * decides how to read the rest, so it is judged before the header's length.
- * Version 2 exists only for the scalable variant (the variant byte is where
- * version 1 has it): any other is a version-2 file this library does not
- * know. */
+ * Versions 2 and 4 exist only for the scalable variant, version 3 only for
+ * RedisBloom chains (the variant byte is where version 1 has it): any other
+ * is a file of that version this library does not know. */
 static int parse_prefix(const uint8_t *head, size_t head_len, unsigned *version)
 {
     size_t magic_have = head_len < BG__FILE_MAGIC_LEN ? head_len : BG__FILE_MAGIC_LEN;
@@ -73,11 +73,11 @@ static int parse_prefix(const uint8_t *head, size_t head_len, unsigned *version)
     uint64_t v = bg__get_le(head + BG__OFF_VERSION, 2);
     if (v == 0 || v > BG_FILE_VERSION)
         return BG_EVERSION;
-    if (v == BG__FILE_V2 || v == BG__FILE_V3) {
+    if (v != BG__FILE_V1) {
         if (head_len < BG__OFF_VARIANT + 1)
             return BG_ETRUNC;
         if (head[BG__OFF_VARIANT] !=
-            (v == BG__FILE_V2 ? BG_VARIANT_SCALABLE : BG_VARIANT_REDISBLOOM))
+            (v == BG__FILE_V3 ? BG_VARIANT_REDISBLOOM : BG_VARIANT_SCALABLE))
             return BG_EVERSION;
     }
     if (head_len < BG_FILE_HEADER_BYTES)
@@ -160,14 +160,15 @@ static int plan_v1(const bg__file_src *src, bg__file_plan *plan)
     return BG_OK;
 }
 
-/* The fields of a complete version-2 container header, against each other
- * (not against any length): into *info (file_bytes as given), *p and *total
- * (the length the header claims, >= 128). */
+/* The fields of a complete version-2 or version-4 container header, against
+ * each other (not against any length): into *info (file_bytes as given), *p
+ * and *total (the length the header claims, >= 128). */
 static int v2_fields(const uint8_t *h, uint64_t file_bytes, bg_file_info *info,
                      bg__scalable_params *p, uint64_t *total)
 {
     memset(info, 0, sizeof *info);
-    info->version = BG__FILE_V2;
+    bool v4 = bg__get_le(h + BG__OFF_VERSION, 2) == BG__FILE_V4;
+    info->version = v4 ? BG__FILE_V4 : BG__FILE_V2;
     info->header_bytes = (uint32_t)bg__get_le(h + BG__OFF_HEADER_BYTES, 2);
     info->variant = BG_VARIANT_SCALABLE;
     info->hash_id = (uint32_t)bg__get_le(h + BG__OFF_HASH, 1);
@@ -182,16 +183,20 @@ static int v2_fields(const uint8_t *h, uint64_t file_bytes, bg_file_info *info,
     if (info->header_bytes != BG_FILE_HEADER_BYTES || info->hash_id != BG_FILE_HASH_XXH3_128 ||
         (flags & ~(uint64_t)BG__V2_NONSCALING) != 0 ||
         !all_zero(h + BG__V2_OFF_RESERVED0, 3) ||
-        !all_zero(h + BG__V2_OFF_RESERVED1, BG__OFF_CHECKSUM - BG__V2_OFF_RESERVED1) ||
+        !all_zero(h + (v4 ? BG__V4_OFF_RESERVED1 : BG__V2_OFF_RESERVED1),
+                  BG__OFF_CHECKSUM - (v4 ? BG__V4_OFF_RESERVED1 : BG__V2_OFF_RESERVED1)) ||
         bg__get_le(h + BG__V2_OFF_FIRST_LAYER, 8) != BG_FILE_HEADER_BYTES)
         return BG_ECORRUPT;
+    double tightening = get_double(h + BG__V2_OFF_TIGHTENING);
 
     *p = (bg__scalable_params){
         .layer_variant = (bg_variant)h[BG__V2_OFF_LAYER_VARIANT],
         .capacity = bg__get_le(h + BG__V2_OFF_CAPACITY, 8),
         .error_rate = get_double(h + BG__V2_OFF_ERROR_RATE),
         .expansion = (uint32_t)bg__get_le(h + BG__V2_OFF_EXPANSION, 4),
-        .tightening = get_double(h + BG__V2_OFF_TIGHTENING),
+        .tightening = tightening,
+        .first_share = v4 ? get_double(h + BG__V4_OFF_FIRST_SHARE) : 1.0 - tightening,
+        .blocked_from = v4 ? (uint32_t)bg__get_le(h + BG__V4_OFF_BLOCKED_FROM, 4) : 0,
         .max_layers = (uint32_t)bg__get_le(h + BG__V2_OFF_MAX_LAYERS, 4),
         .max_bytes = bg__get_le(h + BG__V2_OFF_MAX_BYTES, 8),
         .nonscaling = (flags & BG__V2_NONSCALING) != 0,
@@ -200,6 +205,9 @@ static int v2_fields(const uint8_t *h, uint64_t file_bytes, bg_file_info *info,
     int rc = bg__scalable_params_check(p);
     if (rc != BG_OK)
         return rc;
+    /* One image per filter: what version 2 can state is version 2. */
+    if (v4 && bg__scalable_classic(p) && p->blocked_from == 0)
+        return BG_ECORRUPT;
     info->scaling = (bg_filter_scaling){
         .layer_variant = p->layer_variant,
         .capacity = p->capacity,
@@ -210,6 +218,8 @@ static int v2_fields(const uint8_t *h, uint64_t file_bytes, bg_file_info *info,
         .max_bytes = p->max_bytes,
         .nonscaling = p->nonscaling,
         .layers = info->layers,
+        .first_share = p->first_share,
+        .blocked_from = p->blocked_from,
     };
     if (info->layers < 1 || info->layers > p->max_layers || (p->nonscaling && info->layers != 1))
         return BG_ECORRUPT;
@@ -262,7 +272,8 @@ static int v2_layers(const bg__file_src *src, bg__file_plan *plan)
         if ((rc = v1_fields(lh, &li, &ls)) != BG_OK)
             return rc;
         uint64_t cap;
-        if (li.checksum != 0 || ls.variant != p->layer_variant || ls.seed != p->seed ||
+        if (li.checksum != 0 || ls.variant != bg__scalable_layer_variant(p, i) ||
+            ls.seed != p->seed ||
             !bg__scalable_layer_capacity(p, i, &cap) || ls.capacity != cap ||
             (i + 1 < n && ls.items < cap))
             return BG_ECORRUPT;
@@ -455,7 +466,7 @@ int bg_filter_decode(bg_filter **out, const void *buf, size_t len, unsigned flag
     if (rc != BG_OK)
         return rc;
     bool single_writer = (flags & BG_FILE_SINGLE_WRITER) != 0;
-    if (plan.info.version == BG__FILE_V2)
+    if (plan.info.version == BG__FILE_V2 || plan.info.version == BG__FILE_V4)
         return decode_v2(out, buf, &plan, single_writer);
     if (plan.info.version == BG__FILE_V3) {
         bg__file_src src = {.buf = buf, .fd = -1, .len = len};

@@ -85,7 +85,8 @@ static uint64_t double_bits(double d)
     return v;
 }
 
-/* The version-2 image of a scalable filter (its layers as of one moment). */
+/* The version-2 image of a scalable filter (its layers as of one moment);
+ * version 4 when version 2 cannot state its schedule or layer variants. */
 static void snapshot_v2(const bg_filter *f, bg__file_image *out)
 {
     bg__scalable_params p;
@@ -111,7 +112,8 @@ static void snapshot_v2(const bg_filter *f, bg__file_image *out)
     uint8_t *h = out->head;
     memset(h, 0, BG_FILE_HEADER_BYTES);
     memcpy(h + BG__OFF_MAGIC, BG__FILE_MAGIC, BG__FILE_MAGIC_LEN);
-    bg__put_le(h + BG__OFF_VERSION, BG__FILE_V2, 2);
+    bool v4 = !bg__scalable_classic(&p) || p.blocked_from != 0;
+    bg__put_le(h + BG__OFF_VERSION, v4 ? BG__FILE_V4 : BG__FILE_V2, 2);
     bg__put_le(h + BG__OFF_HEADER_BYTES, BG_FILE_HEADER_BYTES, 2);
     bg__put_le(h + BG__OFF_VARIANT, BG_VARIANT_SCALABLE, 1);
     bg__put_le(h + BG__OFF_HASH, BG_FILE_HASH_XXH3_128, 1);
@@ -128,6 +130,10 @@ static void snapshot_v2(const bg_filter *f, bg__file_image *out)
     bg__put_le(h + BG__V2_OFF_MAX_BYTES, p.max_bytes, 8);
     bg__put_le(h + BG__V2_OFF_FIRST_LAYER, BG_FILE_HEADER_BYTES, 8);
     bg__put_le(h + BG__V2_OFF_TOTAL, total, 8);
+    if (v4) {
+        bg__put_le(h + BG__V4_OFF_FIRST_SHARE, double_bits(p.first_share), 8);
+        bg__put_le(h + BG__V4_OFF_BLOCKED_FROM, p.blocked_from, 4);
+    }
 }
 
 /* The one place that tells the versions apart: a filter with an array of its

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The filter file format, versions 1 and 2. Internal; docs/FORMAT.md is the
+/* The filter file format, versions 1 to 4. Internal; docs/FORMAT.md is the
  * spec.
  *
  * VERSION 1: one standard, blocked or counting filter.
@@ -113,6 +113,30 @@ enum {
 
 /* Flag bits of a version-2 header. */
 #define BG__V2_NONSCALING 1u
+
+/* VERSION 4: a scalable filter whose schedule or layer variants version 2
+ * cannot state: version 2's layout, with two of its reserved fields used.
+ *
+ *   96       104      108                       120      128
+ *    +--------+--------+-------------------------+--------+
+ *    | share  |blk from| reserved (12 zero bytes)|checksum|
+ *    +--------+--------+-------------------------+--------+
+ *
+ * share is the first layer's share of p (binary64, in (0, 1)); blk from the
+ * first blocked layer of a mixed stack (u32, 0: none; layer variant then
+ * standard). A filter version 2 can state (share exactly 1 - tightening, no
+ * blocked layer) is written as version 2, and a version-4 image of one is
+ * refused, so that every filter has one image. */
+#define BG__FILE_V4 4u /* scalable, with a first share or mixed layers */
+
+enum {
+    BG__V4_OFF_FIRST_SHARE = 96,   /* binary64 */
+    BG__V4_OFF_BLOCKED_FROM = 104, /* u32 */
+    BG__V4_OFF_RESERVED1 = 108,    /* 12 bytes, 0 */
+};
+
+_Static_assert((int)BG__V4_OFF_FIRST_SHARE == (int)BG__V2_OFF_RESERVED1, "v4: its fields are v2's reserved bytes");
+_Static_assert(BG__V4_OFF_RESERVED1 + 12 == BG__OFF_CHECKSUM, "v4: reserved bytes up to the checksum");
 
 /* Layer images are padded to this, so every payload is 64-byte aligned. */
 #define BG__V2_ALIGN 64u
@@ -231,7 +255,7 @@ typedef struct bg__file_part {
 typedef struct bg__file_plan {
     bg_file_info info;               /* checksum_state: SKIPPED until verified */
     uint8_t head[BG_FILE_HEADER_BYTES];
-    bg__scalable_params params;      /* version 2 */
+    bg__scalable_params params;      /* versions 2 and 4 */
     uint32_t parts;                  /* 1 (version 1) or the layers */
     bg__file_part part[BG_MAX_LAYERS];
     uint8_t part_head[BG_MAX_LAYERS][BG_FILE_HEADER_BYTES]; /* version 2 */

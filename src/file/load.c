@@ -166,7 +166,7 @@ int bg_filter_load(bg_filter **out, const char *path, unsigned flags)
         return rc;
     bool verify = !(flags & BG_FILE_NO_VERIFY);
     bool single_writer = (flags & BG_FILE_SINGLE_WRITER) != 0;
-    if (o.plan.info.version == BG__FILE_V2)
+    if (o.plan.info.version == BG__FILE_V2 || o.plan.info.version == BG__FILE_V4)
         rc = load_v2(&o, verify, single_writer, out);
     else if (o.plan.info.version == BG__FILE_V3)
         rc = bg__rb_load(&o.src, &o.plan, verify, single_writer, out);
@@ -260,7 +260,7 @@ int bg_filter_map(bg_filter **out, const char *path, unsigned flags)
      * wants. */
     (void)madvise(map, map_len, MADV_RANDOM);
     bool single_writer = (flags & BG_FILE_SINGLE_WRITER) != 0;
-    if (o.plan.info.version == BG__FILE_V2)
+    if (o.plan.info.version == BG__FILE_V2 || o.plan.info.version == BG__FILE_V4)
         return wrap_v2(&o.plan, single_writer, map, map_len, out);
     if (o.plan.info.version == BG__FILE_V3)
         return bg__rb_wrap(&o.plan, map, map_len, out);

@@ -194,6 +194,7 @@ int bg__rb_header_fields(const uint8_t *head, bg_file_info *info, uint64_t *tota
         .layer_variant = BG_VARIANT_REDISBLOOM,
         .expansion = nonscaling ? 0 : growth,
         .tightening = 0.5,
+        .first_share = 0.5,
         .max_layers = UINT32_MAX,
         .max_bytes = *max_bytes,
         .nonscaling = nonscaling,

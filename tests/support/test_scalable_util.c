@@ -98,7 +98,9 @@ void tu_check_layers(const bg_filter *f)
         bg_filter_stats ls;
         TU_EQ_I(bg_filter_layer_stats(f, i, &ls), BG_OK);
         tu_ctx("layer %u", i);
-        TU_EQ_U(ls.variant, sc.layer_variant);
+        /* A mixed stack's layers are blocked from blocked_from on. */
+        TU_EQ_U(ls.variant, sc.blocked_from != 0 && i >= sc.blocked_from ? BG_VARIANT_BLOCKED
+                                                                          : sc.layer_variant);
         TU_EQ_U(ls.seed, st.seed);
         TU_EQ_U(ls.layers, 1);
         TU_EQ_U(ls.capacity, n);

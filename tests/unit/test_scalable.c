@@ -154,11 +154,22 @@ static void rate_below_p_per_filter(void **state)
         uint64_t n0, n;
         double p;
         unsigned seeds;
+        double first_share, tightening; /* 0: the defaults */
+        uint32_t blocked_from;
     } runs[] = {
-        {BG_VARIANT_STANDARD, 10, 1270, 0.01, 100},   {BG_VARIANT_STANDARD, 10, 1270, 0.001, 50},
-        {BG_VARIANT_STANDARD, 30, 3810, 0.01, 50},    {BG_VARIANT_STANDARD, 100, 20000, 0.01, 100},
-        {BG_VARIANT_STANDARD, 100, 20000, 0.001, 50}, {BG_VARIANT_BLOCKED, 10, 1270, 0.01, 30},
-        {BG_VARIANT_BLOCKED, 100, 20000, 0.01, 30},
+        {BG_VARIANT_STANDARD, 10, 1270, 0.01, 100, 0, 0, 0},
+        {BG_VARIANT_STANDARD, 10, 1270, 0.001, 50, 0, 0, 0},
+        {BG_VARIANT_STANDARD, 30, 3810, 0.01, 50, 0, 0, 0},
+        {BG_VARIANT_STANDARD, 100, 20000, 0.01, 100, 0, 0, 0},
+        {BG_VARIANT_STANDARD, 100, 20000, 0.001, 50, 0, 0, 0},
+        {BG_VARIANT_BLOCKED, 10, 1270, 0.01, 30, 0, 0, 0},
+        {BG_VARIANT_BLOCKED, 100, 20000, 0.01, 30, 0, 0, 0},
+        /* The split schedule, standard and mixed (the Redis module's
+         * LAYERS auto for small filters). */
+        {BG_VARIANT_STANDARD, 10, 1270, 0.01, 50, 0.5, 0.9, 0},
+        {BG_VARIANT_STANDARD, 100, 20000, 0.01, 50, 0.5, 0.9, 1},
+        {BG_VARIANT_STANDARD, 100, 20000, 0.001, 30, 0.5, 0.9, 1},
+        {BG_VARIANT_STANDARD, 30, 3810, 0.01, 30, 0.5, 0.9, 3},
     };
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         double worst = 0, sum = 0;
@@ -167,6 +178,9 @@ static void rate_below_p_per_filter(void **state)
             bg_filter *f = tu_scalable((bg_filter_options){.layer_variant = runs[r].layers,
                                                            .capacity = runs[r].n0,
                                                            .error_rate = runs[r].p,
+                                                           .first_share = runs[r].first_share,
+                                                           .tightening = runs[r].tightening,
+                                                           .blocked_from = runs[r].blocked_from,
                                                            .seed = seed});
             uint64_t added = tu_scalable_add_range(f, SET_ADDED, 0, runs[r].n);
             bg_filter_stats st;
@@ -182,9 +196,10 @@ static void rate_below_p_per_filter(void **state)
             sum += rate;
             bg_filter_free(f);
         }
-        print_message("  %s layers, %u stacks %" PRIu64 " -> %" PRIu64 " keys at p = %g: "
-                      "mean %.3f p, worst %.3f p\n",
+        print_message("  %s layers (share %g, blocked from %u), %u stacks %" PRIu64
+                      " -> %" PRIu64 " keys at p = %g: mean %.3f p, worst %.3f p\n",
                       runs[r].layers == BG_VARIANT_STANDARD ? "standard" : "blocked",
+                      runs[r].first_share, runs[r].blocked_from,
                       runs[r].seeds, runs[r].n0, runs[r].n, runs[r].p,
                       sum / runs[r].seeds / runs[r].p, worst / runs[r].p);
     }
@@ -449,6 +464,21 @@ static void options(void **state)
                                        .max_bytes = 1000}, BG_ETOOBIG},
         {"blocked below its smallest p", {.capacity = 100, .error_rate = 1e-13,
                                           .layer_variant = BG_VARIANT_BLOCKED}, BG_EINVAL},
+        {"first share 1", {.capacity = 100, .error_rate = 0.01, .first_share = 1}, BG_EINVAL},
+        {"first share < 0", {.capacity = 100, .error_rate = 0.01, .first_share = -0.5},
+         BG_EINVAL},
+        {"first share NaN", {.capacity = 100, .error_rate = 0.01, .first_share = NAN},
+         BG_EINVAL},
+        {"nonscaling has no schedule", {.capacity = 100, .error_rate = 0.01, .nonscaling = 1,
+                                        .first_share = 0.5}, BG_EINVAL},
+        {"nonscaling has one layer", {.capacity = 100, .error_rate = 0.01, .nonscaling = 1,
+                                      .blocked_from = 1}, BG_EINVAL},
+        {"blocked above blocked", {.capacity = 100, .error_rate = 0.01, .blocked_from = 1,
+                                   .layer_variant = BG_VARIANT_BLOCKED}, BG_EINVAL},
+        {"blocked from past max_layers", {.capacity = 100, .error_rate = 0.01, .max_layers = 4,
+                                          .blocked_from = 4}, BG_EINVAL},
+        {"blocked from past BG_MAX_LAYERS", {.capacity = 100, .error_rate = 0.01,
+                                             .blocked_from = BG_MAX_LAYERS}, BG_EINVAL},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_ctx("%s", bad[i].what);
@@ -464,6 +494,12 @@ static void options(void **state)
     bg_filter_options o = {.variant = BG_VARIANT_STANDARD, .capacity = 100,
                            .error_rate = 0.01, .expansion = 2};
     TU_EQ_I(bg_filter_new(&f, &o), BG_EINVAL);
+    o = (bg_filter_options){.variant = BG_VARIANT_BLOCKED, .capacity = 100, .error_rate = 0.01,
+                            .first_share = 0.5};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_EINVAL);
+    o = (bg_filter_options){.variant = BG_VARIANT_STANDARD, .capacity = 100, .error_rate = 0.01,
+                            .blocked_from = 1};
+    TU_EQ_I(bg_filter_new(&f, &o), BG_EINVAL);
 
     tu_ctx("defaults");
     f = tu_scalable((bg_filter_options){.capacity = 100, .error_rate = 0.01, .seed = 5});
@@ -478,6 +514,8 @@ static void options(void **state)
     TU_EQ_U(sc.max_bytes, BG_DEFAULT_MAX_BYTES);
     TU_EQ_I(sc.nonscaling, 0);
     TU_EQ_U(sc.layers, 1);
+    TU_EQ_D(sc.first_share, 0.5); /* 1 - tightening */
+    TU_EQ_U(sc.blocked_from, 0);
     TU_EQ_U(bg_filter_variant(f), BG_VARIANT_SCALABLE);
     TU_EQ_U(bg_filter_seed(f), 5);
     TU_TRUE(!bg_filter_read_only(f));
@@ -673,10 +711,126 @@ static void memory(void **state)
     bg_filter_free(f);
 }
 
+
+/* ---- the split schedule and mixed stacks (filter.h SCALABLE) ------------ */
+
+/* The layer's rate the sizing was given, from its shape: its model rate at
+ * capacity (the margins keep it below the nominal one). */
+static double layer_model_rate(const bg_filter *f, uint32_t i)
+{
+    bg_filter_stats ls;
+    TU_EQ_I(bg_filter_layer_stats(f, i, &ls), BG_OK);
+    return ls.error_rate;
+}
+
+/* first_share s and blocked_from b: the first layer is what the classic
+ * schedule at s = 1 - t makes (so small filters keep their size), the
+ * deeper ones are sized for p (1 - s) (1 - t) t^(i-1), blocked from b on;
+ * capacities and layer counts are the growth rule's; a grown stack costs
+ * fewer bits per item than RedisBloom's halving one; the model rates of a
+ * deep stack (64 layers) add up to less than p, and a split stack keeps its
+ * shape through clone and clear. */
+static void split_schedule(void **state)
+{
+    (void)state;
+    const double p = 0.01;
+    tu_ctx("the first layer is RedisBloom's");
+    bg_filter *classic = tu_scalable((bg_filter_options){.capacity = 200, .error_rate = p,
+                                                         .concurrency = BG_SINGLE_WRITER});
+    bg_filter *split = tu_scalable((bg_filter_options){.capacity = 200, .error_rate = p,
+                                                       .first_share = 0.5, .tightening = 0.9,
+                                                       .blocked_from = 1,
+                                                       .concurrency = BG_SINGLE_WRITER});
+    TU_EQ_U(bg_filter_bits(split), bg_filter_bits(classic));
+    TU_EQ_U(bg_filter_hashes(split), bg_filter_hashes(classic));
+    TU_EQ_U(bg_filter_memory(split, NULL), bg_filter_memory(classic, NULL));
+    TU_EQ_U(bg_filter_memory(split, one_byte), bg_filter_memory(classic, one_byte));
+    bg_filter_scaling sc;
+    TU_EQ_I(bg_filter_scaling_get(split, &sc), BG_OK);
+    TU_EQ_D(sc.first_share, 0.5);
+    TU_EQ_D(sc.tightening, 0.9);
+    TU_EQ_U(sc.blocked_from, 1);
+    TU_EQ_U(sc.layer_variant, BG_VARIANT_STANDARD);
+
+    tu_ctx("grown");
+    const uint64_t n = 200000;
+    TU_EQ_U(tu_scalable_add_range(split, SET_ADDED, 0, n), bg_filter_items(split));
+    TU_EQ_U(tu_scalable_add_range(classic, SET_ADDED, 0, n), bg_filter_items(classic));
+    TU_EQ_U(tu_layers_of(split), tu_expected_layers(200, 2, bg_filter_items(split)));
+    TU_EQ_U(tu_layers_of(classic), tu_expected_layers(200, 2, bg_filter_items(classic)));
+    tu_check_layers(split); /* capacities 200 2^i; blocked from layer 1 */
+    TU_EQ_U(tu_scalable_count_present(split, SET_ADDED, 0, n), n);
+    uint32_t layers = tu_layers_of(split);
+    TU_TRUE(layers >= 10);
+    for (uint32_t i = 1; i < layers; i++) {
+        tu_ctx("layer %u", i);
+        double nominal = p * 0.5 * 0.1 * pow(0.9, (double)(i - 1));
+        double r = layer_model_rate(split, i);
+        TU_LE_D(r, nominal);
+        TU_TRUE(r >= nominal / 8); /* THE BUDGET's floor */
+    }
+    tu_ctx("grown: cheaper than halving");
+    /* The deep layers of the halving schedule take ~29 bits per item. */
+    print_message("  200 -> %" PRIu64 " keys: split/blocked %.2f bits per item, halving "
+                  "%.2f\n", n, (double)bg_filter_bits(split) / (double)n,
+                  (double)bg_filter_bits(classic) / (double)n);
+    TU_TRUE(bg_filter_bits(split) < bg_filter_bits(classic));
+    bg_filter_stats st;
+    TU_EQ_I(bg_filter_stats_get(split, &st), BG_OK);
+    TU_LE_D(st.error_rate, p);
+    double measured = (double)tu_scalable_count_present(split, SET_ABSENT, 0, 200000) / 200000;
+    TU_LE_D(measured, p);
+
+    tu_ctx("clone and clear keep the schedule");
+    bg_filter *c;
+    TU_EQ_I(bg_filter_clone(&c, split), BG_OK);
+    bg_filter_scaling cs;
+    TU_EQ_I(bg_filter_scaling_get(c, &cs), BG_OK);
+    TU_EQ_D(cs.first_share, 0.5);
+    TU_EQ_U(cs.blocked_from, 1);
+    TU_EQ_U(bg_filter_bits(c), bg_filter_bits(split));
+    TU_EQ_U(tu_scalable_count_present(c, SET_ADDED, 0, n), n);
+    tu_check_layers(c);
+    uint64_t first_bits = bg__scalable_layer(c, 0)->m;
+    TU_EQ_I(bg_filter_clear(c), BG_OK);
+    TU_EQ_U(tu_layers_of(c), 1);
+    TU_EQ_U(bg_filter_bits(c), first_bits);
+    tu_scalable_add_range(c, SET_MORE, 0, 5000);
+    tu_check_layers(c);
+    bg_filter_free(c);
+    bg_filter_free(split);
+    bg_filter_free(classic);
+
+    tu_ctx("64 layers");
+    /* Expansion 1: 64 layers of 100 keys, the rates of the last ones tiny
+     * at t = 0.5 but not here; the compound model rate stays below p. */
+    static const double shares[] = {0.5, 0.1, 0.9};
+    for (size_t j = 0; j < sizeof shares / sizeof shares[0]; j++) {
+        tu_ctx("64 layers, share %g", shares[j]);
+        bg_filter *d = tu_scalable((bg_filter_options){.capacity = 100, .error_rate = p,
+                                                       .expansion = 1, .first_share = shares[j],
+                                                       .tightening = 0.9, .blocked_from = 2});
+        TU_EQ_U(tu_scalable_add_range(d, SET_ADDED, 0, 100 * BG_MAX_LAYERS),
+                bg_filter_items(d));
+        TU_EQ_U(tu_layers_of(d), tu_expected_layers(100, 1, bg_filter_items(d)));
+        tu_check_layers(d);
+        double sum = 0;
+        for (uint32_t i = 0; i < tu_layers_of(d); i++)
+            sum += layer_model_rate(d, i);
+        TU_LE_D(sum, p);
+        TU_EQ_I(bg_filter_stats_get(d, &st), BG_OK);
+        TU_LE_D(st.error_rate, p);
+        if (tu_layers_of(d) == BG_MAX_LAYERS)
+            TU_EQ_I(add_until_error(d, 1000), BG_ELAYERS);
+        bg_filter_free(d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(options),
+        cmocka_unit_test(split_schedule),
         cmocka_unit_test(redisbloom_numbers),
         cmocka_unit_test(nonscaling_full),
         cmocka_unit_test(memory),

@@ -717,12 +717,140 @@ static void allocation_failures(void **state)
     TU_EQ_I(bg_set_allocator(NULL), BG_OK);
 }
 
+
+/* ---- version 4: a first share, mixed layers --------------------------------- */
+
+/* buf (a version-4 image of len bytes) with one field changed, checksum
+ * recomputed. */
+static int v4_field_status(const uint8_t *img, size_t len, unsigned off, uint64_t value,
+                           unsigned width)
+{
+    uint8_t *buf = malloc(len);
+    TU_TRUE(buf != NULL);
+    memcpy(buf, img, len);
+    tu_put_le(buf + off, value, width);
+    fix_checksum(buf, len);
+    int rc = status_of(buf, len, 0);
+    free(buf);
+    return rc;
+}
+
+/* A stack with a first share and blocked layers above standard ones is
+ * version 4: the same bytes back through decode, load and map, its
+ * schedule and layer variants kept, grown on after a load; a stack
+ * version 2 can state stays version 2; the new fields are checked
+ * (range, layer variants, one image per filter). */
+static void split_containers(void **state)
+{
+    (void)state;
+    const uint64_t keys = 3000;
+    bg_filter *f = tu_scalable((bg_filter_options){.capacity = 50, .error_rate = 0.01,
+                                                   .seed = 12, .first_share = 0.5,
+                                                   .tightening = 0.9, .blocked_from = 2});
+    tu_scalable_add_range(f, SET_ADDED, 0, keys);
+    uint32_t layers = tu_layers_of(f);
+    TU_TRUE(layers >= 5);
+    size_t len;
+    uint8_t *img = encode(f, &len);
+    TU_EQ_U(le64(img + 8) & 0xffff, 4);
+    TU_EQ_U(le64(img + 96), double_bits(0.5));
+    TU_EQ_U(le64(img + 104), 2); /* blocked from, then 12 zero bytes */
+    TU_EQ_U(img[68], BG_VARIANT_STANDARD);
+
+    tmpdir d;
+    tmpdir_make(&d);
+    TU_EQ_I(bg_filter_save(f, d.file), BG_OK);
+    bg_file_info info;
+    TU_EQ_I(bg_file_inspect(d.file, 0, &info), BG_OK);
+    TU_EQ_U(info.version, 4);
+    TU_EQ_U(info.layers, layers);
+    TU_EQ_D(info.scaling.first_share, 0.5);
+    TU_EQ_D(info.scaling.tightening, 0.9);
+    TU_EQ_U(info.scaling.blocked_from, 2);
+    uint64_t total;
+    TU_EQ_I(bg_file_image_size(img, 128, &total), BG_OK);
+    TU_EQ_U(total, len);
+
+    bg_filter *copies[3] = {NULL, NULL, NULL};
+    TU_EQ_I(bg_filter_decode(&copies[0], img, len, 0), BG_OK);
+    TU_EQ_I(bg_filter_load(&copies[1], d.file, 0), BG_OK);
+    TU_EQ_I(bg_filter_map(&copies[2], d.file, 0), BG_OK);
+    for (int c = 0; c < 3; c++) {
+        tu_ctx("copy %d", c);
+        size_t clen;
+        uint8_t *cimg = encode(copies[c], &clen);
+        TU_EQ_U(clen, len);
+        assert_memory_equal(cimg, img, len);
+        free(cimg);
+        assert_same(f, copies[c], keys);
+        bg_filter_scaling sc;
+        TU_EQ_I(bg_filter_scaling_get(copies[c], &sc), BG_OK);
+        TU_EQ_D(sc.first_share, 0.5);
+        TU_EQ_U(sc.blocked_from, 2);
+        tu_check_layers(copies[c]);
+    }
+    tu_ctx("loaded: grows on");
+    tu_scalable_add_range(copies[1], SET_MORE, 0, 20000);
+    TU_EQ_U(tu_layers_of(copies[1]), tu_expected_layers(50, 2, bg_filter_items(copies[1])));
+    tu_check_layers(copies[1]);
+    TU_EQ_U(tu_scalable_count_present(copies[1], SET_ADDED, 0, keys), keys);
+    for (int c = 0; c < 3; c++)
+        bg_filter_free(copies[c]);
+    tmpdir_remove(&d);
+
+    tu_ctx("version 2 when it can state the filter");
+    bg_filter *plain = tu_scalable((bg_filter_options){.capacity = 50, .error_rate = 0.01,
+                                                       .tightening = 0.9,
+                                                       .first_share = 1.0 - 0.9});
+    size_t plen;
+    uint8_t *pimg = encode(plain, &plen);
+    TU_EQ_U(pimg[8], 2); /* the share is 1 - tightening: the classic schedule */
+    free(pimg);
+    bg_filter_free(plain);
+
+    tu_ctx("fields");
+    TU_EQ_I(bg_set_allocator(&fa_allocator), BG_OK);
+    files = NULL;
+    TU_EQ_I(status_of(img, len, 0), BG_OK);
+    TU_EQ_I(v4_field_status(img, len, 96, 0, 8), BG_ECORRUPT);                   /* share 0 */
+    TU_EQ_I(v4_field_status(img, len, 96, double_bits(1.0), 8), BG_ECORRUPT);     /* share 1 */
+    TU_EQ_I(v4_field_status(img, len, 96, double_bits(-0.5), 8), BG_ECORRUPT);
+    TU_EQ_I(v4_field_status(img, len, 96, double_bits(NAN), 8), BG_ECORRUPT);
+    TU_EQ_I(v4_field_status(img, len, 104, 1, 4), BG_ECORRUPT);   /* layer 1 is standard */
+    TU_EQ_I(v4_field_status(img, len, 104, 3, 4), BG_ECORRUPT);   /* layer 2 is blocked */
+    TU_EQ_I(v4_field_status(img, len, 104, 64, 4), BG_ECORRUPT);  /* past max layers */
+    TU_EQ_I(v4_field_status(img, len, 68, BG_VARIANT_BLOCKED, 1), BG_ECORRUPT); /* blocked under */
+    for (unsigned off = 108; off < 120; off++)
+        TU_EQ_I(v4_field_status(img, len, off, 1, 1), BG_ECORRUPT); /* reserved */
+    TU_EQ_I(v4_field_status(img, len, 8, 2, 2), BG_ECORRUPT);     /* v2 has no such fields */
+    TU_EQ_I(v4_field_status(img, len, 8, 5, 2), BG_EVERSION);
+    TU_EQ_I(v4_field_status(img, len, 12, BG_VARIANT_REDISBLOOM, 1), BG_EVERSION);
+    /* The share version 2 implies, with no blocked layer: version 2's
+     * filter, so version 2's image. Layers all standard for this one. */
+    bg_filter *s2 = tu_scalable((bg_filter_options){.capacity = 50, .error_rate = 0.01,
+                                                    .first_share = 0.5, .tightening = 0.9});
+    tu_scalable_add_range(s2, SET_ADDED, 0, 500);
+    size_t s2len;
+    uint8_t *s2img = encode(s2, &s2len);
+    TU_EQ_U(s2img[8], 4);
+    TU_EQ_I(status_of(s2img, s2len, 0), BG_OK);
+    TU_EQ_I(v4_field_status(s2img, s2len, 96, double_bits(1.0 - 0.9), 8), BG_ECORRUPT);
+    TU_EQ_I(v4_field_status(s2img, s2len, 96, double_bits(0.3), 8), BG_OK); /* shapes are stored */
+    free(s2img);
+    bg_filter_free(s2);
+    TU_EQ_I(bg_set_allocator(NULL), BG_OK);
+
+    free(img);
+    bg_filter_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(golden_bytes),
         cmocka_unit_test(round_trip),
         cmocka_unit_test(malformed_containers),
+        cmocka_unit_test(split_containers),
         cmocka_unit_test(allocation_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
