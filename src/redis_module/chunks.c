@@ -7,9 +7,11 @@
 
 #include "redis_module/chunks.h"
 
-/* The format version the module's images have (docs/FORMAT.md): scalable
- * filters only. */
+/* The format versions the module's images have (docs/FORMAT.md): scalable
+ * filters only, version 4 for those with a first share or blocked layers
+ * above standard ones, which version 2 cannot state. */
 #define SCALABLE_IMAGE_VERSION 2u
+#define SCALABLE_IMAGE_VERSION_SPLIT 4u
 
 struct bgr_assembly {
     uint8_t *buf;   /* total bytes, the first `have` received */
@@ -73,7 +75,7 @@ static uint64_t get_le(const uint8_t *p, unsigned n)
     return v;
 }
 
-/* Fields of a version-2 header (docs/FORMAT.md). */
+/* Fields of a version-2 (and version-4) header (docs/FORMAT.md). */
 #define OFF_VERSION 8    /* u16 */
 #define OFF_MAX_BYTES 72 /* u64: the cap on all layers' arrays */
 
@@ -92,7 +94,8 @@ int bgr_assembly_begin(bgr_assembly **out, const void *head, size_t len, uint64_
         return rc;
     /* Fields of a header bg_file_image_size took. */
     const uint8_t *h = head;
-    if (get_le(h + OFF_VERSION, 2) != SCALABLE_IMAGE_VERSION)
+    uint64_t version = get_le(h + OFF_VERSION, 2);
+    if (version != SCALABLE_IMAGE_VERSION && version != SCALABLE_IMAGE_VERSION_SPLIT)
         return BG_EVARIANT;
     if (total > max_total || total > SIZE_MAX || get_le(h + OFF_MAX_BYTES, 8) > max_growth)
         return BGR_ECAP;

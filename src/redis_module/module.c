@@ -77,10 +77,33 @@ void bgr_value_free(void *value)
  * With EXPANSION 2 or more, that layer alone holds 65536 x 2^23 items, past
  * any MAX_BYTES a server has; with EXPANSION 1 the stack would stop at 23
  * times its first layer's items, where standard layers go on to
- * BG_MAX_LAYERS. So EXPANSION 1 keeps standard layers. */
+ * BG_MAX_LAYERS. So EXPANSION 1 keeps standard layers.
+ *
+ * Every other scaling filter (the small ones, and every filter BF.ADD
+ * creates: 100 items) starts as RedisBloom's does, one standard layer at
+ * p / 2 (AUTO_FIRST_SHARE), so that a small key costs what it always did;
+ * but if it grows, its deeper layers share the other half of p slowly,
+ * layer i >= 1 getting (p / 2) (1 - t) t^(i-1) with t =
+ * AUTO_GROWN_TIGHTENING instead of p / 2^(i+1) (filter.h SCALABLE, the
+ * schedule), and are blocked (from AUTO_GROWN_BLOCKED_FROM on) when the
+ * first of them gets at least AUTO_GROWN_BLOCKED_RATE (p >= 0.002). A key
+ * grown from 100 to 10^6
+ * items has 14 layers either way (RedisBloom's counts and capacities), and
+ * an absent key must be looked for in all of them: at t = 0.5 its large
+ * layers are sized for rates down to 6e-7 at p = 0.01 (~30 bits per item,
+ * and ~2 cache misses each per absent key); here their rates stay above
+ * 1e-4 (~22 bits per item, blocked) and each costs one cache line, while
+ * the small ones stay in the CPU's caches. Below that rate a blocked
+ * layer's k = 8 cap costs too many bits (blocked.c), and the layers stay
+ * standard; the slow schedule still keeps their k, and so their probes
+ * per absent key, lower. */
 #define AUTO_BLOCKED_ITEMS UINT64_C(65536)
 #define AUTO_BLOCKED_RATE 1e-3
 #define AUTO_BLOCKED_TIGHTENING 0.36
+#define AUTO_FIRST_SHARE 0.5
+#define AUTO_GROWN_TIGHTENING 0.9
+#define AUTO_GROWN_BLOCKED_FROM 1u
+#define AUTO_GROWN_BLOCKED_RATE 1e-4
 
 int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
 {
@@ -101,13 +124,22 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
         return bg_filter_new(out, &o);
     }
     bg_variant layers = bgr_cfg.layer_variant;
-    double tightening = 0; /* the library's default */
+    double tightening = 0, first_share = 0; /* the library's defaults */
+    uint32_t blocked_from = 0;
     if (bgr_cfg.layers_auto) {
         double first = nonscaling ? p : p * (1 - AUTO_BLOCKED_TIGHTENING);
         bool blocked = n >= AUTO_BLOCKED_ITEMS && first >= AUTO_BLOCKED_RATE && expansion != 1;
         layers = blocked ? BG_VARIANT_BLOCKED : BG_VARIANT_STANDARD;
-        if (blocked && !nonscaling)
+        if (blocked && !nonscaling) {
             tightening = AUTO_BLOCKED_TIGHTENING;
+        } else if (!nonscaling) {
+            tightening = AUTO_GROWN_TIGHTENING;
+            first_share = AUTO_FIRST_SHARE;
+            /* Layer 1's rate, the largest of the deeper layers'. */
+            double deep = p * (1 - AUTO_FIRST_SHARE) * (1 - AUTO_GROWN_TIGHTENING);
+            if (deep >= AUTO_GROWN_BLOCKED_RATE)
+                blocked_from = AUTO_GROWN_BLOCKED_FROM;
+        }
     }
     bg_filter_options o = {
         .variant = BG_VARIANT_SCALABLE,
@@ -116,6 +148,8 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
         .error_rate = p,
         .expansion = expansion,
         .tightening = tightening,
+        .first_share = first_share,
+        .blocked_from = blocked_from,
         .nonscaling = nonscaling,
         .seed = BGR_SEED,
         .max_bytes = bgr_cfg.max_bytes,
