@@ -667,6 +667,14 @@ static int grow(bg_filter *f, uint32_t n)
 #define GROUP 16
 #define PREFETCH_MIN_BYTES (UINT64_C(32) << 10)
 
+/* The probes are inlined into every loop that calls them (GCC would
+ * otherwise keep one out-of-line copy, a call per layer). */
+#if defined(__GNUC__)
+#define PROBE_INLINE __attribute__((always_inline)) inline
+#else
+#define PROBE_INLINE inline
+#endif
+
 /* A block, as one vector: the compiler makes it what the CPU it targets
  * has (four SSE2 registers on the x86-64 baseline). */
 typedef uint64_t block_vec __attribute__((vector_size(64)));
@@ -682,7 +690,7 @@ typedef struct key_masks {
  * variants read it (blocked_avx512.c): on the CPUs we build for, an
  * aligned 64-bit load is atomic either way, and a query racing with an add
  * may answer either way (filter.h THREADS). */
-static inline bool blocked_has(const bg_filter *l, bg_hash h, key_masks *km)
+static PROBE_INLINE bool blocked_has(const bg_filter *l, bg_hash h, key_masks *km)
 {
     if (km->k != l->k) {
         unsigned st = bg__block_start(h.h1);
@@ -711,7 +719,7 @@ static inline bool blocked_has(const bg_filter *l, bg_hash h, key_masks *km)
 #endif
 }
 
-static inline bool standard_has(const bg_filter *l, bg_hash h)
+static PROBE_INLINE bool standard_has(const bg_filter *l, bg_hash h)
 {
     bg_layout_probe p = bg_layout_probe_first(h, l->m);
     for (;;) {
@@ -723,7 +731,7 @@ static inline bool standard_has(const bg_filter *l, bg_hash h)
     }
 }
 
-static inline bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
+static PROBE_INLINE bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
 {
     return l->ops->variant == BG_VARIANT_BLOCKED ? blocked_has(l, h, km) : standard_has(l, h);
 }
@@ -735,7 +743,8 @@ static inline bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
 static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 {
     struct bg__scalable *s = state_of(f);
-    key_masks km = {0};
+    key_masks km;
+    km.k = 0;
     for (;;) {
         uint32_t n = count_of(s);
         for (uint32_t i = n - 1; i-- > checked;)
@@ -756,7 +765,8 @@ static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 /* Whether any of layers [0, n) has h, newest first. */
 static int any_layer(const struct bg__scalable *s, uint32_t n, bg_hash h)
 {
-    key_masks km = {0};
+    key_masks km;
+    km.k = 0;
     for (uint32_t i = n; i-- > 0;)
         if (layer_has(layer_at(s, i), h, &km))
             return 1;
@@ -802,10 +812,18 @@ static void prefetch_keys(const layer_list *ls, const bg_hash *h, size_t count)
 }
 
 /* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK): each
- * key through every layer, newest first (QUERIES). */
+ * key through every layer, newest first (QUERIES); a single layer through
+ * its own batch call. */
 static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash *h, size_t count,
                          uint8_t *present)
 {
+    if (n == 1) {
+        /* One layer: its own batch call, whose loop the variant tunes
+         * (SIMD, deeper prefetching) for a single array. */
+        bg_filter *layer = layer_at(s, 0); /* contains only: no write */
+        (void)layer->ops->hashes(layer, h, count, present, false);
+        return;
+    }
     layer_list ls = {.n = n};
     for (uint32_t i = 0; i < n; i++) {
         const bg_filter *l = layer_at(s, n - 1 - i); /* contains only: no write */
@@ -819,7 +837,8 @@ static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash
         if (end < count)
             prefetch_keys(&ls, h + end, count - end < GROUP ? count - end : GROUP);
         for (size_t i = g; i < end; i++) {
-            key_masks km = {0};
+            key_masks km;
+            km.k = 0; /* the masks are made when a blocked layer needs them */
             uint8_t found = 0;
             for (uint32_t l = 0; l < n && !found; l++)
                 found = layer_has(ls.layer[l], h[i], &km);
