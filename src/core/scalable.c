@@ -118,11 +118,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include "alloc_internal.h"
+#include "cpu.h"
 #include "hash_inline.h"
 #include "scalable_internal.h"
 
@@ -686,10 +684,12 @@ typedef struct key_masks {
     uint32_t k; /* 0: not made yet */
 } key_masks;
 
-/* The block is read with plain loads, not atomic ones, as the SIMD
- * variants read it (blocked_avx512.c): on the CPUs we build for, an
- * aligned 64-bit load is atomic either way, and a query racing with an add
- * may answer either way (filter.h THREADS). */
+/* Where the SIMD code is compiled (cpu.h), the block is read with plain
+ * vector loads, as the blocked variant's SIMD implementations read it
+ * (blocked_avx512.c): an aligned 64-bit load is atomic on those CPUs
+ * either way, and a query racing with an add may answer either way
+ * (filter.h THREADS). Elsewhere, ThreadSanitizer builds included, every
+ * word is a C11 atomic load. */
 static PROBE_INLINE bool blocked_has(const bg_filter *l, bg_hash h, key_masks *km)
 {
     if (km->k != l->k) {
@@ -700,22 +700,28 @@ static PROBE_INLINE bool blocked_has(const bg_filter *l, bg_hash h, key_masks *k
         memcpy(&km->mask, m, sizeof m);
         km->k = l->k;
     }
-#if defined(__SSE2__)
-    const __m128i *b = (const __m128i *)(const void *)bg__block_of(l, h.h1);
-    const __m128i *m = (const __m128i *)(const void *)&km->mask;
-    __m128i miss = _mm_or_si128(_mm_or_si128(_mm_andnot_si128(_mm_load_si128(b), m[0]),
-                                             _mm_andnot_si128(_mm_load_si128(b + 1), m[1])),
-                                _mm_or_si128(_mm_andnot_si128(_mm_load_si128(b + 2), m[2]),
-                                             _mm_andnot_si128(_mm_load_si128(b + 3), m[3])));
-    return _mm_movemask_epi8(_mm_cmpeq_epi8(miss, _mm_setzero_si128())) == 0xFFFF;
-#else
+#if BG__SIMD_X86
+    typedef uint64_t half_vec __attribute__((vector_size(32)));
+    typedef uint64_t quarter_vec __attribute__((vector_size(16)));
     block_vec b;
     memcpy(&b, (const void *)bg__block_of(l, h.h1), sizeof b);
     block_vec miss = km->mask & ~b;
-    uint64_t lanes[8];
-    memcpy(lanes, &miss, sizeof lanes);
-    return ((lanes[0] | lanes[1]) | (lanes[2] | lanes[3]) | (lanes[4] | lanes[5]) |
-            (lanes[6] | lanes[7])) == 0;
+    half_vec lo, hi;
+    memcpy(&lo, &miss, sizeof lo);
+    memcpy(&hi, (const char *)&miss + sizeof lo, sizeof hi);
+    lo |= hi;
+    quarter_vec q0, q1;
+    memcpy(&q0, &lo, sizeof q0);
+    memcpy(&q1, (const char *)&lo + sizeof q0, sizeof q1);
+    q0 |= q1;
+    return (q0[0] | q0[1]) == 0;
+#else
+    const _Atomic uint64_t *b = bg__block_of(l, h.h1);
+    uint64_t m[8], missing = 0;
+    memcpy(m, &km->mask, sizeof m);
+    for (unsigned w = 0; w < 8; w++)
+        missing |= m[w] & ~bg__load(&b[w]);
+    return missing == 0;
 #endif
 }
 
@@ -743,8 +749,7 @@ static PROBE_INLINE bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
 static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 {
     struct bg__scalable *s = state_of(f);
-    key_masks km;
-    km.k = 0;
+    key_masks km = {.k = 0};
     for (;;) {
         uint32_t n = count_of(s);
         for (uint32_t i = n - 1; i-- > checked;)
@@ -765,8 +770,7 @@ static int add_absent(bg_filter *f, bg_hash h, uint32_t checked)
 /* Whether any of layers [0, n) has h, newest first. */
 static int any_layer(const struct bg__scalable *s, uint32_t n, bg_hash h)
 {
-    key_masks km;
-    km.k = 0;
+    key_masks km = {.k = 0};
     for (uint32_t i = n; i-- > 0;)
         if (layer_has(layer_at(s, i), h, &km))
             return 1;
@@ -813,8 +817,8 @@ static void prefetch_keys(const layer_list *ls, const bg_hash *h, size_t count)
 
 /* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK): each
  * key through every layer, newest first (QUERIES); a single layer through
- * its own batch call. */
-static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash *h, size_t count,
+ * its own batch call. An AVX2 copy tests a block in two vector halves. */
+BG__AVX2_CLONE static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash *h, size_t count,
                          uint8_t *present)
 {
     if (n == 1) {
@@ -831,14 +835,14 @@ static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash
         if (l->nwords * 8 > PREFETCH_MIN_BYTES)
             ls.far[ls.nfar++] = l;
     }
+    key_masks km = {.k = 0};
     prefetch_keys(&ls, h, count < GROUP ? count : GROUP);
     for (size_t g = 0; g < count; g += GROUP) {
         size_t end = count - g > GROUP ? g + GROUP : count;
         if (end < count)
             prefetch_keys(&ls, h + end, count - end < GROUP ? count - end : GROUP);
         for (size_t i = g; i < end; i++) {
-            key_masks km;
-            km.k = 0; /* the masks are made when a blocked layer needs them */
+            km.k = 0; /* this key's masks are made when a blocked layer needs them */
             uint8_t found = 0;
             for (uint32_t l = 0; l < n && !found; l++)
                 found = layer_has(ls.layer[l], h[i], &km);
