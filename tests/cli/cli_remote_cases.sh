@@ -405,15 +405,22 @@ case_unreachable() {
     run 0 "$BG" create "redis://127.0.0.1:$port/u" -n 1000 -p 0.01 -q
     # frozen: the connection is accepted by the kernel, no reply comes
     kill -STOP "$RPID"
-    t0=$(now_ms)
-    run 2 "$BG" check "redis://127.0.0.1:$port/u?timeout=300" alice
-    t1=$(now_ms)
-    has err "cannot reach Redis (connection failed, broke or timed out)"
-    short=$((t1 - t0))
-    t0=$(now_ms)
-    echo alice | run 2 "$BG" add "redis://127.0.0.1:$port/u?timeout=300"
-    t1=$(now_ms)
-    short_add=$((t1 - t0))
+    # The short timeouts' best of three: a machine busy with other work may
+    # stall one run by seconds, which says nothing about the timeout.
+    local try
+    short=999999 short_add=999999
+    for try in 1 2 3; do
+        t0=$(now_ms)
+        run 2 "$BG" check "redis://127.0.0.1:$port/u?timeout=300" alice
+        t1=$(now_ms)
+        has err "cannot reach Redis (connection failed, broke or timed out)"
+        [ $((t1 - t0)) -lt "$short" ] && short=$((t1 - t0))
+        t0=$(now_ms)
+        echo alice | run 2 "$BG" add "redis://127.0.0.1:$port/u?timeout=300"
+        t1=$(now_ms)
+        [ $((t1 - t0)) -lt "$short_add" ] && short_add=$((t1 - t0))
+        [ "$short" -lt 1000 ] && [ "$short_add" -lt 1000 ] && break
+    done
     t0=$(now_ms)
     run 2 "$BG" check "redis://127.0.0.1:$port/u?timeout=5000" alice
     t1=$(now_ms)
