@@ -9,13 +9,15 @@
  * MurmurHash pair, carried in a bg_hash), and link l tests or sets positions
  * h_j = a + j b (mod 2^64), j < hashes, reduced mod 2^n2 (a mask) or mod
  * bits (RedisBloom's own arithmetic, so the positions are its positions;
- * computed without a division: FAST MODULO). Growth sizes the next link
+ * computed without a division: FAST MODULO, NEXT POSITION). Growth sizes the next link
  * from the last one's entries and
  * error, under the chain's options, which may be old ones (32-bit hashing,
  * power-of-two sizes) when the chain was stored by an old RedisBloom.
  *
  * LAYOUT
- * A link is one allocation: its fields, then its array. The chain is the
+ * A link is one allocation, its fields then its array, unless the array
+ * takes BG__HUGE_PAGE or more: then it is an allocation of its own, placed
+ * for huge pages (link_alloc_at). The chain is the
  * bg_filter with its fields behind it in one block, and the table of link
  * pointers, inline for one link (most Redis keys never grow), else an
  * allocation doubled when full; the tables it replaces stay until the chain
@@ -51,10 +53,12 @@ typedef struct rb_link {
     _Atomic uint64_t size;
     uint64_t reduce; /* n2 > 0: 2^n2 - 1 (a mask); else bits (a divisor) */
     uint64_t magic[2]; /* n2 = 0: ceil(2^128 / bits), low and high words (FAST MODULO) */
+    uint64_t wrap;     /* n2 = 0: 2^64 mod bits (NEXT POSITION) */
     uint32_t hashes;
     uint8_t n2;
-    uint8_t *data;    /* the array: `words`, or a file mapping (read-only) */
-    uint64_t words[]; /* the array, `bytes` bytes (rounded up to words), unless mapped */
+    bool apart;       /* `data` is an allocation of its own (bg__aligned_calloc) */
+    uint8_t *data;    /* the array: `words`, its own allocation, or a file mapping */
+    uint64_t words[]; /* the array, `bytes` bytes (rounded up to words), unless apart or mapped */
 } rb_link;
 
 /* Links whose pointers the chain's block holds itself. */
@@ -288,6 +292,37 @@ static inline uint64_t fast_mod(uint64_t x, const uint64_t m[2], uint64_t d)
     return (uint64_t)(b >> 64);
 }
 
+/* NEXT POSITION
+ * A key's positions in a link of n2 = 0 are x_j mod bits, x_j = a + j b
+ * mod 2^64. Only x_0 and b are reduced by FAST MODULO; from there
+ *   x_{j+1} mod bits = (x_j mod bits) + (b mod bits) - w (2^64 mod bits)
+ * modulo bits, w being 1 when x_j + b passed 2^64, else 0: an add and two
+ * conditional corrections per position instead of four multiplications.
+ * Exact: both sides are congruent mod bits, and each correction keeps the
+ * value in [0, bits), which needs bits <= 2^63 (STEP_MAX_BITS; larger
+ * links, beyond any memory, reduce every position). test_redisbloom checks
+ * it against % over random and edge values. */
+#define STEP_MAX_BITS (UINT64_C(1) << 63)
+
+static uint64_t wrap_of(uint64_t d)
+{
+    return d < 2 ? 0 : (uint64_t)(((unsigned __int128)1 << 64) % d);
+}
+
+/* The position after p (< d), r = b mod d, w = 2^64 mod d, `carried`
+ * when x + b passed 2^64. */
+static inline uint64_t next_position(uint64_t p, uint64_t r, bool carried, uint64_t w,
+                                     uint64_t d)
+{
+    uint64_t q = p + r; /* < 2d <= 2^64 */
+    q = q >= d ? q - d : q;
+    /* A mask, not a branch: a carry comes about every other step, at
+     * random, which a branch predictor cannot learn. */
+    uint64_t less = w & (0 - (uint64_t)carried);
+    uint64_t t = q - less;
+    return q >= less ? t : t + d;
+}
+
 uint64_t bg__rb_mod(uint64_t x, uint64_t d)
 {
     uint64_t m[2];
@@ -297,16 +332,35 @@ uint64_t bg__rb_mod(uint64_t x, uint64_t d)
 
 /* A new link with l's fields and a zeroed array of `bytes` bytes, or NULL
  * (out of memory, or beyond size_t); with `mapped` not NULL, the link's
- * array is those bytes (borrowed) instead. */
+ * array is those bytes (borrowed) instead.
+ *
+ * An array of BG__HUGE_PAGE or more is an allocation of its own, placed
+ * and advised as a standard filter's array is (array.c, alloc.c): probes
+ * land on random lines, and with 4 KiB pages nearly every one of them
+ * would also walk the page table. */
 static rb_link *link_alloc_at(const bg_rb_link *l, uint64_t bytes, const uint8_t *mapped)
 {
-    uint64_t words = mapped ? 0 : bytes / 8 + (bytes % 8 != 0);
-    if (words > (SIZE_MAX - sizeof(rb_link)) / 8)
+    bool apart = mapped == NULL && bytes >= BG__HUGE_PAGE;
+    uint64_t words = mapped || apart ? 0 : bytes / 8 + (bytes % 8 != 0);
+    if (words > (SIZE_MAX - sizeof(rb_link)) / 8 || bytes > SIZE_MAX - 8)
         return NULL;
     rb_link *n = bg__calloc(1, sizeof(rb_link) + (size_t)words * 8);
     if (n == NULL)
         return NULL;
-    n->data = mapped ? (uint8_t *)(uintptr_t)mapped : (uint8_t *)n->words;
+    if (apart) {
+        /* Whole words, as the inline array has. */
+        size_t size = (size_t)(bytes / 8 + (bytes % 8 != 0)) * 8;
+        size_t align = bg__allocator_is_libc() ? BG__HUGE_PAGE : 64;
+        n->data = bg__aligned_calloc(size, align);
+        if (n->data == NULL) {
+            bg__free(n);
+            return NULL;
+        }
+        n->apart = true;
+        bg__advise_huge_pages(n->data, size);
+    } else {
+        n->data = mapped ? (uint8_t *)(uintptr_t)mapped : (uint8_t *)n->words;
+    }
     n->entries = l->entries;
     n->error = l->error;
     n->bpe = l->bpe;
@@ -316,12 +370,20 @@ static rb_link *link_alloc_at(const bg_rb_link *l, uint64_t bytes, const uint8_t
     n->n2 = l->n2;
     n->reduce = l->n2 ? (UINT64_C(1) << l->n2) - 1 : bytes * 8;
     magic_of(n->reduce, n->magic);
+    n->wrap = wrap_of(n->reduce);
     return n;
 }
 
 static rb_link *link_alloc(const bg_rb_link *l, uint64_t bytes)
 {
     return link_alloc_at(l, bytes, NULL);
+}
+
+static void link_free(rb_link *l)
+{
+    if (l != NULL && l->apart)
+        bg__aligned_free(l->data);
+    bg__free(l);
 }
 
 static void link_fields(const rb_link *l, bg_rb_link *out)
@@ -394,7 +456,7 @@ static void rb_destroy(bg_filter *f)
     rb_chain *c = chain_of(f);
     uint32_t n = atomic_load_explicit(&c->nfilters, memory_order_relaxed);
     for (uint32_t i = 0; i < n; i++)
-        bg__free(link_at(c, i));
+        link_free(link_at(c, i));
     for (rb_table *t = c->tables, *prev; t; t = prev) {
         prev = t->prev;
         bg__free(t);
@@ -572,33 +634,60 @@ static inline uint64_t position(const rb_link *l, uint64_t x)
     return l->n2 ? x & l->reduce : fast_mod(x, l->magic, l->reduce);
 }
 
+/* A key's positions in a link, in order: position(l, a + j b) for
+ * j < hashes, by NEXT POSITION where it applies. */
+typedef struct rb_probe {
+    uint64_t x, p, r; /* a + j b; its position; b mod bits (NEXT POSITION) */
+    uint64_t b;
+    bool step;        /* NEXT POSITION applies */
+} rb_probe;
+
+static inline rb_probe probe_first(const rb_link *l, bg_hash h)
+{
+    bool step = l->n2 == 0 && l->reduce <= STEP_MAX_BITS;
+    return (rb_probe){
+        .x = h.h1,
+        .p = position(l, h.h1),
+        .r = step ? fast_mod(h.h2, l->magic, l->reduce) : 0,
+        .b = h.h2,
+        .step = step,
+    };
+}
+
+static inline void probe_next(const rb_link *l, rb_probe *pr)
+{
+    uint64_t y = pr->x + pr->b;
+    pr->p = pr->step ? next_position(pr->p, pr->r, y < pr->x, l->wrap, l->reduce)
+                     : position(l, y);
+    pr->x = y;
+}
+
+uint64_t bg__rb_position(uint64_t a, uint64_t b, uint32_t j, uint64_t d)
+{
+    rb_link l = {.reduce = d, .n2 = 0, .wrap = wrap_of(d)};
+    magic_of(d, l.magic);
+    rb_probe pr = probe_first(&l, (bg_hash){a, b});
+    for (uint32_t i = 0; i < j; i++)
+        probe_next(&l, &pr);
+    return pr.p;
+}
+
 static inline bool link_has(const rb_link *l, bg_hash h)
 {
     const uint8_t *d = link_data(l);
-    uint64_t x = h.h1;
-    for (uint32_t j = 0; j < l->hashes; j++, x += h.h2) {
-        uint64_t p = position(l, x);
-        if (!(byte_at(d, p >> 3) & (1u << (p & 7))))
+    rb_probe pr = probe_first(l, h);
+    for (uint32_t j = 0; j < l->hashes; j++, probe_next(l, &pr))
+        if (!(byte_at(d, pr.p >> 3) & (1u << (pr.p & 7))))
             return false;
-    }
     return true;
 }
 
 static inline void link_set(rb_link *l, bg_hash h)
 {
     uint8_t *d = link_data(l);
-    uint64_t x = h.h1;
-    for (uint32_t j = 0; j < l->hashes; j++, x += h.h2) {
-        uint64_t p = position(l, x);
-        byte_set(d, p >> 3, (uint8_t)(byte_at(d, p >> 3) | (1u << (p & 7))));
-    }
-}
-
-/* The first position a key probes in a link, asked of the CPU early by the
- * batch calls. */
-static inline void link_prefetch(const rb_link *l, bg_hash h)
-{
-    bg__prefetch(link_data(l) + (position(l, h.h1) >> 3));
+    rb_probe pr = probe_first(l, h);
+    for (uint32_t j = 0; j < l->hashes; j++, probe_next(l, &pr))
+        byte_set(d, pr.p >> 3, (uint8_t)(byte_at(d, pr.p >> 3) | (1u << (pr.p & 7))));
 }
 
 /* Whether one of links [0, n) has h, the newest first. */
@@ -683,26 +772,109 @@ static int rb_test_and_add(bg_filter *f, bg_hash h)
     return r;
 }
 
-/* Keys per step of the batch calls: hashed and prefetched together. */
-#define STEP 16
+/* BATCHES
+ * The batch calls pipeline keys as the array variants do (filter_internal.h,
+ * BG__DEFINE_RUN_KEYS), with one difference: keys are hashed a chunk at a
+ * time before any is probed. RedisBloom's hash is two MurmurHash passes,
+ * the second seeded by the first, several times XXH3's work: in a tight
+ * loop of its own, the hashes of independent keys overlap in the CPU, where
+ * between probes that wait for memory they would not. Then the lines of a
+ * key's first two positions in every link beyond L1 are asked for BG__AHEAD
+ * keys before it is probed. An absent key is looked for in every link and
+ * mostly stops at one of those two positions in each; a present one reads
+ * all its positions in the link that has it (SURVIVORS, below). */
 
-static int64_t run(bg_filter *f, const bg_hash *h, size_t n, uint8_t *results, bool adding,
-                   int64_t *hits)
+/* Keys hashed before their chunk is probed. */
+#define CHUNK 64
+
+/* Links smaller than this fit in L1, where early loads gain nothing. */
+#define PREFETCH_MIN_BYTES 32768u
+
+/* The lines of a key's first two positions in links [0, n). */
+static inline void chain_prefetch(const rb_chain *c, uint32_t n, bg_hash h)
 {
-    /* Every key's first position in every link beyond L1 (worth the early
-     * loads there): an absent key is looked for in all links, and mostly
-     * stops at that position in each. */
-    const rb_chain *c = chain_of(f);
-    for (uint32_t j = count_of(c); j-- > 0;) {
-        const rb_link *l = link_at(c, j);
-        if (l->bytes >= 32768)
-            for (size_t i = 0; i < n; i++)
-                link_prefetch(l, h[i]);
+    rb_link **t = atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->links, memory_order_acquire);
+    for (uint32_t j = n; j-- > 0;) {
+        const rb_link *l = t[j];
+        if (l->bytes >= PREFETCH_MIN_BYTES) {
+            bg__prefetch(link_data(l) + (position(l, h.h1) >> 3));
+            bg__prefetch(link_data(l) + (position(l, h.h1 + h.h2) >> 3));
+        }
     }
-    for (size_t i = 0; i < n; i++) {
-        int r = adding ? rb_test_and_add(f, h[i]) : rb_contains(f, h[i]);
-        if (r < 0)
-            return r;
+}
+
+/* Whether some link of the chain may have h, by the key's first two
+ * positions in each (their lines prefetched); when one may, the lines of
+ * its other positions in that link are asked for too (SURVIVORS). */
+static bool chain_maybe(const rb_chain *c, bg_hash h)
+{
+    uint32_t n = count_of(c);
+    rb_link **t = atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->links, memory_order_acquire);
+    for (uint32_t i = n; i-- > 0;) {
+        const rb_link *l = t[i];
+        const uint8_t *d = link_data(l);
+        rb_probe pr = probe_first(l, h);
+        uint32_t j = 0;
+        for (; j < l->hashes && j < 2; j++, probe_next(l, &pr))
+            if (!(byte_at(d, pr.p >> 3) & (1u << (pr.p & 7))))
+                break;
+        if (j < l->hashes && j < 2)
+            continue;
+        if (l->bytes >= PREFETCH_MIN_BYTES)
+            for (; j < l->hashes; j++, probe_next(l, &pr))
+                bg__prefetch(d + (pr.p >> 3));
+        return true;
+    }
+    return false;
+}
+
+/* Keys a survivor waits before its full test. */
+#define DEFER 8
+
+/* The batch calls over at most CHUNK hashes: see BATCHES. *hits grows by
+ * the 1s. BG_OK or a growth error, the keys before the refused one added
+ * and their results set.
+ *
+ * SURVIVORS
+ * A query that finds a key's first two positions set in a link (a present
+ * key, or one of the absent ones that get this far) needs its other
+ * positions' lines too, which were not prefetched: their loads are started
+ * then, and the key's full test waits DEFER keys, while other keys are
+ * probed. Adds are made in order, without waiting. */
+static int pipeline(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results, bool adding,
+                    int64_t *hits)
+{
+    const rb_chain *c = chain_of(f);
+    size_t ahead = 0; /* keys [0, ahead) are prefetched, 2 BG__STEP at a time */
+    uint8_t wait[CHUNK];
+    size_t waiting = 0, resolved = 0;
+    for (size_t i = 0; i <= count; i++) {
+        /* Survivors whose lines have had DEFER keys' time, all at the end. */
+        while (resolved < waiting && (i == count || (size_t)wait[resolved] + DEFER <= i)) {
+            size_t w = wait[resolved++];
+            int r = rb_contains(f, h[w]);
+            if (results)
+                results[w] = (uint8_t)r;
+            *hits += r;
+        }
+        if (i == count)
+            break;
+        if (ahead <= i + BG__AHEAD - BG__STEP && ahead < count) {
+            uint32_t n = count_of(c);
+            for (size_t end = ahead + BG__STEP * 2; ahead < end && ahead < count; ahead++)
+                chain_prefetch(c, n, h[ahead]);
+        }
+        int r;
+        if (adding) {
+            r = rb_test_and_add(f, h[i]);
+            if (r < 0)
+                return r;
+        } else if (chain_maybe(c, h[i])) {
+            wait[waiting++] = (uint8_t)i;
+            continue;
+        } else {
+            r = 0;
+        }
         if (results)
             results[i] = (uint8_t)r;
         *hits += r;
@@ -716,9 +888,9 @@ static int64_t rb_hashes(bg_filter *f, const bg_hash *h, size_t count, uint8_t *
     if (count_of(chain_of(f)) == 0)
         return BG_EINVAL;
     int64_t hits = 0;
-    for (size_t at = 0; at < count; at += STEP) {
-        size_t n = count - at < STEP ? count - at : STEP;
-        int64_t rc = run(f, h + at, n, results ? results + at : NULL, adding, &hits);
+    for (size_t at = 0; at < count; at += CHUNK) {
+        size_t n = count - at < CHUNK ? count - at : CHUNK;
+        int rc = pipeline(f, h + at, n, results ? results + at : NULL, adding, &hits);
         if (rc < 0)
             return rc;
     }
@@ -730,13 +902,13 @@ static int64_t rb_keys(bg_filter *f, const void *const *keys, const size_t *lens
 {
     if (count_of(chain_of(f)) == 0)
         return BG_EINVAL;
-    bg_hash h[STEP];
+    bg_hash h[CHUNK];
     int64_t hits = 0;
-    for (size_t at = 0; at < count; at += STEP) {
-        size_t n = count - at < STEP ? count - at : STEP;
+    for (size_t at = 0; at < count; at += CHUNK) {
+        size_t n = count - at < CHUNK ? count - at : CHUNK;
         for (size_t i = 0; i < n; i++)
             h[i] = rb_hash(f, keys[at + i], lens[at + i]);
-        int64_t rc = run(f, h, n, results ? results + at : NULL, adding, &hits);
+        int rc = pipeline(f, h, n, results ? results + at : NULL, adding, &hits);
         if (rc < 0)
             return rc;
     }
@@ -896,6 +1068,8 @@ static uint64_t rb_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
         bool own = l->data == (const uint8_t *)l->words;
         n += size_of ? size_of((void *)(uintptr_t)l)
                      : sizeof *l + (own ? (l->bytes / 8 + (l->bytes % 8 != 0)) * 8 : 0);
+        if (l->apart)
+            n += bg__aligned_size(l->data, size_of);
     }
     return n;
 }

@@ -36,6 +36,11 @@ int bg__rb_push_mapped(bg_filter *f, const bg_rb_link *fields, const uint8_t *ar
  * tests; 0 for d < 2. */
 uint64_t bg__rb_mod(uint64_t x, uint64_t d);
 
+/* Position j of the key hashed to (a, b) in a link of n2 = 0 and d bits,
+ * as the probes compute it (redisbloom.c, NEXT POSITION), for the tests;
+ * d >= 2. */
+uint64_t bg__rb_position(uint64_t a, uint64_t b, uint32_t j, uint64_t d);
+
 /* The cap on the chain's arrays together. */
 uint64_t bg__rb_max_bytes(const bg_filter *f);
 

@@ -136,6 +136,34 @@ static void fast_modulo(void **state)
     }
 }
 
+/* Positions after the first are stepped from the one before (redisbloom.c,
+ * NEXT POSITION): position j is (a + j b mod 2^64) mod bits for every
+ * divisor, start and step tried, steps that pass 2^64 included. */
+static void next_position(void **state)
+{
+    (void)state;
+    static const uint64_t ds[] = {2, 3, 8, 1152, 11072, 1582080, 110365728,
+                                  UINT64_C(1) << 32, (UINT64_C(1) << 40) + 8,
+                                  (UINT64_C(1) << 63) - 8, UINT64_C(1) << 63,
+                                  (UINT64_C(1) << 63) + 8, UINT64_MAX - 7};
+    uint64_t rng = 54321;
+    for (size_t i = 0; i < sizeof ds / sizeof ds[0] + 300; i++) {
+        uint64_t d = i < sizeof ds / sizeof ds[0] ? ds[i] : tu_next(&rng) >> (tu_next(&rng) % 62);
+        if (d < 2)
+            d = 2;
+        const uint64_t edges[] = {0, 1, d - 1, d, UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - d,
+                                  (UINT64_MAX / d) * d, UINT64_C(1) << 63};
+        size_t ne = sizeof edges / sizeof edges[0];
+        for (size_t t = 0; t < ne * ne + 200; t++) {
+            uint64_t a = t < ne * ne ? edges[t / ne] : tu_next(&rng);
+            uint64_t b = t < ne * ne ? edges[t % ne] : tu_next(&rng);
+            tu_ctx("d = %" PRIu64 ", a = %" PRIu64 ", b = %" PRIu64, d, a, b);
+            for (uint32_t j = 0; j < 12; j++)
+                TU_EQ_U(bg__rb_position(a, b, j, d), (a + (uint64_t)j * b) % d);
+        }
+    }
+}
+
 /* ---- positions ---------------------------------------------------------- */
 
 /* The positions of a key in link 0, read back by adding it to an empty
@@ -258,6 +286,55 @@ static void no_false_negatives(void **state)
         ones += bg_filter_contains_many(f, b.keys, b.lens, b.count, NULL);
     }
     TU_LT_D((double)ones / 100000.0, 0.012);
+    tu_batch_free(&b);
+    bg_filter_free(f);
+}
+
+/* The batch calls prefetch, defer the keys that pass their first positions
+ * and answer them later (redisbloom.c, BATCHES): their answers equal the
+ * single calls', key by key, present and absent keys mixed, in batches of
+ * odd sizes, over a chain of two links whose arrays are allocations of
+ * their own (2 MiB and more). */
+static void batch_answers(void **state)
+{
+    (void)state;
+    bg_filter_options o = {.variant = BG_VARIANT_REDISBLOOM, .capacity = 1600000,
+                           .error_rate = 0.01};
+    bg_filter *f;
+    TU_EQ_I(bg_filter_new(&f, &o), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 1000);
+    for (uint64_t at = 0; at < 1610000; at += 1000) {
+        tu_batch_fill(&b, 0, 1, at, 1000);
+        TU_TRUE(bg_filter_add_many(f, b.keys, b.lens, b.count, NULL) >= 0);
+    }
+    bg_rb_chain ch;
+    TU_EQ_I(bg_rb_chain_get(f, &ch), BG_OK);
+    TU_EQ_U(ch.nfilters, 2);
+    static const size_t sizes[] = {1, 7, 63, 64, 65, 129, 997};
+    uint8_t r[1000], rh[1000];
+    bg_hash h[1000];
+    int64_t ones = 0;
+    for (size_t round = 0; round < 40; round++) {
+        size_t n = sizes[round % (sizeof sizes / sizeof sizes[0])];
+        /* Keys of set 1 below 1610000 are present; the others mostly absent. */
+        tu_batch_fill(&b, 0, 1, 1600000 + round * 997, n);
+        for (size_t i = 0; i < n; i++)
+            TU_EQ_I(bg_filter_hash(f, b.keys[i], b.lens[i], &h[i]), BG_OK);
+        int64_t many = bg_filter_contains_many(f, b.keys, b.lens, n, r);
+        TU_EQ_I(bg_filter_contains_hashes(f, h, n, rh), many);
+        int64_t want = 0;
+        for (size_t i = 0; i < n; i++) {
+            tu_ctx("round %zu, key %zu of %zu", round, i, n);
+            int one = bg_filter_contains(f, b.keys[i], b.lens[i]);
+            TU_EQ_I(r[i], one);
+            TU_EQ_I(rh[i], one);
+            want += one;
+        }
+        TU_EQ_I(many, want);
+        ones += want;
+    }
+    TU_TRUE(ones > 0);
     tu_batch_free(&b);
     bg_filter_free(f);
 }
@@ -1620,8 +1697,10 @@ int main(void)
         cmocka_unit_test(filter_hash_is_murmur),
         cmocka_unit_test(sizing_table),
         cmocka_unit_test(fast_modulo),
+        cmocka_unit_test(next_position),
         cmocka_unit_test(position_examples),
         cmocka_unit_test(no_false_negatives),
+        cmocka_unit_test(batch_answers),
         cmocka_unit_test(fixture_keys_loaded),
         cmocka_unit_test(fixture_keys_replayed),
         cmocka_unit_test(legacy_grown),
