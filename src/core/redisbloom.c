@@ -790,15 +790,24 @@ static int rb_test_and_add(bg_filter *f, bg_hash h)
 /* Links smaller than this fit in L1, where early loads gain nothing. */
 #define PREFETCH_MIN_BYTES 32768u
 
-/* The lines of a key's first two positions in links [0, n). */
-static inline void chain_prefetch(const rb_chain *c, uint32_t n, bg_hash h)
+/* The lines of a key's first two positions in links [0, n); when adding,
+ * of all its positions in the newest link, which an add reads all of
+ * (a new key: to set them; a key it has: to find it there). */
+static inline void chain_prefetch(const rb_chain *c, uint32_t n, bg_hash h, bool adding)
 {
     rb_link **t = atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->links, memory_order_acquire);
     for (uint32_t j = n; j-- > 0;) {
         const rb_link *l = t[j];
-        if (l->bytes >= PREFETCH_MIN_BYTES) {
-            bg__prefetch(link_data(l) + (position(l, h.h1) >> 3));
-            bg__prefetch(link_data(l) + (position(l, h.h1 + h.h2) >> 3));
+        if (l->bytes < PREFETCH_MIN_BYTES)
+            continue;
+        const uint8_t *d = link_data(l);
+        if (adding && j == n - 1) {
+            rb_probe pr = probe_first(l, h);
+            for (uint32_t k = 0; k < l->hashes; k++, probe_next(l, &pr))
+                bg__prefetch(d + (pr.p >> 3));
+        } else {
+            bg__prefetch(d + (position(l, h.h1) >> 3));
+            bg__prefetch(d + (position(l, h.h1 + h.h2) >> 3));
         }
     }
 }
@@ -862,7 +871,7 @@ static int pipeline(bg_filter *f, const bg_hash *h, size_t count, uint8_t *resul
         if (ahead <= i + BG__AHEAD - BG__STEP && ahead < count) {
             uint32_t n = count_of(c);
             for (size_t end = ahead + BG__STEP * 2; ahead < end && ahead < count; ahead++)
-                chain_prefetch(c, n, h[ahead]);
+                chain_prefetch(c, n, h[ahead], adding);
         }
         int r;
         if (adding) {
