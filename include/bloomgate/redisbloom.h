@@ -101,11 +101,14 @@
  * chain is read-only (its arrays are the file's pages).
  *
  * MEMORY
- * Every link is one allocation (its fields, then its array); the chain is
- * one more, holding the table of its links' pointers (inline for one link).
- * bg_filter_new, bg_rb_new, bg_rb_header_decode, bg_filter_clone and an
- * add that appends a link allocate; bg_rb_push_link allocates the link (and
- * a larger table when it grows). Everything else here allocates nothing.
+ * Every link is one allocation (its fields, then its array), or two when
+ * its array takes 2 MiB or more (placed for huge pages) or was adopted
+ * (bg_rb_push_link_owned); the chain is one more, holding the table of its
+ * links' pointers (inline for one link). bg_filter_new, bg_rb_new,
+ * bg_rb_header_decode, bg_filter_clone and an add that appends a link
+ * allocate; bg_rb_push_link and bg_rb_push_link_owned allocate the link
+ * (and a larger table when it grows). Everything else here allocates
+ * nothing.
  * Pointers from bg_rb_link_array, bg_rb_link_array_mut and
  * bg_rb_dump_chunk are borrowed: a link's array never moves, so they stay
  * valid until bg_filter_free (their bytes change with adds, clears and
@@ -195,6 +198,18 @@ BG_API int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_byt
  * Copies the array. */
 BG_API int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array,
                            size_t len);
+
+/* bg_rb_push_link without the copy: the link's array is `array` itself
+ * (len bytes, not NULL), which must come from the library's allocator (the
+ * malloc_fn of the hooks installed with bg_set_allocator, else the C
+ * library's malloc). The chain owns it from the call on, also when the call
+ * fails (it is freed then, with nothing else changed): `array` is dead to
+ * the caller after the call. So a loader that reads a link into a buffer of
+ * its own needs the link's bytes once, not twice. An array of 2 MiB or more
+ * is asked into huge pages, where the system can (memory already written in
+ * small pages cannot be placed as a new array is). The same checks and
+ * statuses as bg_rb_push_link; BG_EINVAL for a NULL array. */
+BG_API int bg_rb_push_link_owned(bg_filter *f, const bg_rb_link *fields, void *array, size_t len);
 
 /* The chain's fields (nfilters: the links it has now). BG_OK or BG_EINVAL
  * (NULL, not this variant). */

@@ -156,3 +156,23 @@ void bg__advise_huge_pages(void *ptr, size_t size)
     (void)size;
 #endif
 }
+
+/* Huge pages are otherwise only made of written small pages by khugepaged,
+ * slowly, in the background; MADV_COLLAPSE (Linux 6.1) does it in the call,
+ * one huge page of copying at a time. Skipped below BG__HUGE_PAGE, and a
+ * hint where it fails. */
+void bg__adopt_huge_pages(void *ptr, size_t size)
+{
+    if (size < BG__HUGE_PAGE)
+        return;
+    bg__advise_huge_pages(ptr, size);
+#if defined(__linux__)
+#  ifndef MADV_COLLAPSE
+#    define MADV_COLLAPSE 25 /* the kernel's ABI; C libraries before 2.37 lack the name */
+#  endif
+    uintptr_t start = ((uintptr_t)ptr + BG__HUGE_PAGE - 1) & ~(uintptr_t)(BG__HUGE_PAGE - 1);
+    uintptr_t end = ((uintptr_t)ptr + size) & ~(uintptr_t)(BG__HUGE_PAGE - 1);
+    if (end > start)
+        (void)madvise((void *)start, end - start, MADV_COLLAPSE);
+#endif
+}

@@ -35,4 +35,9 @@ void bg__unmap(void *addr, size_t size);
 /* Asks the OS to back [ptr, ptr + size) with huge pages where it can. */
 void bg__advise_huge_pages(void *ptr, size_t size);
 
+/* The same for memory already written in small pages (an array a caller
+ * hands over): the hint, and where the kernel can (MADV_COLLAPSE), the
+ * merge into huge pages at once. */
+void bg__adopt_huge_pages(void *ptr, size_t size);
+
 #endif

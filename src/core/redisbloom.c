@@ -57,6 +57,7 @@ typedef struct rb_link {
     uint32_t hashes;
     uint8_t n2;
     bool apart;       /* `data` is an allocation of its own (bg__aligned_calloc) */
+    bool adopted;     /* `data` is the caller's, adopted (bg_rb_push_link_owned; bg__free) */
     uint8_t *data;    /* the array: `words`, its own allocation, or a file mapping */
     uint64_t words[]; /* the array, `bytes` bytes (rounded up to words), unless apart or mapped */
 } rb_link;
@@ -383,6 +384,8 @@ static void link_free(rb_link *l)
 {
     if (l != NULL && l->apart)
         bg__aligned_free(l->data);
+    if (l != NULL && l->adopted)
+        bg__free(l->data);
     bg__free(l);
 }
 
@@ -513,7 +516,10 @@ int bg_rb_new(bg_filter **out, const bg_rb_chain *chain, uint64_t max_bytes)
     return bg__rb_new_as(out, chain, max_bytes, true);
 }
 
-int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array, size_t len)
+/* bg_rb_push_link, or with `adopt` bg_rb_push_link_owned's work but for
+ * freeing the array on failure. */
+static int push_link(bg_filter *f, const bg_rb_link *fields, const void *array, size_t len,
+                     bool adopt)
 {
     if (!is_rb(f) || fields == NULL || (array == NULL && len != 0))
         return BG_EINVAL;
@@ -530,13 +536,34 @@ int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array, s
         return BG_ETOOBIG;
     if (table_room(c, n + 1) != BG_OK)
         return BG_ENOMEM;
-    rb_link *l = link_alloc(fields, length);
+    rb_link *l = link_alloc_at(fields, length, adopt ? array : NULL);
     if (l == NULL)
         return BG_ENOMEM;
-    if (array != NULL && length != 0)
+    if (adopt) {
+        /* The caller's pages are small ones already: the hint lets the
+         * kernel merge them, now where it can (alloc.c). */
+        l->adopted = true;
+        bg__adopt_huge_pages(l->data, (size_t)length);
+    } else if (array != NULL && length != 0) {
         memcpy(link_data(l), array, (size_t)length);
+    }
     chain_append(c, l);
     return BG_OK;
+}
+
+int bg_rb_push_link(bg_filter *f, const bg_rb_link *fields, const void *array, size_t len)
+{
+    return push_link(f, fields, array, len, false);
+}
+
+int bg_rb_push_link_owned(bg_filter *f, const bg_rb_link *fields, void *array, size_t len)
+{
+    if (array == NULL)
+        return BG_EINVAL;
+    int rc = push_link(f, fields, array, len, true);
+    if (rc != BG_OK)
+        bg__free(array);
+    return rc;
 }
 
 /* bg_filter_new with BG_VARIANT_REDISBLOOM: BF.RESERVE. */
@@ -1079,6 +1106,8 @@ static uint64_t rb_memory(const bg_filter *f, size_t (*size_of)(void *ptr))
                      : sizeof *l + (own ? (l->bytes / 8 + (l->bytes % 8 != 0)) * 8 : 0);
         if (l->apart)
             n += bg__aligned_size(l->data, size_of);
+        if (l->adopted)
+            n += size_of ? size_of(l->data) : l->bytes;
     }
     return n;
 }

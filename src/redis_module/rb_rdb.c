@@ -132,8 +132,12 @@ int bgr_rb_rdb_load(const bgr_rdb_reader *r, int encver, uint64_t max_bytes, bg_
         }
         l.size = lsize;
         l.bytes = len;
-        rc = bg_rb_push_link(f, &l, array, len);
-        r->free_string(r->io, array);
+        if (r->adopt) {
+            rc = bg_rb_push_link_owned(f, &l, array, len); /* array is the chain's */
+        } else {
+            rc = bg_rb_push_link(f, &l, array, len);
+            r->free_string(r->io, array);
+        }
         if (rc != BG_OK) {
             fail(why,
                  rc == BG_ECORRUPT  ? "a link fails RedisBloom's checks"

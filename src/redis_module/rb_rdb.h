@@ -47,13 +47,18 @@
 
 /* Where the fields come from. Each call returns 0, or -1 when the source
  * failed (short input, an I/O error): the load then stops. load_string
- * returns a buffer the caller frees with free_string, or NULL on failure. */
+ * returns a buffer the caller frees with free_string, or NULL on failure.
+ * With `adopt`, load_string's buffers come from the library's allocator
+ * (<bloomgate/alloc.h>): a link's array is then handed to its chain
+ * (bg_rb_push_link_owned) instead of copied, so that a link is in memory
+ * once while it loads. */
 typedef struct bgr_rdb_reader {
     void *io;
     int (*load_unsigned)(void *io, uint64_t *out);
     int (*load_double)(void *io, double *out);
     void *(*load_string)(void *io, size_t *len);
     void (*free_string)(void *io, void *buf);
+    bool adopt;
 } bgr_rdb_reader;
 
 /* Where the fields go (RedisModule_Save* in the module). */

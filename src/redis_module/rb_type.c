@@ -54,7 +54,9 @@ static void io_free(void *io, void *buf)
 
 void *bgr_rb_rdb_load_cb(RedisModuleIO *rdb, int encver)
 {
-    bgr_rdb_reader r = {rdb, io_unsigned, io_double, io_string, io_free};
+    /* RedisModule_LoadStringBuffer's buffers come from Redis's allocator,
+     * which is the library's (module.c, OnLoad): adopted, not copied. */
+    bgr_rdb_reader r = {rdb, io_unsigned, io_double, io_string, io_free, true};
     bg_filter *f;
     const char *why = "";
     int rc = bgr_rb_rdb_load(&r, encver, bgr_cfg.max_bytes, &f, &why);

@@ -282,7 +282,9 @@ static int same_chain(const bg_filter *a, const bg_filter *b)
 static bg_filter *load_bytes(const uint8_t *p, size_t n, int encver, int *rc)
 {
     rd r = {p, n, 0};
-    bgr_rdb_reader rdr = {&r, rd_unsigned, rd_double, rd_string, rd_free};
+    /* rd_string's buffers come from malloc, the library's allocator here:
+     * odd-length inputs are loaded by adopting them, the others by copy. */
+    bgr_rdb_reader rdr = {&r, rd_unsigned, rd_double, rd_string, rd_free, n % 2 == 1};
     bg_filter *f = (bg_filter *)(uintptr_t)1;
     *rc = bgr_rb_rdb_load(&rdr, encver, MAX_BYTES, &f, NULL);
     return f;

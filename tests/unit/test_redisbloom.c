@@ -339,6 +339,79 @@ static void batch_answers(void **state)
     bg_filter_free(f);
 }
 
+/* bg_rb_push_link_owned makes the link of bg_rb_push_link without a copy:
+ * the same answers, the array in place; refused links free theirs (ASan
+ * and the leak checks see it). */
+static void push_link_owned(void **state)
+{
+    (void)state;
+    bg_filter_options o = {.variant = BG_VARIANT_REDISBLOOM, .capacity = 2000000,
+                           .error_rate = 0.01, .concurrency = BG_SINGLE_WRITER};
+    bg_filter *src;
+    TU_EQ_I(bg_filter_new(&src, &o), BG_OK);
+    tu_batch b;
+    tu_batch_init(&b, 1000);
+    for (uint64_t at = 0; at < 20000; at += 1000) {
+        tu_batch_fill(&b, 0, 1, at, 1000);
+        TU_TRUE(bg_filter_add_many(src, b.keys, b.lens, b.count, NULL) >= 0);
+    }
+    bg_rb_chain ch;
+    bg_rb_link l;
+    const uint8_t *data;
+    size_t len;
+    TU_EQ_I(bg_rb_chain_get(src, &ch), BG_OK);
+    TU_EQ_I(bg_rb_link_get(src, 0, &l), BG_OK);
+    TU_EQ_I(bg_rb_link_array(src, 0, &data, &len), BG_OK);
+    TU_TRUE(len >= (size_t)2 << 20); /* an array placed for huge pages */
+
+    bg_filter *copy, *own;
+    TU_EQ_I(bg_rb_new(&copy, &ch, 0), BG_OK);
+    TU_EQ_I(bg_rb_new(&own, &ch, 0), BG_OK);
+    TU_EQ_I(bg_rb_push_link(copy, &l, data, len), BG_OK);
+    uint8_t *mine = malloc(len);
+    memcpy(mine, data, len);
+    TU_EQ_I(bg_rb_push_link_owned(own, &l, mine, len), BG_OK);
+    const uint8_t *got;
+    size_t got_len;
+    TU_EQ_I(bg_rb_link_array(own, 0, &got, &got_len), BG_OK);
+    TU_TRUE(got == mine);
+    TU_EQ_U(got_len, len);
+    TU_TRUE(bg_filter_memory(own, NULL) >= len);
+    uint8_t r1[1000], r2[1000];
+    for (uint64_t at = 0; at < 40000; at += 1000) {
+        tu_batch_fill(&b, 0, 1, at, 1000);
+        TU_EQ_I(bg_filter_contains_many(own, b.keys, b.lens, b.count, r1),
+                bg_filter_contains_many(copy, b.keys, b.lens, b.count, r2));
+        TU_TRUE(memcmp(r1, r2, b.count) == 0);
+    }
+    /* Adds and clones work on the adopted array as on any other. */
+    TU_EQ_I(bg_filter_test_and_add(own, "new key", 7), bg_filter_test_and_add(copy, "new key", 7));
+    bg_filter *clone;
+    TU_EQ_I(bg_filter_clone(&clone, own), BG_OK);
+    TU_EQ_I(bg_filter_contains(clone, "new key", 7), 1);
+    bg_filter_free(clone);
+
+    /* Refused: freed by the call, the chain unchanged. */
+    bg_rb_link bad = l;
+    bad.hashes++;
+    uint8_t *lost = malloc(len);
+    memcpy(lost, data, len);
+    TU_EQ_I(bg_rb_push_link_owned(own, &bad, lost, len), BG_ECORRUPT);
+    lost = malloc(16);
+    TU_EQ_I(bg_rb_push_link_owned(own, &l, lost, 16), BG_ECORRUPT);
+    lost = malloc(len);
+    TU_EQ_I(bg_rb_push_link_owned(src, &l, lost, len), BG_OK); /* a second link */
+    TU_EQ_I(bg_rb_push_link_owned(own, &l, NULL, len), BG_EINVAL);
+    TU_EQ_I(bg_rb_push_link_owned(NULL, &l, malloc(8), 8), BG_EINVAL);
+    TU_EQ_I(bg_rb_chain_get(own, &ch), BG_OK);
+    TU_EQ_U(ch.nfilters, 1);
+
+    tu_batch_free(&b);
+    bg_filter_free(own);
+    bg_filter_free(copy);
+    bg_filter_free(src);
+}
+
 /* ---- fixtures ----------------------------------------------------------- */
 
 #ifndef BG_RB_FIXTURES
@@ -1701,6 +1774,7 @@ int main(void)
         cmocka_unit_test(position_examples),
         cmocka_unit_test(no_false_negatives),
         cmocka_unit_test(batch_answers),
+        cmocka_unit_test(push_link_owned),
         cmocka_unit_test(fixture_keys_loaded),
         cmocka_unit_test(fixture_keys_replayed),
         cmocka_unit_test(legacy_grown),
