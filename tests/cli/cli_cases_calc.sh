@@ -66,7 +66,12 @@ case_help() {
     has out "Commands:"
     run 0 "$BG" --version
     has out "bloomgate 0."
-    has out "file format 3"
+    # The newest format this build writes, as <bloomgate/file.h> says.
+    local format
+    format=$(sed -n 's/^#define BG_FILE_VERSION \([0-9]*\)u$/\1/p' \
+        "$HERE/../../include/bloomgate/file.h")
+    [ -n "$format" ] || fail "no BG_FILE_VERSION in include/bloomgate/file.h"
+    has out "file format $format"
     for cmd in calc create add remove check info merge intersect bench demo; do
         has <("$BG" --help) "  $cmd "
         run 0 "$BG" "$cmd" --help
