@@ -70,7 +70,8 @@ static int begin_expected(const uint8_t *head, size_t len, uint64_t cap, uint64_
     int rc = bg_file_image_size(head, len, total);
     if (rc != BG_OK)
         return rc;
-    if (fz_get_le(head + 8, 2) != 2)
+    uint64_t version = fz_get_le(head + 8, 2);
+    if (version != 2 && version != 4) /* scalable images only (chunks.c) */
         return BG_EVARIANT;
     if (*total > cap || fz_get_le(head + 72, 8) > growth)
         return BGR_ECAP;

@@ -248,6 +248,12 @@ int main(int argc, char **argv)
           (bg_filter_options){.variant = SC, .capacity = 10, .error_rate = 0.1, .seed = 7}, 15, 1);
     valid("scl-1layer-1",
           (bg_filter_options){.variant = SC, .capacity = 10, .error_rate = 0.1, .seed = 8}, 3, 0);
+    /* A version-4 image: a first share and blocked layers above standard
+     * ones (the module's LAYERS auto for small scaling filters). */
+    valid("scl-mixed-v4",
+          (bg_filter_options){.variant = SC, .capacity = 10, .error_rate = 0.01, .seed = 11,
+                              .first_share = 0.5, .tightening = 0.9, .blocked_from = 2},
+          200, 2);
     /* Growth capped at 4096 bytes: accepted under the fuzzer's growth cap;
      * the default cap (64 GiB) is refused under it. */
     valid("scl-maxbytes-4096-growthcap",
