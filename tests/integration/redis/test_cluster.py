@@ -2,14 +2,15 @@
 """BF.* in a 3-master Redis Cluster on loopback: the key specs route every
 command to the node owning its key (redis-cli -c follows MOVED; redis-py's
 RedisCluster finds the key through COMMAND), and a filter moves between
-nodes by SCANDUMP / LOADCHUNK."""
+nodes by SCANDUMP / LOADCHUNK. Keys of RedisBloom's type (MBbloom--,
+restored from RedisBloom's own DUMP payload) route and move the same way."""
 
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness as h  # noqa: E402
-from harness import OK, Err  # noqa: E402
+from harness import OK, Err, Status  # noqa: E402
 from test_commands import items, madd_all, mexists_all  # noqa: E402
 from test_persistence import scandump, snapshot  # noqa: E402
 
@@ -100,6 +101,42 @@ class ClusterTest(h.RespTestCase):
         want = snapshot(ca, src, its)
         got = snapshot(cb, dst, its)
         self.assertEqual(got, want)
+
+    def test_redisbloom_keys(self):
+        """A RedisBloom filter (the fixture fx:scale2's DUMP) restored on
+        one node: redis-cli -c reaches it from another, the wrong node says
+        MOVED, and its DUMP restores unchanged on a second node."""
+        fix = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures",
+                           "redisbloom", "keys", "scale2", "dump.bin")
+        with open(fix, "rb") as fh:
+            payload = fh.read()
+        nodes = self.cluster.nodes
+        n, src, dst = 0, "rb-src-0", "rb-dst-0"
+        while self.cluster.node_for(src) is not nodes[1]:
+            n += 1
+            src = "rb-src-%d" % n
+        n = 0
+        while self.cluster.node_for(dst) is not nodes[2]:
+            n += 1
+            dst = "rb-dst-%d" % n
+        ca, cb = nodes[1].conn(), nodes[2].conn()
+        self.assertReply(ca.cmd("RESTORE", src, 0, payload), OK)
+        self.assertReply(ca.cmd("TYPE", src), Status(b"MBbloom--"))
+        cl = self.cluster  # redis-cli -c on nodes[0], which holds neither key
+        self.assertEqual(cl.cli("BF.CARD", src), "19814")
+        self.assertEqual(cl.cli("BF.MEXISTS", src, "fx:scale2:0", "fx:scale2:19999").split("\n"),
+                         ["1", "1"])
+        self.assertEqual(cl.cli("BF.INFO", src, "CAPACITY"), "31000")
+        r = cb.cmd("BF.CARD", src)
+        self.assertIsInstance(r, Err)
+        self.assertTrue(r.msg.startswith(b"MOVED "), r)
+        dump = ca.cmd("DUMP", src)
+        self.assertEqual(dump, payload)
+        self.assertReply(cb.cmd("RESTORE", dst, 0, dump), OK)
+        self.assertEqual(cl.cli("TYPE", dst), "MBbloom--")
+        self.assertEqual(cl.cli("BF.ADD", dst, "new-item"), "1")
+        self.assertEqual(cl.cli("BF.CARD", dst), "19815")
+        self.assertEqual(cl.cli("BF.CARD", src), "19814")
 
     def test_redis_py_cluster(self):
         from redis.cluster import RedisCluster
