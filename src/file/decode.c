@@ -10,23 +10,6 @@
 
 #include "file/format.h"
 
-/* All bytes of p[0, n) zero. */
-static bool all_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return false;
-    return true;
-}
-
-static double get_double(const uint8_t *p)
-{
-    uint64_t v = bg__get_le(p, 8);
-    double d;
-    memcpy(&d, &v, sizeof d);
-    return d;
-}
-
 static uint64_t add_sat(uint64_t a, uint64_t b)
 {
     return a > UINT64_MAX - b ? UINT64_MAX : a + b;
@@ -108,7 +91,7 @@ static int v1_fields(const uint8_t *head, bg_file_info *info, bg__filter_shape *
 
     if (info->header_bytes != BG_FILE_HEADER_BYTES || info->hash_id != BG_FILE_HASH_XXH3_128 ||
         bg__get_le(head + BG__OFF_FLAGS, 2) != 0 || bg__get_le(head + BG__OFF_RESERVED0, 4) != 0 ||
-        !all_zero(head + BG__OFF_RESERVED1, BG__OFF_CHECKSUM - BG__OFF_RESERVED1))
+        !bg__all_zero(head + BG__OFF_RESERVED1, BG__OFF_CHECKSUM - BG__OFF_RESERVED1))
         return BG_ECORRUPT;
 
     *shape = (bg__filter_shape){
@@ -182,20 +165,20 @@ static int v2_fields(const uint8_t *h, uint64_t file_bytes, bg_file_info *info,
     uint64_t flags = bg__get_le(h + BG__OFF_FLAGS, 2);
     if (info->header_bytes != BG_FILE_HEADER_BYTES || info->hash_id != BG_FILE_HASH_XXH3_128 ||
         (flags & ~(uint64_t)BG__V2_NONSCALING) != 0 ||
-        !all_zero(h + BG__V2_OFF_RESERVED0, 3) ||
-        !all_zero(h + (v4 ? BG__V4_OFF_RESERVED1 : BG__V2_OFF_RESERVED1),
+        !bg__all_zero(h + BG__V2_OFF_RESERVED0, 3) ||
+        !bg__all_zero(h + (v4 ? BG__V4_OFF_RESERVED1 : BG__V2_OFF_RESERVED1),
                   BG__OFF_CHECKSUM - (v4 ? BG__V4_OFF_RESERVED1 : BG__V2_OFF_RESERVED1)) ||
         bg__get_le(h + BG__V2_OFF_FIRST_LAYER, 8) != BG_FILE_HEADER_BYTES)
         return BG_ECORRUPT;
-    double tightening = get_double(h + BG__V2_OFF_TIGHTENING);
+    double tightening = bg__get_le_double(h + BG__V2_OFF_TIGHTENING);
 
     *p = (bg__scalable_params){
         .layer_variant = (bg_variant)h[BG__V2_OFF_LAYER_VARIANT],
         .capacity = bg__get_le(h + BG__V2_OFF_CAPACITY, 8),
-        .error_rate = get_double(h + BG__V2_OFF_ERROR_RATE),
+        .error_rate = bg__get_le_double(h + BG__V2_OFF_ERROR_RATE),
         .expansion = (uint32_t)bg__get_le(h + BG__V2_OFF_EXPANSION, 4),
         .tightening = tightening,
-        .first_share = v4 ? get_double(h + BG__V4_OFF_FIRST_SHARE) : 1.0 - tightening,
+        .first_share = v4 ? bg__get_le_double(h + BG__V4_OFF_FIRST_SHARE) : 1.0 - tightening,
         .blocked_from = v4 ? (uint32_t)bg__get_le(h + BG__V4_OFF_BLOCKED_FROM, 4) : 0,
         .max_layers = (uint32_t)bg__get_le(h + BG__V2_OFF_MAX_LAYERS, 4),
         .max_bytes = bg__get_le(h + BG__V2_OFF_MAX_BYTES, 8),
@@ -287,7 +270,7 @@ static int v2_layers(const bg__file_src *src, bg__file_plan *plan)
         if ((rc = bg__file_src_read(src, off + image - 1, tail, tail_n)) != BG_OK)
             return rc;
         if (!bg__file_tail_ok(bg__file_payload_bits(ls.variant, ls.m), tail[0]) ||
-            !all_zero(tail + 1, tail_n - 1))
+            !bg__all_zero(tail + 1, tail_n - 1))
             return BG_ECORRUPT;
         if (items > UINT64_MAX - ls.items)
             return BG_ECORRUPT;

@@ -21,6 +21,29 @@ uint64_t bg__get_le(const uint8_t *p, unsigned bytes)
     return v;
 }
 
+void bg__put_le_double(uint8_t *p, double d)
+{
+    uint64_t v;
+    memcpy(&v, &d, sizeof v);
+    bg__put_le(p, v, 8);
+}
+
+double bg__get_le_double(const uint8_t *p)
+{
+    uint64_t v = bg__get_le(p, 8);
+    double d;
+    memcpy(&d, &v, sizeof d);
+    return d;
+}
+
+bool bg__all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
 void bg__file_header_build(const bg_filter *f, uint8_t out[BG_FILE_HEADER_BYTES])
 {
     memset(out, 0, BG_FILE_HEADER_BYTES);

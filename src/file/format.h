@@ -228,6 +228,11 @@ void bg__file_copy_payload(const bg_filter *f, uint64_t from, uint8_t *dst, size
 /* Little-endian stores and loads, whatever the CPU. */
 void bg__put_le(uint8_t *p, uint64_t v, unsigned bytes);
 uint64_t bg__get_le(const uint8_t *p, unsigned bytes);
+/* The same for an IEEE-754 double, as its 8 bytes' bit pattern. */
+void bg__put_le_double(uint8_t *p, double d);
+double bg__get_le_double(const uint8_t *p);
+/* All bytes of p[0, n) zero (reserved fields and padding). */
+bool bg__all_zero(const uint8_t *p, size_t n);
 
 /* ---- reading: the plan ------------------------------------------------- */
 

@@ -18,29 +18,6 @@ static uint64_t pad64(uint64_t n)
     return (BG__V2_ALIGN - n % BG__V2_ALIGN) % BG__V2_ALIGN;
 }
 
-static void put_double(uint8_t *p, double d)
-{
-    uint64_t v;
-    memcpy(&v, &d, 8);
-    bg__put_le(p, v, 8);
-}
-
-static double get_double(const uint8_t *p)
-{
-    uint64_t v = bg__get_le(p, 8);
-    double d;
-    memcpy(&d, &v, 8);
-    return d;
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (p[i])
-            return false;
-    return true;
-}
-
 /* ---- writing ------------------------------------------------------------- */
 
 static uint32_t links_of(const bg_filter *f)
@@ -85,8 +62,8 @@ static void link_head_build(const bg_rb_link *l, uint8_t h[BG__V3_LINK_HEAD])
 {
     memset(h, 0, BG__V3_LINK_HEAD);
     bg__put_le(h + BG__V3_LINK_ENTRIES, l->entries, 8);
-    put_double(h + BG__V3_LINK_ERROR, l->error);
-    put_double(h + BG__V3_LINK_BPE, l->bpe);
+    bg__put_le_double(h + BG__V3_LINK_ERROR, l->error);
+    bg__put_le_double(h + BG__V3_LINK_BPE, l->bpe);
     bg__put_le(h + BG__V3_LINK_BITS, l->bits, 8);
     bg__put_le(h + BG__V3_LINK_BYTES, l->bytes, 8);
     bg__put_le(h + BG__V3_LINK_SIZE, l->size, 8);
@@ -203,7 +180,7 @@ int bg__rb_header_fields(const uint8_t *head, bg_file_info *info, uint64_t *tota
     if (info->header_bytes != BG_FILE_HEADER_BYTES || info->hash_id != BG_FILE_HASH_MURMUR ||
         bg__get_le(head + BG__OFF_FLAGS, 2) != 0 ||
         bg__get_le(head + BG__V3_OFF_RESERVED0, 4) != 0 ||
-        !all_zero(head + BG__V3_OFF_RESERVED1, BG__OFF_CHECKSUM - BG__V3_OFF_RESERVED1) ||
+        !bg__all_zero(head + BG__V3_OFF_RESERVED1, BG__OFF_CHECKSUM - BG__V3_OFF_RESERVED1) ||
         bg__get_le(head + BG__V3_OFF_FIRST_LINK, 8) != BG_FILE_HEADER_BYTES)
         return BG_ECORRUPT;
     if (info->layers == 0 || *max_bytes == 0 || *total < BG_FILE_HEADER_BYTES)
@@ -219,8 +196,8 @@ static void link_read(const uint8_t *h, bg_rb_link *l)
 {
     *l = (bg_rb_link){
         .entries = bg__get_le(h + BG__V3_LINK_ENTRIES, 8),
-        .error = get_double(h + BG__V3_LINK_ERROR),
-        .bpe = get_double(h + BG__V3_LINK_BPE),
+        .error = bg__get_le_double(h + BG__V3_LINK_ERROR),
+        .bpe = bg__get_le_double(h + BG__V3_LINK_BPE),
         .bits = bg__get_le(h + BG__V3_LINK_BITS, 8),
         .bytes = bg__get_le(h + BG__V3_LINK_BYTES, 8),
         .size = bg__get_le(h + BG__V3_LINK_SIZE, 8),
@@ -233,7 +210,7 @@ static void link_read(const uint8_t *h, bg_rb_link *l)
 static bool link_head_ok(const uint8_t *h, bg_rb_link *l)
 {
     link_read(h, l);
-    return all_zero(h + BG__V3_LINK_RESERVED, BG__V3_LINK_HEAD - BG__V3_LINK_RESERVED) &&
+    return bg__all_zero(h + BG__V3_LINK_RESERVED, BG__V3_LINK_HEAD - BG__V3_LINK_RESERVED) &&
            bg__rb_link_ok(l, l->bytes);
 }
 
@@ -268,7 +245,7 @@ int bg__rb_plan_read(const bg__file_src *src, bg__file_plan *plan)
             uint8_t z[BG__V2_ALIGN];
             if ((rc = bg__file_src_read(src, off + l.bytes, z, (size_t)pad)) != BG_OK)
                 return rc;
-            if (!all_zero(z, (size_t)pad))
+            if (!bg__all_zero(z, (size_t)pad))
                 return BG_ECORRUPT;
         }
         off += l.bytes + pad;
