@@ -58,10 +58,13 @@ TARGETS (printed PASS or FAIL; the run exits 0 whether or not they are met)
 
   bench/redis_bench.py [--module PATH] [--items N] [--requests N]
                        [--rounds N] [--small-keys N] [--quick]
+                       [--only module|redisbloom]
 
 --requests calls of each single-item command per round, a tenth as many
 (ten times the items) of the 100-item ones. --quick: 10^6 items and fewer
-requests, a smoke check whose figures mean little. --module runs the same
+requests, a smoke check whose figures mean little. --only runs one section:
+the module's own filters, or RedisBloom's type against standard layers.
+--module runs the same
 script against another module, such as RedisBloom's redisbloom.so.
 """
 import argparse
@@ -533,6 +536,8 @@ def parse_args():
     ap.add_argument("--small-keys", type=int, help="keys of the small-key test (10^5)")
     ap.add_argument("--pipeline", type=int, default=1, help="requests in flight per client (1)")
     ap.add_argument("--quick", action="store_true", help="10^6 items, fewer requests: a smoke run")
+    ap.add_argument("--only", choices=("module", "redisbloom"),
+                    help="run one section: the module's own filters, or RedisBloom's type")
     a = ap.parse_args()
     a.items = a.items or (10**6 if a.quick else 10**7)
     a.requests = a.requests or (20000 if a.quick else 200000)
@@ -550,6 +555,9 @@ def main():
     module = os.path.abspath(a.module) if a.module else module
     loader = os.path.abspath(a.loader) if a.loader else loader
     keyspace = min(max(10**8, 10 * a.items), INT_MAX)
+    if a.only == "redisbloom":
+        redisbloom_type_targets(redisbloom_type(module, loader, a, keyspace))
+        return 0
     server = Server(module, a.module_args.split())
     try:
         r = server.r
@@ -564,7 +572,7 @@ def main():
         small = small_keys(r, a.small_keys)
     finally:
         server.stop()
-    rb = redisbloom_type(module, loader, a, keyspace)
+    rb = None if a.only == "module" else redisbloom_type(module, loader, a, keyspace)
     throughput_targets(runs, min(a.items, 10**6))
     memory_targets(rows, small)
     redisbloom_type_targets(rb)

@@ -727,12 +727,43 @@ static int any_link(const rb_chain *c, uint32_t n, bg_hash h)
     return 0;
 }
 
+/* A single key's lookup or add asks for its lines before probing, as the
+ * batch calls do (BATCHES): a probe's loop stops at the first clear bit, so
+ * without the prefetch the second position's load waits on the branch
+ * that tests the first, and an absent key, which reads ~2 positions per
+ * link, pays about two misses in a row instead of one. */
+/* Links smaller than this fit in L1, where early loads gain nothing. */
+#define PREFETCH_MIN_BYTES 32768u
+
+/* The lines of a key's first two positions in links [0, n); when adding,
+ * of all its positions in the newest link, which an add reads all of
+ * (a new key: to set them; a key it has: to find it there). */
+static inline void chain_prefetch(const rb_chain *c, uint32_t n, bg_hash h, bool adding)
+{
+    rb_link **t = atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->links, memory_order_acquire);
+    for (uint32_t j = n; j-- > 0;) {
+        const rb_link *l = t[j];
+        if (l->bytes < PREFETCH_MIN_BYTES)
+            continue;
+        const uint8_t *d = link_data(l);
+        if (adding && j == n - 1) {
+            rb_probe pr = probe_first(l, h);
+            for (uint32_t k = 0; k < l->hashes; k++, probe_next(l, &pr))
+                bg__prefetch(d + (pr.p >> 3));
+        } else {
+            bg__prefetch(d + (position(l, h.h1) >> 3));
+            bg__prefetch(d + (position(l, h.h1 + h.h2) >> 3));
+        }
+    }
+}
+
 static int rb_contains(const bg_filter *f, bg_hash h)
 {
     const rb_chain *c = chain_of(f);
     uint32_t n = count_of(c);
     if (n == 0)
         return BG_EINVAL;
+    chain_prefetch(c, n, h, false);
     return any_link(c, n, h);
 }
 
@@ -782,12 +813,11 @@ static int add_new(rb_chain *c, bg_hash h, uint32_t checked)
     return 1;
 }
 
-static int rb_test_and_add(bg_filter *f, bg_hash h)
+/* The add of h to a chain of n >= 1 links whose lines for h were asked
+ * for already. */
+static int test_and_add(bg_filter *f, uint32_t n, bg_hash h)
 {
     rb_chain *c = chain_of(f);
-    uint32_t n = count_of(c);
-    if (n == 0)
-        return BG_EINVAL;
     if (any_link(c, n, h))
         return 0; /* without the lock: bits are never cleared during adds */
     pthread_mutex_t *lock = lock_of(c);
@@ -797,6 +827,16 @@ static int rb_test_and_add(bg_filter *f, bg_hash h)
     int r = add_new(c, h, 0); /* other writers may have added it meanwhile */
     pthread_mutex_unlock(lock);
     return r;
+}
+
+static int rb_test_and_add(bg_filter *f, bg_hash h)
+{
+    const rb_chain *c = chain_of(f);
+    uint32_t n = count_of(c);
+    if (n == 0)
+        return BG_EINVAL;
+    chain_prefetch(c, n, h, true);
+    return test_and_add(f, n, h);
 }
 
 /* BATCHES
@@ -813,31 +853,6 @@ static int rb_test_and_add(bg_filter *f, bg_hash h)
 
 /* Keys hashed before their chunk is probed. */
 #define CHUNK 64
-
-/* Links smaller than this fit in L1, where early loads gain nothing. */
-#define PREFETCH_MIN_BYTES 32768u
-
-/* The lines of a key's first two positions in links [0, n); when adding,
- * of all its positions in the newest link, which an add reads all of
- * (a new key: to set them; a key it has: to find it there). */
-static inline void chain_prefetch(const rb_chain *c, uint32_t n, bg_hash h, bool adding)
-{
-    rb_link **t = atomic_load_explicit(&((rb_chain *)(uintptr_t)c)->links, memory_order_acquire);
-    for (uint32_t j = n; j-- > 0;) {
-        const rb_link *l = t[j];
-        if (l->bytes < PREFETCH_MIN_BYTES)
-            continue;
-        const uint8_t *d = link_data(l);
-        if (adding && j == n - 1) {
-            rb_probe pr = probe_first(l, h);
-            for (uint32_t k = 0; k < l->hashes; k++, probe_next(l, &pr))
-                bg__prefetch(d + (pr.p >> 3));
-        } else {
-            bg__prefetch(d + (position(l, h.h1) >> 3));
-            bg__prefetch(d + (position(l, h.h1 + h.h2) >> 3));
-        }
-    }
-}
 
 /* Whether some link of the chain may have h, by the key's first two
  * positions in each (their lines prefetched); when one may, the lines of
@@ -888,7 +903,7 @@ static int pipeline(bg_filter *f, const bg_hash *h, size_t count, uint8_t *resul
         /* Survivors whose lines have had DEFER keys' time, all at the end. */
         while (resolved < waiting && (i == count || (size_t)wait[resolved] + DEFER <= i)) {
             size_t w = wait[resolved++];
-            int r = rb_contains(f, h[w]);
+            int r = any_link(c, count_of(c), h[w]);
             if (results)
                 results[w] = (uint8_t)r;
             *hits += r;
@@ -902,7 +917,7 @@ static int pipeline(bg_filter *f, const bg_hash *h, size_t count, uint8_t *resul
         }
         int r;
         if (adding) {
-            r = rb_test_and_add(f, h[i]);
+            r = test_and_add(f, count_of(c), h[i]);
             if (r < 0)
                 return r;
         } else if (chain_maybe(c, h[i])) {
