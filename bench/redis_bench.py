@@ -64,8 +64,8 @@ TARGETS (printed PASS or FAIL; the run exits 0 whether or not they are met)
 (ten times the items) of the 100-item ones. --quick: 10^6 items and fewer
 requests, a smoke check whose figures mean little. --only runs one section:
 the module's own filters, or RedisBloom's type against standard layers.
---module runs the same
-script against another module, such as RedisBloom's redisbloom.so.
+--module runs the same script against another module, such as RedisBloom's
+redisbloom.so.
 """
 import argparse
 import math
