@@ -56,8 +56,8 @@ TARGETS (printed PASS or FAIL; the run exits 0 whether or not they are met)
   RedisBloom's type            no slower than bloomgate's standard layers;
                                   MEMORY USAGE within 1% of RedisBloom's
 
-  bench/redis_bench.py [--module PATH] [--items N] [--requests N]
-                       [--rounds N] [--small-keys N] [--quick]
+  bench/redis_bench.py [--module PATH] [--loader PATH] [--stack PATH]
+                       [--items N] [--requests N] [--rounds N] [--small-keys N] [--quick]
                        [--only module|redisbloom]
 
 --requests calls of each single-item command per round, a tenth as many
@@ -116,12 +116,12 @@ def build(need_module):
     subprocess.run(["cmake", "-S", ROOT, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                     "-DBG_BUILD_TESTS=OFF", "-DBG_BUILD_EXAMPLES=OFF", "-DBG_BUILD_BENCH=ON"],
                    check=True, stdout=subprocess.DEVNULL)
-    targets = ["redis_load"] + (["bloomgate_redis"] if need_module else [])
+    targets = ["redis_load", "stack_bench"] + (["bloomgate_redis"] if need_module else [])
     jobs = os.environ.get("JOBS", "2")  # the Makefile's JOBS; 2 leaves a shared machine usable
     subprocess.run(["cmake", "--build", build, "-j", jobs, "--target"] + targets, check=True,
                    stdout=subprocess.DEVNULL)
     return (os.path.join(build, "src", "redis_module", "bloomgate.so"),
-            os.path.join(build, "bench", "redis_load"))
+            os.path.join(build, "bench", "redis_load"), os.path.join(build, "bench", "stack_bench"))
 
 
 class Server:
@@ -302,7 +302,7 @@ def mean(xs):
     return sum(xs) / len(xs)
 
 
-def throughput_targets(runs, small):
+def throughput_targets(runs, small, stack):
     print("\nTARGETS: time")
     getbit = [x[0] for x in runs["GETBIT"]]
     for label, rb in RB_ITEM.items():
@@ -323,6 +323,21 @@ def throughput_targets(runs, small):
     print(f"  [{verdict(grown <= GROWN_RATIO * res)}] absent x{BATCH}, grown to {small}: "
           f"{grown:.4f} us/item = {grown / res:.2f}x the reserved filter's {res:.4f} "
           f"(<= {GROWN_RATIO}x)")
+    if stack:
+        print(f"        its floor (stack_bench, library): a grown lookup costs at least "
+              f"{stack:.2f}x a reserved one")
+
+
+def stack_floor(binary, items):
+    """stack_bench's least ratio of a grown stack's absent lookup to a
+    reserved filter's (one line per layer read, plus a reserved lookup's
+    work), or None without the binary."""
+    if not binary or not os.path.exists(binary):
+        return None
+    out = subprocess.run([binary, "--items", str(items)], capture_output=True, text=True,
+                         check=True).stdout
+    print("\n" + out.rstrip())
+    return float(out.rsplit("=", 1)[1].strip().rstrip("x"))
 
 
 # ---- memory ----------------------------------------------------------------------
@@ -529,6 +544,7 @@ def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--module", help="the module to load (default: build a Release bloomgate.so)")
     ap.add_argument("--loader", help="bench/redis_load.c's binary (default: build it)")
+    ap.add_argument("--stack", help="bench/stack_bench.c's binary (default: build it)")
     ap.add_argument("--module-args", default="", help="extra loadmodule arguments")
     ap.add_argument("--items", type=int, help="the main filter's capacity and fill (10^7)")
     ap.add_argument("--requests", type=int, help="calls per single-item run (200000)")
@@ -549,9 +565,10 @@ def parse_args():
 
 def main():
     a = parse_args()
-    module, loader = None, None
+    module, loader, stack = None, None, None
     if not (a.module and a.loader):
-        module, loader = build(need_module=not a.module)
+        module, loader, stack = build(need_module=not a.module)
+    stack = os.path.abspath(a.stack) if a.stack else stack
     module = os.path.abspath(a.module) if a.module else module
     loader = os.path.abspath(a.loader) if a.loader else loader
     keyspace = min(max(10**8, 10 * a.items), INT_MAX)
@@ -572,8 +589,9 @@ def main():
         small = small_keys(r, a.small_keys)
     finally:
         server.stop()
+    floor = stack_floor(stack, min(a.items, 10**6))
     rb = None if a.only == "module" else redisbloom_type(module, loader, a, keyspace)
-    throughput_targets(runs, min(a.items, 10**6))
+    throughput_targets(runs, min(a.items, 10**6), floor)
     memory_targets(rows, small)
     redisbloom_type_targets(rb)
     return 0
