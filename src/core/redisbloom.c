@@ -717,6 +717,24 @@ static inline void link_set(rb_link *l, bg_hash h)
         byte_set(d, pr.p >> 3, (uint8_t)(byte_at(d, pr.p >> 3) | (1u << (pr.p & 7))));
 }
 
+/* Sets h's bits in l; whether one of them was clear (l did not have h).
+ * A bit already set is not stored again: a page written for nothing would
+ * be copied if Redis's fork for BGSAVE shares it. */
+static inline bool link_test_set(rb_link *l, bg_hash h)
+{
+    uint8_t *d = link_data(l);
+    rb_probe pr = probe_first(l, h);
+    bool clear = false;
+    for (uint32_t j = 0; j < l->hashes; j++, probe_next(l, &pr)) {
+        uint8_t b = byte_at(d, pr.p >> 3), bit = (uint8_t)(1u << (pr.p & 7));
+        if (!(b & bit)) {
+            byte_set(d, pr.p >> 3, (uint8_t)(b | bit));
+            clear = true;
+        }
+    }
+    return clear;
+}
+
 /* Whether one of links [0, n) has h, the newest first. */
 static int any_link(const rb_chain *c, uint32_t n, bg_hash h)
 {
@@ -818,6 +836,19 @@ static int add_new(rb_chain *c, bg_hash h, uint32_t checked)
 static int test_and_add(bg_filter *f, uint32_t n, bg_hash h)
 {
     rb_chain *c = chain_of(f);
+    rb_link *last = link_at(c, n - 1);
+    if (lock_of(c) == NULL && link_size(last) < last->entries) {
+        /* One writer and room in the newest link: RedisBloom's "no link
+         * has it, then set it in the newest" in one pass over the newest,
+         * as the key's bits there are read to be set anyway: all of them
+         * set already is exactly "the newest has it", and then nothing
+         * changed. */
+        if (any_link(c, n - 1, h) || !link_test_set(last, h))
+            return 0;
+        atomic_store_explicit(&last->size, link_size(last) + 1, memory_order_relaxed);
+        atomic_store_explicit(&c->size, chain_size(c) + 1, memory_order_relaxed);
+        return 1;
+    }
     if (any_link(c, n, h))
         return 0; /* without the lock: bits are never cleared during adds */
     pthread_mutex_t *lock = lock_of(c);
