@@ -90,7 +90,7 @@ bench-redis:
 install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
-# The Debian packages (debian/): libbloomgate0, libbloomgate-dev, bloomgate
+# The Debian packages (debian/): libbloomgate3, libbloomgate-dev, bloomgate
 # and bloomgate-redis-module, built by dpkg-buildpackage in a copy of the
 # source tree (the files git knows, committed or not) under DEB_DIR, where the
 # .debs land. Needs debian/control's Build-Depends and the module's

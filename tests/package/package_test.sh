@@ -3,7 +3,7 @@
 # The Debian packages (ctest package.deb, label package), built, checked,
 # installed, used as a user would and purged:
 #
-#   1. make deb builds libbloomgate0, libbloomgate-dev, bloomgate and
+#   1. make deb builds libbloomgateABI, libbloomgate-dev, bloomgate and
 #      bloomgate-redis-module at version.h's version into WORK/deb, and
 #      leaves the source checkout as it was
 #   2. lintian reports no error (its warnings are printed)
@@ -47,7 +47,13 @@ redismodule_h=${3:-}
 REQUIRE_ALL=${REQUIRE_ALL:-0}
 JOBS=${JOBS:-2}
 work=$build/package-test
-packages=(libbloomgate0 libbloomgate-dev bloomgate bloomgate-redis-module)
+hdr=$src/include/bloomgate/version.h
+num() { sed -n "s/^#define BG_$1 \\([0-9]*\\).*/\\1/p" "$hdr"; }
+abi=$(num ABI_VERSION)
+# The shared libraries' package is named after their soname,
+# libbloomgate.so.ABI (Debian Policy 8.1): a new ABI is a new package that
+# can be installed beside the old one.
+packages=("libbloomgate$abi" libbloomgate-dev bloomgate bloomgate-redis-module)
 failures=0
 installed=0
 redis_pid=""
@@ -125,9 +131,7 @@ for p in "${packages[@]}"; do
 done
 ok "root, the tools, the build dependencies; none of the packages installed"
 
-hdr=$src/include/bloomgate/version.h
-num() { sed -n "s/^#define BG_$1 \\([0-9]*\\).*/\\1/p" "$hdr"; }
-major=$(num VERSION_MAJOR) minor=$(num VERSION_MINOR) patch=$(num VERSION_PATCH) abi=$(num ABI_VERSION)
+major=$(num VERSION_MAJOR) minor=$(num VERSION_MINOR) patch=$(num VERSION_PATCH)
 version=$major.$minor.$patch
 module_version=$((major * 10000 + minor * 100 + patch))
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
