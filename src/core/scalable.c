@@ -653,16 +653,22 @@ static int grow(bg_filter *f, uint32_t n)
  * An absent key is looked for in every layer, so a deep stack pays per
  * layer what a plain filter pays once. So no layer costs a call: the
  * standard and blocked probes are inlined here (the layers' own code, the
- * same bits: filter.h BIT LAYOUT), a key's blocked masks are made once and
- * serve every blocked layer with the same k (which word of a block and
+ * same bits: filter.h BIT LAYOUT), and a key's blocked masks are made once
+ * and serve every blocked layer with the same k (which word of a block and
  * which bit of it a probe takes depend on the hash alone; only the block
- * depends on the layer), and the batch calls probe each key through all
- * layers in turn instead of one pass over the keys per layer. Layers
- * larger than PREFETCH_MIN_BYTES are out of the L1 cache: for them the
- * lines of the next GROUP keys are prefetched while this group is probed,
- * so that their misses overlap; smaller layers are probed where they sit,
- * with no prefetch to pay for. */
-#define GROUP 16
+ * depends on the layer).
+ *
+ * A batch goes layer by layer, newest first, over a chunk's keys: within
+ * one layer the keys' lines are independent loads of one array, and for a
+ * layer larger than PREFETCH_MIN_BYTES (out of L1) the line of the key
+ * AHEAD places on is asked for before each probe, so that about AHEAD
+ * misses are in flight; smaller layers are probed where they sit. Going key
+ * by key through every layer instead, with the far layers' lines of the
+ * next 16 keys asked for together (96 lines at once on a stack grown from
+ * 100 to 10^6 items, 6 of its 14 layers far), costs 1.3-1.8x as much
+ * (bench/stack_bench.c). A key found in a layer is not looked for in the
+ * older ones. */
+#define AHEAD 16
 #define PREFETCH_MIN_BYTES (UINT64_C(32) << 10)
 
 /* The probes are inlined into every loop that calls them (GCC would
@@ -742,6 +748,15 @@ static PROBE_INLINE bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
     return l->ops->variant == BG_VARIANT_BLOCKED ? blocked_has(l, h, km) : standard_has(l, h);
 }
 
+/* Asks for the line where a key's probes start in layer l. */
+static PROBE_INLINE void prefetch_line(const bg_filter *l, bg_hash h)
+{
+    if (l->ops->variant == BG_VARIANT_BLOCKED)
+        bg__prefetch(bg__block_of(l, h.h1));
+    else
+        bg__prefetch(&l->words[bg_layout_reduce(h.h1, l->m) >> 6]);
+}
+
 /* Adds h, which layers [0, checked) did not contain a moment ago: checks the
  * layers that could have gained it since (those above, and the newest when
  * it is no longer the one this add would go to), grows if the newest is full,
@@ -794,30 +809,9 @@ static int scalable_test_and_add(bg_filter *f, bg_hash h)
     return add_absent(f, h, n - 1);
 }
 
-/* The layers of a batch step, newest first, and those worth a prefetch. */
-typedef struct layer_list {
-    uint32_t n, nfar;
-    const bg_filter *layer[BG_MAX_LAYERS];
-    const bg_filter *far[BG_MAX_LAYERS];
-} layer_list;
-
-static void prefetch_keys(const layer_list *ls, const bg_hash *h, size_t count)
-{
-    for (uint32_t i = 0; i < ls->nfar; i++) {
-        const bg_filter *l = ls->far[i];
-        if (l->ops->variant == BG_VARIANT_BLOCKED) {
-            for (size_t j = 0; j < count; j++)
-                bg__prefetch(bg__block_of(l, h[j].h1));
-        } else {
-            for (size_t j = 0; j < count; j++)
-                bg__prefetch(&l->words[bg_layout_reduce(h[j].h1, l->m) >> 6]);
-        }
-    }
-}
-
-/* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK): each
- * key through every layer, newest first (QUERIES); a single layer through
- * its own batch call. An AVX2 copy tests a block in two vector halves. */
+/* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK): layer
+ * by layer, newest first (QUERIES); a single layer through its own batch
+ * call. An AVX2 copy tests a block in two vector halves. */
 BG__AVX2_CLONE static void find_present(const struct bg__scalable *s, uint32_t n, const bg_hash *h, size_t count,
                          uint8_t *present)
 {
@@ -828,27 +822,30 @@ BG__AVX2_CLONE static void find_present(const struct bg__scalable *s, uint32_t n
         (void)layer->ops->hashes(layer, h, count, present, false);
         return;
     }
-    layer_list ls = {.n = n};
-    for (uint32_t i = 0; i < n; i++) {
-        const bg_filter *l = layer_at(s, n - 1 - i); /* contains only: no write */
-        ls.layer[i] = l;
-        if (l->nwords * 8 > PREFETCH_MIN_BYTES)
-            ls.far[ls.nfar++] = l;
-    }
-    key_masks km = {.k = 0};
-    prefetch_keys(&ls, h, count < GROUP ? count : GROUP);
-    for (size_t g = 0; g < count; g += GROUP) {
-        size_t end = count - g > GROUP ? g + GROUP : count;
-        if (end < count)
-            prefetch_keys(&ls, h + end, count - end < GROUP ? count - end : GROUP);
-        for (size_t i = g; i < end; i++) {
-            km.k = 0; /* this key's masks are made when a blocked layer needs them */
-            uint8_t found = 0;
-            for (uint32_t l = 0; l < n && !found; l++)
-                found = layer_has(ls.layer[l], h[i], &km);
-            present[i] = found;
+    _Static_assert(CHUNK <= 64, "found is one bit per key of a chunk");
+    key_masks km[CHUNK];
+    for (size_t i = 0; i < count; i++)
+        km[i].k = 0; /* made when a blocked layer needs them */
+    uint64_t found = 0;
+    for (uint32_t j = n; j-- > 0;) {
+        const bg_filter *l = layer_at(s, j); /* contains only: no write */
+        if (l->nwords * 8 > PREFETCH_MIN_BYTES) {
+            for (size_t i = 0; i < count && i < AHEAD; i++)
+                prefetch_line(l, h[i]);
+            for (size_t i = 0; i < count; i++) {
+                if (i + AHEAD < count)
+                    prefetch_line(l, h[i + AHEAD]);
+                if (!(found >> i & 1) && layer_has(l, h[i], &km[i]))
+                    found |= UINT64_C(1) << i;
+            }
+        } else {
+            for (size_t i = 0; i < count; i++)
+                if (!(found >> i & 1) && layer_has(l, h[i], &km[i]))
+                    found |= UINT64_C(1) << i;
         }
     }
+    for (size_t i = 0; i < count; i++)
+        present[i] = (uint8_t)(found >> i & 1);
 }
 
 /* One chunk of a batch; *hits grows by the 1s. BG_OK or a growth error
