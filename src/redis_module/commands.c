@@ -410,21 +410,24 @@ int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
  * dropped or flushed filter must be an error, never "every key absent". */
 int bgr_cmd_bg_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
-    RedisModule_AutoMemory(ctx);
     if (argc < 3)
         return RedisModule_WrongArity(ctx);
+    /* One handle, closed at once (HOT COMMANDS): the value stays. */
     RedisModuleKey *key = RedisModule_OpenKey(ctx, argv[1], REDISMODULE_READ);
     int type = RedisModule_KeyType(key);
-    if (type == REDISMODULE_KEYTYPE_EMPTY)
-        return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
     RedisModuleType *mt = type == REDISMODULE_KEYTYPE_MODULE ? RedisModule_ModuleTypeGetType(key)
                                                              : NULL;
-    if (mt == NULL || (mt != bgr_type && mt != bgr_rb_type))
+    const bgr_value *v = mt != NULL && (mt == bgr_type || mt == bgr_rb_type)
+                             ? RedisModule_ModuleTypeGetValue(key)
+                             : NULL;
+    RedisModule_CloseKey(key);
+    if (type == REDISMODULE_KEYTYPE_EMPTY)
+        return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
+    if (v == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    bg_filter *f;
-    if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
-        return REDISMODULE_OK;
-    return reply_mexists(ctx, f, argv, argc);
+    if (v->filter == NULL)
+        return RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
+    return reply_mexists(ctx, v->filter, argv, argc);
 }
 
 /* ---- BF.INSERT key [CAPACITY n] [ERROR p] [EXPANSION e] [NOCREATE] [NONSCALING]

@@ -164,7 +164,8 @@ class Persistence(h.RespTestCase):
         self.assertReply(c.cmd("EXISTS", "dst"), 1)
         self.assertReply(c.cmd("TYPE", "dst"), Status(b"bloomgate"))
         for cmd in [["BF.ADD", "dst", "a"], ["BF.MADD", "dst", "a"], ["BF.EXISTS", "dst", "a"],
-                    ["BF.MEXISTS", "dst", "a"], ["BF.INFO", "dst"], ["BF.CARD", "dst"],
+                    ["BF.MEXISTS", "dst", "a"], ["BG.MEXISTS", "dst", "a"], ["BF.INFO", "dst"],
+                    ["BF.CARD", "dst"],
                     ["BF.INSERT", "dst", "ITEMS", "a"], ["BF.RESERVE", "dst", "0.01", "10"]]:
             r = c.cmd(*cmd)
             if cmd[0] == "BF.RESERVE":
