@@ -29,8 +29,8 @@
 #include "redis_module/rb_rdb.h"
 
 /* The data type's name (exactly 9 characters, Redis's rule; the remote
- * client's module queries check it: src/remote/remote_internal.h,
- * BG__MODULE_TYPE) and the encoding version of its RDB payload (type.c). */
+ * client's module queries check it: src/remote/lua/module_query.lua) and
+ * the encoding version of its RDB payload (type.c). */
 #define BGR_TYPE_NAME "bloomgate"
 #define BGR_ENCVER 1
 

@@ -16,11 +16,6 @@
 
 #define BG__REMOTE_ERRSTR 256
 
-/* What TYPE answers for a module filter's key: bloomgate.so's data type
- * (src/redis_module/module.h, BGR_TYPE_NAME) or RedisBloom's. */
-#define BG__MODULE_TYPE "bloomgate"
-#define BG__REDISBLOOM_TYPE "MBbloom--"
-
 /* The Lua scripts: the bitmap backend's (bitmap.c), then the module
  * backend's (module.c). Their SHA1s are cached per connection handle
  * (MODULE_STAGE's is not: it goes once per staged filter, by EVAL). Each is
