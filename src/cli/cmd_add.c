@@ -61,16 +61,20 @@ static void add_error(const bg_filter *f, const char *path, int rc, uint64_t key
             cli_error("%s: cannot add%s: the filter cannot grow: it has %u layers, the most it "
                       "was created with (--max-layers %u)",
                       path, at, sc.layers, sc.max_layers);
-        } else if (sc.layer_variant == BG_VARIANT_BLOCKED) {
+        } else if (sc.layer_variant == BG_VARIANT_BLOCKED ||
+                   (sc.blocked_from && sc.layers >= sc.blocked_from)) {
             /* each layer's rate is tightened: the next would be below what
-             * a blocked layer can deliver (filter.h, SCALABLE) */
+             * a blocked layer can deliver (filter.h, SCALABLE); in a mixed
+             * stack, layer `layers` is blocked once it is >= blocked_from */
             cli_error("%s: cannot add%s: the filter cannot grow: after %u layers, the next "
                       "layer's error rate would be below %g, the least a blocked layer can "
                       "deliver",
                       path, at, sc.layers, BG_BLOCKED_MIN_P);
-            cli_error("%s: recreate it with --layer-variant standard, or a larger -n or "
-                      "--expansion so that it needs fewer layers",
-                      path);
+            cli_error("%s: recreate it with %s, or a larger -n or --expansion so that it "
+                      "needs fewer layers",
+                      path,
+                      sc.blocked_from ? "a larger --blocked-from (or none)"
+                                      : "--layer-variant standard");
         } else {
             cli_error("%s: cannot add%s: the filter cannot grow: after %u layers, the next "
                       "layer's error rate would be 0 (--tightening too small)",

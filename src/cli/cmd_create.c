@@ -125,17 +125,35 @@ int cli_save_new(const bg_filter *f, const char *path, bool force)
     return 0;
 }
 
-/* A scalable filter's first layer's rate (filter.h SCALABLE): p (1 - T),
- * T the tightening, 0.5 unless given. */
-static double first_layer_rate(const bg_filter_options *o)
+/* Layer i's error rate in a scalable filter's schedule (filter.h SCALABLE,
+ * "The schedule"): p_0 = p s, p_i = p (1 - s) (1 - t) t^(i-1), s the first
+ * share (1 - t unless given) and t the tightening (0.5 unless given). This
+ * is the rate before the budget and margins adjust it, the one the library
+ * holds against BG_BLOCKED_MIN_P when it opens a blocked layer. It is
+ * computed with the library's operations in the library's order (with the
+ * default share, p s t^i; else the series), so that a rate at the limit
+ * compares the same way here as there. */
+static double schedule_rate(const bg_filter_options *o, uint32_t i)
 {
-    return o->error_rate * (1 - (o->tightening ? o->tightening : 0.5));
+    double t = o->tightening ? o->tightening : 0.5;
+    double s = o->first_share ? o->first_share : 1.0 - t;
+    double r = o->error_rate * s;
+    if (i == 0)
+        return r;
+    if (s == 1.0 - t)
+        r *= t;
+    else
+        r = o->error_rate * (1.0 - s) * (1.0 - t);
+    for (uint32_t j = 1; j < i; j++)
+        r *= t;
+    return r;
 }
 
 /* The options only a scalable filter takes, as given. */
 typedef struct scaling_opts {
     const char *first;    /* the first one given, for the message, or NULL */
-    bool expansion_given, max_layers_given, tightening_given;
+    bool expansion_given, max_layers_given, tightening_given, first_share_given,
+        blocked_from_given;
 } scaling_opts;
 
 static void note_scaling(scaling_opts *so, const char *flag)
@@ -155,7 +173,8 @@ static const char *options_error(bg_variant v, const bg_sizing *given, const sca
         if (!given->n || given->p == 0)
             return "--variant redisbloom needs -n (the first link's capacity) and -p (the "
                    "error rate BF.RESERVE takes)";
-        if (so->max_layers_given || so->tightening_given || o->layer_variant)
+        if (so->max_layers_given || so->tightening_given || so->first_share_given ||
+            so->blocked_from_given || o->layer_variant)
             return "--variant redisbloom takes --expansion, --nonscaling and --max-bytes only "
                    "(its links halve the error rate)";
         if (o->seed)
@@ -177,9 +196,21 @@ static const char *options_error(bg_variant v, const bg_sizing *given, const sca
     if (!given->n || given->p == 0)
         return "--variant scalable needs -n (the first layer's capacity) and -p (the error "
                "rate of the whole stack)";
-    if (o->nonscaling && (so->expansion_given || so->max_layers_given || so->tightening_given))
-        return "--nonscaling makes one layer that never grows: --expansion, --max-layers and "
-               "--tightening do not apply";
+    if (o->nonscaling && (so->expansion_given || so->max_layers_given || so->tightening_given ||
+                          so->first_share_given || so->blocked_from_given))
+        return "--nonscaling makes one layer that never grows: --expansion, --max-layers, "
+               "--tightening, --first-share and --blocked-from do not apply";
+    /* The library's rules for a mixed stack (bg_filter_new: BG_EINVAL),
+     * said here in the options' words. */
+    if (so->blocked_from_given && o->layer_variant == BG_VARIANT_BLOCKED)
+        return "--blocked-from makes the layers from that index on blocked, above standard "
+               "ones: it needs standard layers (the default), not --layer-variant blocked";
+    if (so->blocked_from_given && so->max_layers_given && o->blocked_from >= o->max_layers) {
+        snprintf(buf, size,
+                 "--blocked-from %u: must be below --max-layers (%u): no layer would be blocked",
+                 o->blocked_from, o->max_layers);
+        return buf;
+    }
     return NULL;
 }
 
@@ -193,6 +224,8 @@ static int run(int argc, char **argv)
         OPT_LAYER_VARIANT,
         OPT_TIGHTENING,
         OPT_MAX_BYTES,
+        OPT_FIRST_SHARE,
+        OPT_BLOCKED_FROM,
     };
     static const struct option longs[] = {
         {"capacity", required_argument, NULL, 'n'},
@@ -207,6 +240,8 @@ static int run(int argc, char **argv)
         {"layer-variant", required_argument, NULL, OPT_LAYER_VARIANT},
         {"tightening", required_argument, NULL, OPT_TIGHTENING},
         {"max-bytes", required_argument, NULL, OPT_MAX_BYTES},
+        {"first-share", required_argument, NULL, OPT_FIRST_SHARE},
+        {"blocked-from", required_argument, NULL, OPT_BLOCKED_FROM},
         {"force", no_argument, NULL, 'f'},
         {"quiet", no_argument, NULL, 'q'},
         {"json", no_argument, NULL, 'j'},
@@ -276,6 +311,21 @@ static int run(int argc, char **argv)
                 return CLI_EXIT_ERROR;
             so.tightening_given = true;
             break;
+        case OPT_FIRST_SHARE:
+            note_scaling(&so, "--first-share");
+            remote_refused = remote_refused ? remote_refused : "--first-share";
+            if (cli_parse_rate("--first-share", optarg, &o.first_share) != 0)
+                return CLI_EXIT_ERROR;
+            so.first_share_given = true;
+            break;
+        case OPT_BLOCKED_FROM:
+            note_scaling(&so, "--blocked-from");
+            remote_refused = remote_refused ? remote_refused : "--blocked-from";
+            if (cli_parse_count("--blocked-from", optarg, 1, BG_MAX_LAYERS - 1, &v64) != 0)
+                return CLI_EXIT_ERROR;
+            o.blocked_from = (uint32_t)v64;
+            so.blocked_from_given = true;
+            break;
         case OPT_MAX_BYTES:
             note_scaling(&so, "--max-bytes");
             remote_refused = remote_refused ? remote_refused : "--max-bytes";
@@ -336,22 +386,38 @@ static int run(int argc, char **argv)
     o.bits = given.m;
     o.hashes = given.k;
     o.concurrency = BG_SINGLE_WRITER;
+    /* A mixed stack whose first blocked layer's rate is below what a
+     * blocked layer can deliver could never open that layer: it would stop
+     * growing at blocked_from layers (BG_ELAYERS on the add that needs one
+     * more), so --blocked-from would only be a hidden --max-layers. */
+    if (v == BG_VARIANT_SCALABLE && o.blocked_from &&
+        schedule_rate(&o, o.blocked_from) < BG_BLOCKED_MIN_P) {
+        cli_error("%s: cannot create a scalable filter: --blocked-from %u: layer %u's error "
+                  "rate would be %g, below %g, the least a blocked layer is sized for, so the "
+                  "filter could never grow past %u layers (give a smaller --blocked-from or "
+                  "a larger -p, or no --blocked-from)",
+                  path, o.blocked_from, o.blocked_from, schedule_rate(&o, o.blocked_from),
+                  BG_BLOCKED_MIN_P, o.blocked_from);
+        return CLI_EXIT_ERROR;
+    }
     bg_filter *f;
     int rc = bg_filter_new(&f, &o);
     if (rc != BG_OK) {
-        char why[200];
+        char why[240];
         if (v == BG_VARIANT_SCALABLE && rc == BG_ETOOBIG)
             snprintf(why, sizeof why, "its first layer would need more than %llu bytes (%s)",
                      (unsigned long long)(o.max_bytes ? o.max_bytes : BG_DEFAULT_MAX_BYTES),
                      o.max_bytes ? "--max-bytes" : "the default cap");
         else if (v == BG_VARIANT_SCALABLE && rc == BG_EINVAL &&
                  o.layer_variant == BG_VARIANT_BLOCKED && !o.nonscaling &&
-                 first_layer_rate(&o) < BG_BLOCKED_MIN_P)
+                 schedule_rate(&o, 0) < BG_BLOCKED_MIN_P)
             snprintf(why, sizeof why,
-                     "p = %g: its first layer's rate, p (1 - tightening) = %g, is below %g, "
-                     "the least the blocked variant is sized for (give a larger -p, or "
-                     "--layer-variant standard)",
-                     given.p, first_layer_rate(&o), BG_BLOCKED_MIN_P);
+                     "p = %g: its first layer's rate, %s = %g, is below %g, the least the "
+                     "blocked variant is sized for (give a larger -p%s, or --layer-variant "
+                     "standard)",
+                     given.p, o.first_share ? "p x --first-share" : "p (1 - tightening)",
+                     schedule_rate(&o, 0), BG_BLOCKED_MIN_P,
+                     o.first_share ? " or --first-share" : "");
         else
             cli_sizing_explain(v == BG_VARIANT_SCALABLE && o.layer_variant ? o.layer_variant : v,
                                &given, rc, why, sizeof why);
@@ -403,20 +469,29 @@ static int run(int argc, char **argv)
                 fprintf(stderr, "; grows x%u per link", sc.expansion);
             fputc('\n', stderr);
         } else if (scalable) {
+            char mixed[48] = "";
+            if (sc.blocked_from)
+                snprintf(mixed, sizeof mixed, ", blocked from layer %u", sc.blocked_from);
             fprintf(stderr,
-                    "bloomgate: created %s: scalable, %s layers%s; layer 0: m = %llu bits (%s), "
-                    "k = %u, for %llu keys",
-                    path, bg_variant_name(sc.layer_variant), sc.nonscaling ? ", non-scaling" : "",
-                    (unsigned long long)s.bits, size, s.hashes, (unsigned long long)sc.capacity);
+                    "bloomgate: created %s: scalable, %s layers%s%s; layer 0: m = %llu bits "
+                    "(%s), k = %u, for %llu keys",
+                    path, bg_variant_name(sc.layer_variant), mixed,
+                    sc.nonscaling ? ", non-scaling" : "", (unsigned long long)s.bits, size,
+                    s.hashes, (unsigned long long)sc.capacity);
             if (sc.nonscaling) {
                 fprintf(stderr, " at p = %.4g; adding more fails\n", sc.error_rate);
             } else {
-                char cap[32];
+                char cap[32], share[80] = "";
                 cli_fmt_bytes(cap, sizeof cap, sc.max_bytes);
+                /* the default share, 1 - tightening, goes without saying; else
+                 * p_0 = p s, p_1 = p (1 - s) (1 - t), then x t (the schedule) */
+                if (sc.first_share != 1.0 - sc.tightening)
+                    snprintf(share, sizeof share, "layer 0 at p x %g, layer 1 at p x %g, then ",
+                             sc.first_share, (1.0 - sc.first_share) * (1.0 - sc.tightening));
                 fprintf(stderr,
-                        "; grows x%u per layer (error rate x%g), up to %u layers and %s; "
+                        "; grows x%u per layer (%serror rate x%g), up to %u layers and %s; "
                         "p <= %g over all layers\n",
-                        sc.expansion, sc.tightening, sc.max_layers, cap, sc.error_rate);
+                        sc.expansion, share, sc.tightening, sc.max_layers, cap, sc.error_rate);
             }
         } else {
             const char *cells = s.variant == BG_VARIANT_COUNTING ? "4-bit counters" : "bits";
@@ -439,7 +514,8 @@ const cli_command cli_cmd_create = {
              "       bloomgate create FILE (any two of -n, -p, -m, -k) [...]\n"
              "       bloomgate create FILE -n N -p P --variant scalable [--expansion E]\n"
              "                        [--max-layers L] [--layer-variant V] [--tightening T]\n"
-             "                        [--max-bytes B] [--nonscaling] [...]\n"
+             "                        [--first-share S] [--blocked-from I] [--max-bytes B]\n"
+             "                        [--nonscaling] [...]\n"
              "       bloomgate create FILE -n N -p P --variant redisbloom [--expansion E]\n"
              "                        [--nonscaling] [--max-bytes B] [...]\n"
              "       bloomgate create redis://[:PASSWORD@]HOST[:PORT]/NAME[?backend=module]\n"
@@ -474,9 +550,14 @@ const cli_command cli_cmd_create = {
         "      --max-layers L    most layers, 1..64 (default 64)\n"
         "      --layer-variant V standard (default) or blocked layers\n"
         "      --tightening T    error-rate factor per layer, in (0, 1) (default 0.5)\n"
+        "      --first-share S   layer 0's share of P, in (0, 1) (default 1 - T): layer 0\n"
+        "                        gets P S, layer i >= 1 P (1 - S) (1 - T) T^(i-1)\n"
+        "      --blocked-from I  layers I and up are blocked, 1..63 and below L; with\n"
+        "                        standard layers only (the small first ones stay so)\n"
         "      --max-bytes B     most bytes of all layers together (default 64 GiB)\n"
         "      --nonscaling      one layer at P that never grows: adding a new key\n"
-        "                        to it when full is an error\n"
+        "                        to it when full is an error (excludes the options\n"
+        "                        above but --layer-variant and --max-bytes)\n"
         "\n"
         "RedisBloom filters (--variant redisbloom) are what RedisBloom's\n"
         "'BF.RESERVE NAME P N [EXPANSION E] [NONSCALING]' makes, bit for bit: a chain\n"
@@ -489,7 +570,8 @@ const cli_command cli_cmd_create = {
         "The bitmap backend (the default) makes a standard filter, sized by any\n"
         "two of -n, -p, -m, -k (at most 2^32 bits), with --seed. ?backend=module\n"
         "(BF.RESERVE; needs bloomgate.so or RedisBloom) takes -n and -p, and\n"
-        "--expansion or --nonscaling. An existing remote filter is an error unless\n"
+        "--expansion or --nonscaling (none of the other scalable options: BF.RESERVE\n"
+        "has no such arguments). An existing remote filter is an error unless\n"
         "--force, which drops it and creates it again.\n"
         "\n"
         "Examples: bloomgate create users.bgf -n 1e6 -p 0.001\n"

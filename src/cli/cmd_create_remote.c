@@ -13,8 +13,9 @@ const char *cli_remote_create_args_error(bg_remote_backend b,
                                          const cli_remote_create_args *a)
 {
     if (a->other_scaling)
-        return "--max-layers, --layer-variant, --tightening and --max-bytes do not apply to "
-               "a remote filter";
+        return "--max-layers, --layer-variant, --tightening, --first-share, --blocked-from "
+               "and --max-bytes do not apply to a remote filter (neither BF.RESERVE nor a "
+               "bitmap has such a setting)";
     if (b == BG_REMOTE_BITMAP) {
         if (a->variant && a->variant != BG_VARIANT_STANDARD)
             return "a bitmap remote filter is a standard filter: drop --variant (or use "

@@ -259,6 +259,22 @@ static void print_scaling_text(const bg_filter_scaling *sc, const bg_file_info *
                "layers and %llu bytes (%s)\n",
                sc->expansion, sc->tightening, sc->max_layers, (unsigned long long)sc->max_bytes,
                cap);
+        /* The schedule (filter.h SCALABLE): layer 0 gets p s, layer i >= 1
+         * p (1 - s) (1 - t) t^(i-1); s = 1 - t makes it p (1 - t) t^i. */
+        if (sc->first_share == 1.0 - sc->tightening)
+            printf("first share:       %g (layer 0 at p x %g, 1 - tightening: the default)\n",
+                   sc->first_share, sc->first_share);
+        else
+            printf("first share:       %g (layer 0 at p x %g, layer i >= 1 at p x %g x %g^(i-1))"
+                   "\n",
+                   sc->first_share, sc->first_share,
+                   (1.0 - sc->first_share) * (1.0 - sc->tightening), sc->tightening);
+        if (sc->blocked_from)
+            printf("blocked from:      layer %u (layers %u and up are blocked, those below %s)\n",
+                   sc->blocked_from, sc->blocked_from, bg_variant_name(sc->layer_variant));
+        else
+            printf("blocked from:      none (every layer is %s)\n",
+                   bg_variant_name(sc->layer_variant));
     }
     if (!r) {
         printf("error rate (p):    %g for all layers together (asked)\n", sc->error_rate);
@@ -462,8 +478,9 @@ const cli_command cli_cmd_info = {
         "size, and what the bit array says now: bits set, fill ratio, estimated\n"
         "number of keys and estimated current false-positive rate. A counting\n"
         "filter also shows its saturated counters; a scalable one its growth\n"
-        "parameters and a table of its layers (capacity, items, m, k, bytes, p at\n"
-        "capacity, fill, estimated p now) with the totals; a RedisBloom chain its\n"
+        "parameters (first share of p, first blocked layer included) and a table of\n"
+        "its layers (variant, capacity, items, m, k, bytes, p at capacity, fill,\n"
+        "estimated p now) with the totals; a RedisBloom chain its\n"
         "options, growth and a table of its links' fields (entries, size, bits,\n"
         "bytes, hashes, n2, error, bits per entry) with their fill. Verifies the\n"
         "checksum: a damaged file still has its header printed, with\n"

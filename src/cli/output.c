@@ -66,8 +66,10 @@ void cli_print_scaling_json(FILE *fp, const bg_filter_scaling *sc)
     char d[32];
     fprintf(fp, "\"layer_variant\":\"%s\",\"expansion\":%u,\"tightening\":%s,",
             bg_variant_name(sc->layer_variant), sc->expansion, cli_fmt_double(d, sc->tightening));
-    fprintf(fp, "\"max_layers\":%u,\"max_bytes\":%llu,\"nonscaling\":%s", sc->max_layers,
+    fprintf(fp, "\"max_layers\":%u,\"max_bytes\":%llu,\"nonscaling\":%s,", sc->max_layers,
             (unsigned long long)sc->max_bytes, sc->nonscaling ? "true" : "false");
+    fprintf(fp, "\"first_share\":%s,\"blocked_from\":%u", cli_fmt_double(d, sc->first_share),
+            sc->blocked_from);
 }
 
 /* ---- output ----------------------------------------------------------- */

@@ -125,7 +125,8 @@ case_help() {
     has <("$BG" --help) "remove keys from a counting filter file"
     # create's help has the scalable options
     run 0 "$BG" create --help
-    for opt in --expansion --max-layers --layer-variant --tightening --max-bytes --nonscaling; do
+    for opt in --expansion --max-layers --layer-variant --tightening --first-share \
+        --blocked-from --max-bytes --nonscaling; do
         has out "$opt"
     done
 }

@@ -296,6 +296,175 @@ case_scalable() {
     no_temp_files
 }
 
+# A scalable filter's schedule and mixed stacks: --first-share (layer 0's
+# share of p) and --blocked-from (blocked layers above standard ones), as
+# the library's bg_filter_options take them and the Redis module's LAYERS
+# auto makes them.
+case_schedule() {
+    # out of range, or where they do not apply: usage errors (status 2)
+    # that name the option and the range, and no file
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --first-share 0
+    has err "--first-share: '0' is not between 0 and 1 (both excluded)"
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --first-share 1
+    has err "--first-share: '1' is not between 0 and 1 (both excluded)"
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --first-share half
+    has err "--first-share: 'half' is not a number"
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --blocked-from 0
+    has err "--blocked-from: '0' is too small (at least 1)"
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --blocked-from 64
+    has err "--blocked-from: '64' is too large (at most 63)"
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --blocked-from 2.5
+    has err "--blocked-from: '2.5' is not a whole number"
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --blocked-from 4 --max-layers 4
+    has err "--blocked-from 4: must be below --max-layers (4)"
+    run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --blocked-from 2 \
+        --layer-variant blocked
+    has err "--blocked-from makes the layers from that index on blocked, above standard ones: it needs standard layers"
+    local opt
+    for opt in "--first-share 0.5" "--blocked-from 2"; do
+        # shellcheck disable=SC2086
+        run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant scalable --nonscaling $opt
+        has err "--nonscaling makes one layer that never grows: --expansion, --max-layers, --tightening, --first-share and --blocked-from do not apply"
+        # shellcheck disable=SC2086
+        run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant blocked $opt
+        has err "${opt% *} applies to --variant scalable only"
+        # shellcheck disable=SC2086
+        run 2 "$BG" create x.bgf -n 100 -p 0.01 $opt
+        has err "${opt% *} applies to --variant scalable only"
+        # shellcheck disable=SC2086
+        run 2 "$BG" create x.bgf -n 100 -p 0.01 --variant redisbloom $opt
+        has err "--variant redisbloom takes --expansion, --nonscaling and --max-bytes only"
+    done
+    # the least rate a blocked layer is sized for, 1e-12: layer 0's is
+    # p x first share when given; a mixed stack's first blocked layer, here
+    # layer 4 at p (1 - t) t^4 = 3.125e-13, could never be opened
+    run 2 "$BG" create x.bgf -n 100 -p 1e-11 --variant scalable --layer-variant blocked \
+        --first-share 0.01
+    has err "x.bgf: cannot create a scalable filter: p = 1e-11: its first layer's rate, p x --first-share = 1e-13, is below 1e-12"
+    run 2 "$BG" create x.bgf -n 100 -p 1e-11 --variant scalable --blocked-from 4
+    has err "x.bgf: cannot create a scalable filter: --blocked-from 4: layer 4's error rate would be 3.125e-13, below 1e-12"
+    [ ! -e x.bgf ] || fail "a refused create wrote x.bgf"
+    run 0 "$BG" create x.bgf -n 100 -p 1e-11 --variant scalable --layer-variant blocked \
+        --first-share 0.5 -q
+    # ... and a mixed stack that reaches that rate stops growing with a
+    # message that names --blocked-from (layer 3: 1e-11 x 0.5^4 = 6.25e-13)
+    run 0 "$BG" create lim.bgf -n 10 -p 1e-11 --variant scalable --blocked-from 2 --expansion 1 -q
+    cp lim.bgf before.bgf
+    seq 1 100 | run 2 "$BG" add lim.bgf
+    has err "the filter cannot grow: after 3 layers, the next layer's error rate would be below 1e-12, the least a blocked layer can deliver"
+    has err "recreate it with a larger --blocked-from (or none)"
+    same lim.bgf before.bgf
+
+    # create with both: the summary and the JSON
+    run 0 "$BG" create m.bgf -n 100 -p 0.01 --variant scalable --tightening 0.9 \
+        --first-share 0.5 --blocked-from 3 --json
+    json_ok out
+    eq "$(jq -c '[.first_share, .blocked_from, .tightening, .layer_variant, .layers]' out)" \
+        '[0.5,3,0.9,"standard",1]' "create --json"
+    has err "created m.bgf: scalable, standard layers, blocked from layer 3; layer 0: "
+    has err "grows x2 per layer (layer 0 at p x 0.5, layer 1 at p x 0.05, then error rate x0.9)"
+    # the defaults: the classic schedule, no blocked layer
+    run 0 "$BG" create d.bgf -n 100 -p 0.01 --variant scalable --json
+    eq "$(jq -c '[.first_share, .blocked_from]' out)" '[0.5,0]' "create --json defaults"
+    hasnt err "blocked from"
+    hasnt err "layer 0 at p x"
+    run 0 "$BG" create d9.bgf -n 100 -p 0.01 --variant scalable --tightening 0.9 --json
+    # (1 - 0.9 in binary64, 0.09999999999999998: JSON numbers round-trip)
+    jq -e '(.first_share == 1 - .tightening) and (.blocked_from == 0)' out >/dev/null ||
+        fail "first share: not 1 - tightening"
+    run 0 "$BG" info d.bgf
+    has out "first share:       0.5 (layer 0 at p x 0.5, 1 - tightening: the default)"
+    has out "blocked from:      none (every layer is standard)"
+    has out "format version:    2"
+
+    # info, before it grows: the parameters, text and JSON
+    run 0 "$BG" info m.bgf
+    empty err
+    has out "format version:    4"
+    has out "layer variant:     standard"
+    has out "scaling:           capacity x2 and error rate x0.9 per layer"
+    has out "first share:       0.5 (layer 0 at p x 0.5, layer i >= 1 at p x 0.05 x 0.9^(i-1))"
+    has out "blocked from:      layer 3 (layers 3 and up are blocked, those below standard)"
+    run 0 "$BG" info --json m.bgf
+    json_ok out
+    eq "$(jq -c '[.first_share, .blocked_from, .layer_count, .layers[0].variant]' out)" \
+        '[0.5,3,1,"standard"]' "info --json, one layer"
+
+    # 200 times the first layer's capacity: 8 layers, blocked from layer 3
+    keys 1 20000 u >in.txt
+    keys 20001 40000 u >absent.txt
+    run 0 "$BG" add --json m.bgf <in.txt
+    json_ok out
+    local layers
+    layers=$(jq .layers out)
+    [ "$layers" -ge 6 ] || fail "layers after 200x growth: $layers"
+    run 0 "$BG" info --json m.bgf
+    json_ok out
+    eq "$(jq '.layer_count' out)" "$layers" "layer_count"
+    eq "$(jq -c '[.first_share, .blocked_from, .tightening]' out)" '[0.5,3,0.9]' "grown: parameters"
+    eq "$(jq -c '[.layers[0:3][].variant] | unique' out)" '["standard"]' "layers 0-2"
+    eq "$(jq -c '[.layers[3:][].variant] | unique' out)" '["blocked"]' "layers 3 and up"
+    eq "$(jq -c '[.layers[].layer]' out)" "$(seq 0 $((layers - 1)) | jq -sc .)" "layer numbers"
+    eq "$(jq '[.layers[].items] | add' out)" "$(jq .items out)" "items: the layers' sum"
+    # layer 0 gets p x 0.5, layer 1 p x 0.05 (both before margins)
+    jq -e '(.layers[0].error_rate <= 0.005) and (.layers[0].error_rate > 0.003) and
+           (.layers[1].error_rate <= 0.0005) and (.layers[1].error_rate > 0.0002)' out >/dev/null ||
+        fail "layer rates do not follow the schedule"
+    run 0 "$BG" info m.bgf
+    eq "$(awk '$1 ~ /^[0-9]+$/ { print $1 ":" $2 }' out | tr '\n' ' ')" \
+        "$(for ((i = 0; i < layers; i++)); do
+              if [ $i -lt 3 ]; then printf '%s:standard ' $i; else printf '%s:blocked ' $i; fi
+          done)" "layer rows"
+    has out "blocked from:      layer 3 (layers 3 and up are blocked, those below standard)"
+
+    # the file round-trips: every key it was given, the stack's bound for
+    # the others, and the same answers and bytes after a reload and a save
+    run 0 "$BG" check -c m.bgf <in.txt
+    eq "$(cat out)" "$(printf 'keys\t20000\nmaybe\t20000\nno\t0')" "no false negatives"
+    run 1 "$BG" check -c --present m.bgf <absent.txt
+    [ "$(cat out)" -le 240 ] || fail "false positives $(cat out) of 20000 at p = 0.01"
+    "$BG" check m.bgf <absent.txt >answers1.txt || true
+    cp m.bgf before.bgf
+    run 0 "$BG" add --json m.bgf <in.txt
+    eq "$(jget out new)" 0 "new keys on a second add"
+    same m.bgf before.bgf
+    "$BG" check --no-verify m.bgf <absent.txt >answers2.txt || true
+    same answers1.txt answers2.txt
+    # a damaged file: the header still has both
+    local b
+    cp m.bgf bad.bgf
+    b=$(od -An -tu1 -j 300 -N 1 bad.bgf | tr -d ' ')
+    printf "$(printf '\\%03o' $((b ^ 0x10)))" | dd of=bad.bgf bs=1 seek=300 conv=notrunc status=none
+    run 2 "$BG" info --json bad.bgf
+    json_ok out
+    eq "$(jq -c '[.first_share, .blocked_from, .layers, .checksum_status]' out)" \
+        '[0.5,3,null,"mismatch"]' "damaged: from the header"
+    run 2 "$BG" info bad.bgf
+    has out "blocked from:      layer 3"
+
+    # a first share alone: layer 0 gets p x 0.2 instead of p x 0.5, so it
+    # needs more bits than the default's
+    run 0 "$BG" create f.bgf -n 1000 -p 0.01 --variant scalable --first-share 0.2 --json -q
+    eq "$(jq -c '[.first_share, .blocked_from]' out)" '[0.2,0]' "first share alone"
+    local bits_share bits_default
+    bits_share=$(jq .bits out)
+    run 0 "$BG" create g.bgf -n 1000 -p 0.01 --variant scalable --json -q
+    bits_default=$(jq .bits out)
+    [ "$bits_share" -gt "$bits_default" ] ||
+        fail "layer 0 at p x 0.2 has $bits_share bits, the default $bits_default"
+    run 0 "$BG" add -q f.bgf <in.txt
+    run 0 "$BG" check -q f.bgf <in.txt
+    run 0 "$BG" info --json f.bgf
+    jq -e '.layers | all(.variant == "standard")' out >/dev/null || fail "standard layers"
+    # help
+    run 0 "$BG" create --help
+    has out "--first-share S"
+    has out "--blocked-from I"
+    run 0 "$BG" info --help
+    has out "first share of p, first blocked layer"
+    no_temp_files
+}
+
 case_variants() {
     # every variant: create, add, check, info, and the same answers from
     # check with and without --no-verify

@@ -456,6 +456,34 @@ case_module() {
     has err "already exists"
     run 2 "$BG" create "redis://127.0.0.1:$PORT/m2?backend=module" -m 1000 -k 3
     has err "sized by -n and -p only"
+    # BF.RESERVE has no schedule or mixed-stack argument, nor has a bitmap
+    local opt
+    for opt in "--first-share 0.5" "--blocked-from 2"; do
+        # shellcheck disable=SC2086
+        run 2 "$BG" create "redis://127.0.0.1:$PORT/m2?backend=module" -n 100 -p 0.01 $opt
+        has err "--first-share, --blocked-from and --max-bytes do not apply to a remote filter"
+        # shellcheck disable=SC2086
+        run 2 "$BG" create "redis://127.0.0.1:$PORT/m2" -n 100 -p 0.01 $opt
+        has err "do not apply to a remote filter"
+    done
+    # the module's own stacks (LAYERS auto, the default: layer 0 at p / 2,
+    # tightening 0.9, blocked from layer 1 at this p) come back whole
+    local MX="redis://127.0.0.1:$PORT/mixed?backend=module"
+    run 0 "$BG" create -q "$MX" -n 100 -p 0.01
+    keys 1 3000 mx | run 0 "$BG" add -q "$MX"
+    run 0 "$BG" pull -q "$MX" mixed.bgf
+    run 0 "$BG" info --json mixed.bgf
+    json_ok out
+    eq "$(jq -c '[.first_share, .blocked_from, .tightening, .layers[0].variant]' out)" \
+        '[0.5,1,0.9,"standard"]' "the module's stack: schedule"
+    [ "$(jq .layer_count out)" -ge 3 ] || fail "the module's stack did not grow"
+    eq "$(jq -c '[.layers[1:][].variant] | unique' out)" '["blocked"]' "blocked from layer 1"
+    run 0 "$BG" info mixed.bgf
+    has out "first share:       0.5 (layer 0 at p x 0.5, layer i >= 1 at p x 0.05 x 0.9^(i-1))"
+    has out "blocked from:      layer 1 (layers 1 and up are blocked, those below standard)"
+    keys 1 6000 mx | "$BG" check "$MX" >want.txt || true
+    keys 1 6000 mx | "$BG" check mixed.bgf >got.txt || true
+    cmp -s want.txt got.txt || fail "remote and pulled answers differ"
     keys 1 3000 | run 0 "$BG" add "$U"
     has err "3000 keys read, 3000 new"
     keys 1 3000 | run 0 "$BG" check -c "$U"
