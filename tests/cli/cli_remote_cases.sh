@@ -484,6 +484,13 @@ case_module() {
     keys 1 6000 mx | "$BG" check "$MX" >want.txt || true
     keys 1 6000 mx | "$BG" check mixed.bgf >got.txt || true
     cmp -s want.txt got.txt || fail "remote and pulled answers differ"
+    # ... and one made here goes up and comes back the same bytes
+    run 0 "$BG" create -q own.bgf -n 100 -p 0.01 --variant scalable --tightening 0.9 \
+        --first-share 0.3 --blocked-from 2 --max-bytes 536870912
+    keys 1 3000 own | run 0 "$BG" add -q own.bgf
+    run 0 "$BG" push -q own.bgf "redis://127.0.0.1:$PORT/own?backend=module"
+    run 0 "$BG" pull -q "redis://127.0.0.1:$PORT/own?backend=module" own-back.bgf
+    cmp -s own.bgf own-back.bgf || fail "a pushed mixed stack came back different"
     keys 1 3000 | run 0 "$BG" add "$U"
     has err "3000 keys read, 3000 new"
     keys 1 3000 | run 0 "$BG" check -c "$U"
