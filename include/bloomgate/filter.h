@@ -437,6 +437,31 @@ BG_API int bg_filter_stats_get(const bg_filter *f, bg_filter_stats *out);
  * (also for a layer that does not exist). */
 BG_API int bg_filter_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *out);
 
+/* One layer's array as it lies in memory: bit (or counter) i where
+ * <bloomgate/layout.h> and BIT LAYOUT put it, bg_filter_layer_stats' bytes
+ * long, the same bytes a file image of the filter holds for that layer.
+ * Layer numbering is bg_filter_layer_stats'. These two let a caller keep a
+ * small filter's bits in a form of its own (the Redis module keeps a
+ * one-layer filter in one block: docs/REDIS.md) and make the library's
+ * filter again when it needs one.
+ *
+ * bg_filter_layer_read copies the array into buf[0, len): BG_OK, or
+ * BG_EINVAL (NULL filter or buf, no such layer, len not the array's bytes,
+ * or a RedisBloom filter, whose links are not this library's layout). It
+ * reads as bg_filter_encode does (each word some value it had during the
+ * call). Allocates nothing.
+ *
+ * bg_filter_layer_write replaces the array with buf[0, len) and the layer's
+ * item count with `items`: BG_OK, BG_EINVAL (as above), BG_EREADONLY (a
+ * mapped filter) or BG_ECORRUPT (a bit or counter set past the layer's m
+ * cells, which no add can set). The bits are taken as given: the caller
+ * vouches that they and the count are what adds to such a layer made (no
+ * measured rate of the layer is recomputed; write a layer before the stack
+ * grows past it). Not concurrent-safe. Allocates nothing. */
+BG_API int bg_filter_layer_read(const bg_filter *f, uint32_t layer, void *buf, size_t len);
+BG_API int bg_filter_layer_write(bg_filter *f, uint32_t layer, const void *buf, size_t len,
+                                 uint64_t items);
+
 /* How a scalable filter grows, as created (defaults filled in; layer_variant
  * is the first layer's: with blocked_from, later layers are blocked). */
 typedef struct bg_filter_scaling {

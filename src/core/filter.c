@@ -412,6 +412,59 @@ int bg_filter_layer_stats(const bg_filter *f, uint32_t layer, bg_filter_stats *o
     return f->ops->layer_stats(f, layer, out);
 }
 
+/* Layer i of f (layer_stats' numbering), or NULL: none, or not an array
+ * of this library's layouts (a RedisBloom chain's links). */
+static bg_filter *layer_array(const bg_filter *f, uint32_t i)
+{
+    if (f->ops->variant == BG_VARIANT_SCALABLE)
+        return i < bg__scalable_count(f) ? bg__scalable_layer(f, i) : NULL;
+    return i == 0 && f->ops->cell_bits != 0 ? (bg_filter *)(uintptr_t)f : NULL;
+}
+
+int bg_filter_layer_read(const bg_filter *f, uint32_t layer, void *buf, size_t len)
+{
+    if (f == NULL || buf == NULL)
+        return BG_EINVAL;
+    const bg_filter *l = layer_array(f, layer);
+    if (l == NULL || len != l->nwords * 8)
+        return BG_EINVAL;
+    for (uint64_t i = 0; i < l->nwords; i++) {
+        uint64_t w = bg__load(&l->words[i]);
+        memcpy((char *)buf + i * 8, &w, 8);
+    }
+    return BG_OK;
+}
+
+int bg_filter_layer_write(bg_filter *f, uint32_t layer, const void *buf, size_t len,
+                          uint64_t items)
+{
+    if (f == NULL || buf == NULL)
+        return BG_EINVAL;
+    bg_filter *l = layer_array(f, layer);
+    if (l == NULL || len != l->nwords * 8)
+        return BG_EINVAL;
+    if (f->read_only || l->read_only)
+        return BG_EREADONLY;
+    /* Cells m.. of the last word: in payload numbering (byte i / 8, mask
+     * 0x80 >> (i % 8), as bg__bit), bit offsets used .. 63 of it. */
+    uint64_t used = l->m * l->ops->cell_bits - (l->nwords - 1) * 64;
+    if (l->nwords != 0 && used < 64) {
+        uint64_t last, spare = 0;
+        memcpy(&last, (const char *)buf + (l->nwords - 1) * 8, 8);
+        for (uint64_t b = used; b < 64; b++)
+            spare |= bg__bit(b);
+        if (last & spare)
+            return BG_ECORRUPT;
+    }
+    for (uint64_t i = 0; i < l->nwords; i++) {
+        uint64_t w;
+        memcpy(&w, (const char *)buf + i * 8, 8);
+        atomic_store_explicit(&l->words[i], w, memory_order_relaxed);
+    }
+    atomic_store_explicit(&l->items, items, memory_order_relaxed);
+    return BG_OK;
+}
+
 int bg_filter_scaling_get(const bg_filter *f, bg_filter_scaling *out)
 {
     if (f == NULL || out == NULL)

@@ -119,13 +119,13 @@ static bool arg_is(RedisModuleString *s, const char *word)
 }
 
 /* A new filter stored under the (empty, writable) key `name`; *out is the
- * filter, owned by the key. On failure replies the error and returns
- * REDISMODULE_ERR, and nothing is created. An MBbloom-- key (COMPAT
- * redisbloom) has its creation replicated at once, as RedisBloom's header
- * (bgr_rb_replicate_creation): a replica or an AOF replaying the command
- * alone would make whatever its own COMPAT says. */
+ * key's value (module.h, THE VALUE): compact when it can be. On failure
+ * replies the error and returns REDISMODULE_ERR, and nothing is created.
+ * An MBbloom-- key (COMPAT redisbloom) has its creation replicated at once,
+ * as RedisBloom's header (bgr_rb_replicate_creation): a replica or an AOF
+ * replaying the command alone would make whatever its own COMPAT says. */
 static int create_filter(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *key,
-                         double p, uint64_t n, uint32_t expansion, bg_filter **out)
+                         double p, uint64_t n, uint32_t expansion, void **out)
 {
     bg_filter *f;
     int rc = bgr_filter_new(&f, p, n, expansion);
@@ -138,21 +138,60 @@ static int create_filter(RedisModuleCtx *ctx, RedisModuleString *name, RedisModu
                                                                                 : E_CREATE);
         return REDISMODULE_ERR;
     }
-    bgr_value *v = bgr_value_wrap(f);
-    if (v == NULL) {
+    RedisModuleType *mt = bgr_type_of(f);
+    void *v = bgr_compact_from(f, true);
+    if (v != NULL) {
+        bg_filter_free(f);
+    } else if ((v = bgr_value_wrap(f)) == NULL) {
         bg_filter_free(f);
         RedisModule_ReplyWithError(ctx, E_CREATE);
         return REDISMODULE_ERR;
     }
-    if (RedisModule_ModuleTypeSetValue(key, bgr_type_of(f), v) != REDISMODULE_OK) {
+    if (RedisModule_ModuleTypeSetValue(key, mt, v) != REDISMODULE_OK) {
         bgr_value_free(v);
         RedisModule_ReplyWithError(ctx, E_CREATE);
         return REDISMODULE_ERR;
     }
     if (bgr_is_rb(v))
         (void)bgr_rb_replicate_creation(ctx, name, f);
-    *out = f;
+    *out = v;
     return REDISMODULE_OK;
+}
+
+/* The library's filter in place of the compact value `c` of the open,
+ * writable `key`, with the same bits (bgr_compact_expand), for an add that
+ * must grow it; c is freed. Returns the key's new value, or NULL (nothing
+ * changed) if the filter cannot be made. */
+static bgr_value *expand_value(RedisModuleKey *key, bgr_compact *c)
+{
+    bg_filter *f;
+    if (bgr_compact_expand(c, &f) != BG_OK)
+        return NULL;
+    bgr_value *v = bgr_value_wrap(f);
+    void *old = NULL;
+    if (RedisModule_ModuleTypeReplaceValue(key, bgr_type, v, &old) != REDISMODULE_OK) {
+        bgr_value_free(v);
+        return NULL;
+    }
+    bgr_compact_free(old);
+    return v;
+}
+
+/* One add to the value of the open, writable `key`: 1, 0 or a library
+ * status, as bg_filter_test_and_add; a compact filter that must grow is
+ * made the library's filter first (*v then is the new value). */
+static int add_one(RedisModuleKey *key, void **v, const char *item, size_t len)
+{
+    if (!bgr_is_compact(*v))
+        return bg_filter_test_and_add(((bgr_value *)*v)->filter, item, len);
+    int rc = bgr_compact_test_and_add(*v, item, len);
+    if (rc != BGR_GROW)
+        return rc;
+    bgr_value *full = expand_value(key, *v);
+    if (full == NULL)
+        return BG_ENOMEM;
+    *v = full;
+    return bg_filter_test_and_add(full->filter, item, len);
 }
 
 /* The error for a refused add (a library status < 0). */
@@ -162,18 +201,37 @@ static const char *add_error(int64_t status)
 }
 
 /* BF.MADD / BF.INSERT's reply: one element per item, in order, up to and
- * including the first refused one (its element is the error). Returns
- * whether some item was new, i.e. whether the filter changed. */
-static bool add_items(RedisModuleCtx *ctx, bg_filter *f, RedisModuleString **items, size_t count)
+ * including the first refused one (its element is the error), for the
+ * value v of the open, writable `key`. A compact filter takes items one by
+ * one (add_one) until it has to grow; the library's filter takes the rest
+ * in batches. Returns whether some item was new, i.e. whether the filter
+ * changed. */
+static bool add_items(RedisModuleCtx *ctx, RedisModuleKey *key, void *v,
+                      RedisModuleString **items, size_t count)
 {
     const void *keys[WINDOW];
     size_t lens[WINDOW];
     uint8_t res[WINDOW];
     bool changed = false;
     long replied = 0;
+    size_t at = 0;
 
     RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
-    for (size_t at = 0; at < count; at += WINDOW) {
+    for (; at < count && bgr_is_compact(v); at++) {
+        size_t len;
+        const char *item = RedisModule_StringPtrLen(items[at], &len);
+        int rc = add_one(key, &v, item, len);
+        replied++;
+        if (rc < 0) {
+            RedisModule_ReplyWithError(ctx, add_error(rc));
+            RedisModule_ReplySetArrayLength(ctx, replied);
+            return changed;
+        }
+        reply_bool(ctx, rc);
+        changed = changed || rc != 0;
+    }
+    bg_filter *f = at < count ? ((bgr_value *)v)->filter : NULL;
+    for (; at < count; at += WINDOW) {
         size_t n = count - at < WINDOW ? count - at : WINDOW;
         for (size_t i = 0; i < n; i++) {
             keys[i] = RedisModule_StringPtrLen(items[at + i], &lens[i]);
@@ -195,23 +253,26 @@ static bool add_items(RedisModuleCtx *ctx, bg_filter *f, RedisModuleString **ite
     return changed;
 }
 
-/* The filter a query reads: NULL (answer 0s) for a missing key and, as in
- * RedisBloom, for a key of another type. A filter still being assembled by
- * BF.LOADCHUNK is an error (BGR_ERR_LOADING, replied): then
- * REDISMODULE_ERR. The key's handle is closed before returning (HOT
- * COMMANDS). */
-static int open_query(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter **f)
+/* What a query reads: a filter (*f) or a compact one (*c); both NULL
+ * (answer 0s) for a missing key and, as in RedisBloom, for a key of
+ * another type. A filter still being assembled by BF.LOADCHUNK is an error
+ * (BGR_ERR_LOADING, replied): then REDISMODULE_ERR. The key's handle is
+ * closed before returning (HOT COMMANDS). */
+static int open_query(RedisModuleCtx *ctx, RedisModuleString *name, const bg_filter **f,
+                      const bgr_compact **c)
 {
     RedisModuleKey *key = RedisModule_OpenKey(ctx, name, REDISMODULE_READ);
     *f = NULL;
+    *c = NULL;
     int rc = REDISMODULE_OK;
     RedisModuleType *mt = RedisModule_KeyType(key) == REDISMODULE_KEYTYPE_MODULE
                               ? RedisModule_ModuleTypeGetType(key)
                               : NULL;
     if (mt != NULL && (mt == bgr_type || mt == bgr_rb_type)) {
-        bgr_value *v = RedisModule_ModuleTypeGetValue(key);
-        *f = v->filter;
-        if (v->filter == NULL) {
+        void *v = RedisModule_ModuleTypeGetValue(key);
+        if (bgr_is_compact(v)) {
+            *c = v;
+        } else if ((*f = ((bgr_value *)v)->filter) == NULL) {
             RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
             rc = REDISMODULE_ERR;
         }
@@ -271,7 +332,7 @@ int bgr_cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     }
 
     RedisModuleKey *key;
-    bgr_value *v;
+    void *v;
     /* A key still being loaded by BF.LOADCHUNK exists too. */
     if (bgr_open(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v, 1) !=
         REDISMODULE_OK)
@@ -279,36 +340,34 @@ int bgr_cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (v != NULL)
         return RedisModule_ReplyWithError(ctx, E_ITEM_EXISTS);
 
-    bg_filter *f;
-    if (create_filter(ctx, argv[1], key, p, (uint64_t)n, expansion, &f) != REDISMODULE_OK)
+    if (create_filter(ctx, argv[1], key, p, (uint64_t)n, expansion, &v) != REDISMODULE_OK)
         return REDISMODULE_OK;
     RedisModule_ReplyWithSimpleString(ctx, "OK");
     /* An MBbloom-- key's creation is replicated already. */
-    if (bg_filter_variant(f) != BG_VARIANT_REDISBLOOM)
+    if (!bgr_is_rb(v))
         RedisModule_ReplicateVerbatim(ctx);
     return REDISMODULE_OK;
 }
 
 /* ---- BF.ADD / BF.MADD --------------------------------------------------------- */
 
-/* The filter under a key that an add writes to, created with the module's
- * defaults when missing (*created). REDISMODULE_ERR after replying. The
- * key's handle is closed before returning (HOT COMMANDS). */
-static int open_for_add(RedisModuleCtx *ctx, RedisModuleString *name, bg_filter **f,
-                        bool *created)
+/* The value (*v) of a key that an add writes to, created with the
+ * module's defaults when missing (*created), and the key's handle, open
+ * for writing (an add may replace a compact value: add_one), which the
+ * caller closes (HOT COMMANDS). REDISMODULE_ERR after replying, the key
+ * then closed. */
+static int open_for_add(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey **key,
+                        void **v, bool *created)
 {
-    RedisModuleKey *key;
-    bgr_value *v;
     *created = false;
-    int rc = bgr_open(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE, &key, &v, 0);
-    if (rc == REDISMODULE_OK && v != NULL) {
-        *f = v->filter;
-    } else if (rc == REDISMODULE_OK) {
-        rc = create_filter(ctx, name, key, bgr_cfg.error_rate, bgr_cfg.initial_size,
-                           bgr_cfg.expansion, f);
+    int rc = bgr_open(ctx, name, REDISMODULE_READ | REDISMODULE_WRITE, key, v, 0);
+    if (rc == REDISMODULE_OK && *v == NULL) {
+        rc = create_filter(ctx, name, *key, bgr_cfg.error_rate, bgr_cfg.initial_size,
+                           bgr_cfg.expansion, v);
         *created = rc == REDISMODULE_OK;
     }
-    RedisModule_CloseKey(key);
+    if (rc != REDISMODULE_OK)
+        RedisModule_CloseKey(*key);
     return rc;
 }
 
@@ -316,13 +375,15 @@ int bgr_cmd_add(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc != 3)
         return RedisModule_WrongArity(ctx);
-    bg_filter *f;
+    RedisModuleKey *key;
+    void *v;
     bool created;
-    if (open_for_add(ctx, argv[1], &f, &created) != REDISMODULE_OK)
+    if (open_for_add(ctx, argv[1], &key, &v, &created) != REDISMODULE_OK)
         return REDISMODULE_OK;
     size_t len;
     const char *item = RedisModule_StringPtrLen(argv[2], &len);
-    int rc = bg_filter_test_and_add(f, item, len);
+    int rc = add_one(key, &v, item, len);
+    RedisModule_CloseKey(key);
     if (rc < 0)
         RedisModule_ReplyWithError(ctx, add_error(rc));
     else
@@ -336,11 +397,13 @@ int bgr_cmd_madd(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 3)
         return RedisModule_WrongArity(ctx);
-    bg_filter *f;
+    RedisModuleKey *key;
+    void *v;
     bool created;
-    if (open_for_add(ctx, argv[1], &f, &created) != REDISMODULE_OK)
+    if (open_for_add(ctx, argv[1], &key, &v, &created) != REDISMODULE_OK)
         return REDISMODULE_OK;
-    bool changed = add_items(ctx, f, argv + 2, (size_t)(argc - 2));
+    bool changed = add_items(ctx, key, v, argv + 2, (size_t)(argc - 2));
+    RedisModule_CloseKey(key);
     if (created || changed)
         RedisModule_ReplicateVerbatim(ctx);
     return REDISMODULE_OK;
@@ -352,23 +415,25 @@ int bgr_cmd_exists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc != 3)
         return RedisModule_WrongArity(ctx);
-    bg_filter *f;
-    if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
+    const bg_filter *f;
+    const bgr_compact *c;
+    if (open_query(ctx, argv[1], &f, &c) != REDISMODULE_OK)
         return REDISMODULE_OK;
     int found = 0;
-    if (f != NULL) {
+    if (f != NULL || c != NULL) {
         size_t len;
         const char *item = RedisModule_StringPtrLen(argv[2], &len);
-        found = bg_filter_contains(f, item, len) == 1;
+        found = f != NULL ? bg_filter_contains(f, item, len) == 1
+                          : bgr_compact_contains(c, item, len) == 1;
     }
     reply_bool(ctx, found);
     return REDISMODULE_OK;
 }
 
-/* BF.MEXISTS's and BG.MEXISTS's reply: f's answer for each of argv[2..),
- * or 0s without a filter. */
-static int reply_mexists(RedisModuleCtx *ctx, const bg_filter *f, RedisModuleString **argv,
-                         int argc)
+/* BF.MEXISTS's and BG.MEXISTS's reply: f's or c's answer for each of
+ * argv[2..), or 0s without a filter. */
+static int reply_mexists(RedisModuleCtx *ctx, const bg_filter *f, const bgr_compact *c,
+                         RedisModuleString **argv, int argc)
 {
     size_t count = (size_t)(argc - 2);
     RedisModuleString **items = argv + 2;
@@ -380,11 +445,15 @@ static int reply_mexists(RedisModuleCtx *ctx, const bg_filter *f, RedisModuleStr
     for (size_t at = 0; at < count; at += WINDOW) {
         size_t n = count - at < WINDOW ? count - at : WINDOW;
         memset(res, 0, sizeof res);
-        if (f != NULL) {
+        if (f != NULL || c != NULL) {
             for (size_t i = 0; i < n; i++)
                 keys[i] = RedisModule_StringPtrLen(items[at + i], &lens[i]);
             /* Cannot fail on these arguments; if it did, res stays 0s. */
-            (void)bg_filter_contains_many(f, keys, lens, n, res);
+            if (f != NULL)
+                (void)bg_filter_contains_many(f, keys, lens, n, res);
+            else
+                for (size_t i = 0; i < n; i++)
+                    res[i] = (uint8_t)bgr_compact_contains(c, keys[i], lens[i]);
         }
         for (size_t i = 0; i < n; i++)
             reply_bool(ctx, res[i] == 1);
@@ -396,10 +465,11 @@ int bgr_cmd_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc < 3)
         return RedisModule_WrongArity(ctx);
-    bg_filter *f;
-    if (open_query(ctx, argv[1], &f) != REDISMODULE_OK)
+    const bg_filter *f;
+    const bgr_compact *c;
+    if (open_query(ctx, argv[1], &f, &c) != REDISMODULE_OK)
         return REDISMODULE_OK;
-    return reply_mexists(ctx, f, argv, argc);
+    return reply_mexists(ctx, f, c, argv, argc);
 }
 
 /* ---- BG.MEXISTS key item [item ...] ------------------------------------------
@@ -417,17 +487,20 @@ int bgr_cmd_bg_mexists(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     int type = RedisModule_KeyType(key);
     RedisModuleType *mt = type == REDISMODULE_KEYTYPE_MODULE ? RedisModule_ModuleTypeGetType(key)
                                                              : NULL;
-    const bgr_value *v = mt != NULL && (mt == bgr_type || mt == bgr_rb_type)
-                             ? RedisModule_ModuleTypeGetValue(key)
-                             : NULL;
+    const void *v = mt != NULL && (mt == bgr_type || mt == bgr_rb_type)
+                        ? RedisModule_ModuleTypeGetValue(key)
+                        : NULL;
     RedisModule_CloseKey(key);
     if (type == REDISMODULE_KEYTYPE_EMPTY)
         return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
     if (v == NULL)
         return RedisModule_ReplyWithError(ctx, REDISMODULE_ERRORMSG_WRONGTYPE);
-    if (v->filter == NULL)
+    if (bgr_is_compact(v))
+        return reply_mexists(ctx, NULL, v, argv, argc);
+    const bg_filter *f = ((const bgr_value *)v)->filter;
+    if (f == NULL)
         return RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
-    return reply_mexists(ctx, v->filter, argv, argc);
+    return reply_mexists(ctx, f, NULL, argv, argc);
 }
 
 /* ---- BF.INSERT key [CAPACITY n] [ERROR p] [EXPANSION e] [NOCREATE] [NONSCALING]
@@ -480,23 +553,22 @@ int bgr_cmd_insert(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         return RedisModule_ReplyWithError(ctx, E_INS_RANGE);
 
     RedisModuleKey *key;
-    bgr_value *v;
+    void *v;
     if (bgr_open(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &v, 0) !=
         REDISMODULE_OK)
         return REDISMODULE_OK;
     bool created = false;
-    bg_filter *f;
     if (v != NULL) {
-        f = v->filter; /* the options apply to creation only */
+        /* the options apply to creation only */
     } else if (nocreate) {
         return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
     } else {
         uint32_t expansion = nonscaling ? 0 : (uint32_t)e;
-        if (create_filter(ctx, argv[1], key, p, (uint64_t)n, expansion, &f) != REDISMODULE_OK)
+        if (create_filter(ctx, argv[1], key, p, (uint64_t)n, expansion, &v) != REDISMODULE_OK)
             return REDISMODULE_OK;
         created = true;
     }
-    bool changed = add_items(ctx, f, argv + items, (size_t)(argc - items));
+    bool changed = add_items(ctx, key, v, argv + items, (size_t)(argc - items));
     if (created || changed)
         RedisModule_ReplicateVerbatim(ctx);
     return REDISMODULE_OK;
@@ -518,8 +590,40 @@ static const struct {
     [EXPANSION] = {"EXPANSION", "Expansion rate"},
 };
 
-static void reply_info_value(RedisModuleCtx *ctx, const bgr_value *v, info_field which)
+/* A compact filter's field: what the library's filter it stands for
+ * answers (one layer). */
+static void reply_compact_info(RedisModuleCtx *ctx, const bgr_compact *c, info_field which)
 {
+    switch (which) {
+    case CAPACITY:
+        RedisModule_ReplyWithLongLong(ctx, clamp_ll(bgr_compact_capacity(c)));
+        break;
+    case SIZE:
+        RedisModule_ReplyWithLongLong(ctx, clamp_ll(bgr_value_size(c, false)));
+        break;
+    case FILTERS:
+        RedisModule_ReplyWithLongLong(ctx, 1);
+        break;
+    case ITEMS:
+        RedisModule_ReplyWithLongLong(ctx, clamp_ll(bgr_compact_items(c)));
+        break;
+    case EXPANSION:
+    default:
+        if (bgr_compact_nonscaling(c))
+            RedisModule_ReplyWithNull(ctx);
+        else
+            RedisModule_ReplyWithLongLong(ctx, bgr_compact_expansion(c));
+        break;
+    }
+}
+
+static void reply_info_value(RedisModuleCtx *ctx, const void *value, info_field which)
+{
+    if (bgr_is_compact(value)) {
+        reply_compact_info(ctx, value, which);
+        return;
+    }
+    const bgr_value *v = value;
     const bg_filter *f = v->filter;
     bg_filter_scaling sc = {0};
     switch (which) {
@@ -555,7 +659,7 @@ int bgr_cmd_info(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (argc != 2 && argc != 3)
         return RedisModule_WrongArity(ctx);
     RedisModuleKey *key;
-    bgr_value *v;
+    void *v;
     if (bgr_open(ctx, argv[1], REDISMODULE_READ, &key, &v, 0) != REDISMODULE_OK)
         return REDISMODULE_OK;
     if (v == NULL)
@@ -601,8 +705,11 @@ int bgr_cmd_card(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (argc != 2)
         return RedisModule_WrongArity(ctx);
     RedisModuleKey *key;
-    bgr_value *v;
+    void *v;
     if (bgr_open(ctx, argv[1], REDISMODULE_READ, &key, &v, 0) != REDISMODULE_OK)
         return REDISMODULE_OK;
-    return RedisModule_ReplyWithLongLong(ctx, v == NULL ? 0 : clamp_ll(bg_filter_items(v->filter)));
+    uint64_t items = v == NULL           ? 0
+                     : bgr_is_compact(v) ? bgr_compact_items(v)
+                                         : bg_filter_items(((bgr_value *)v)->filter);
+    return RedisModule_ReplyWithLongLong(ctx, clamp_ll(items));
 }

@@ -50,7 +50,7 @@ int bgr_cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     /* The key before the iterator, in RedisBloom's order: a wrong-type or
      * missing key is reported whatever the iterator says. */
     RedisModuleKey *key;
-    bgr_value *val;
+    void *val;
     if (bgr_open(ctx, argv[1], REDISMODULE_READ, &key, &val, 0) != REDISMODULE_OK)
         return REDISMODULE_OK;
     if (val == NULL)
@@ -59,25 +59,33 @@ int bgr_cmd_scandump(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (RedisModule_StringToLongLong(argv[2], &iter) != REDISMODULE_OK)
         return RedisModule_ReplyWithError(ctx, E_SCAN_ITER);
     if (bgr_is_rb(val))
-        return bgr_rb_scandump(ctx, val->filter, iter);
+        return bgr_rb_scandump(ctx, ((bgr_value *)val)->filter, iter);
 
-    uint64_t total;
-    if (bg_filter_encoded_size(val->filter, &total) != BG_OK)
+    /* A compact filter is dumped as the library's filter it stands for,
+     * made for this call (module.h, THE VALUE): a small one, so each call
+     * costs little more than its reply. */
+    bg_filter *made = NULL;
+    if (bgr_is_compact(val) && bgr_compact_expand(val, &made) != BG_OK)
         return RedisModule_ReplyWithError(ctx, "ERR could not encode filter");
-    bgr_span s;
-    bgr_scan_step(total, iter, BGR_CHUNK_MAX, &s);
-    if (s.len == 0) {
-        RedisModule_ReplyWithArray(ctx, 2);
-        RedisModule_ReplyWithLongLong(ctx, 0);
-        return RedisModule_ReplyWithStringBuffer(ctx, "", 0);
-    }
-    char *buf = RedisModule_Alloc((size_t)s.len);
-    int rc = bg_filter_encode_range(val->filter, s.offset, buf, (size_t)s.len);
+    const bg_filter *f = made != NULL ? made : ((bgr_value *)val)->filter;
+    uint64_t total;
+    bgr_span s = {0, 0, 0};
+    int rc = bg_filter_encoded_size(f, &total);
+    if (rc == BG_OK)
+        bgr_scan_step(total, iter, BGR_CHUNK_MAX, &s);
+    char *buf = rc == BG_OK && s.len != 0 ? RedisModule_Alloc((size_t)s.len) : NULL;
+    if (buf != NULL)
+        rc = bg_filter_encode_range(f, s.offset, buf, (size_t)s.len);
+    bg_filter_free(made);
     if (rc != BG_OK) {
         RedisModule_Free(buf);
         return RedisModule_ReplyWithError(ctx, "ERR could not encode filter");
     }
     RedisModule_ReplyWithArray(ctx, 2);
+    if (s.len == 0) {
+        RedisModule_ReplyWithLongLong(ctx, 0);
+        return RedisModule_ReplyWithStringBuffer(ctx, "", 0);
+    }
     RedisModule_ReplyWithLongLong(ctx, s.next);
     RedisModule_ReplyWithStringBuffer(ctx, buf, (size_t)s.len);
     RedisModule_Free(buf);
@@ -121,8 +129,9 @@ static int load_header(RedisModuleCtx *ctx, RedisModuleKey *key, bgr_value *val,
     return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
 
-/* A chunk for a key being assembled; the last one turns it into a filter,
- * or, if the decoder refuses the image, deletes it. */
+/* A chunk for a key being assembled; the last one turns it into a filter
+ * (compact if it can be: module.h, THE VALUE), or, if the decoder refuses
+ * the image, deletes it. */
 static int load_chunk(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleKey *key,
                       bgr_value *val, long long iter, const char *data, size_t len)
 {
@@ -146,6 +155,12 @@ static int load_chunk(RedisModuleCtx *ctx, RedisModuleString *name, RedisModuleK
     bgr_assembly_free(val->assembly);
     val->assembly = NULL;
     val->filter = f;
+    bgr_compact *c = bgr_compact_from(f, false);
+    void *old = NULL;
+    if (c != NULL && RedisModule_ModuleTypeReplaceValue(key, bgr_type, c, &old) == REDISMODULE_OK)
+        bgr_value_free(old);
+    else
+        bgr_compact_free(c);
     RedisModule_ReplicateVerbatim(ctx);
     return RedisModule_ReplyWithSimpleString(ctx, "OK");
 }
@@ -161,10 +176,11 @@ int bgr_cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     size_t len;
     const char *data = RedisModule_StringPtrLen(argv[3], &len);
     RedisModuleKey *key;
-    bgr_value *val;
-    if (bgr_open(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &val, 1) !=
+    void *value;
+    if (bgr_open(ctx, argv[1], REDISMODULE_READ | REDISMODULE_WRITE, &key, &value, 1) !=
         REDISMODULE_OK)
         return REDISMODULE_OK;
+    bgr_value *val = value;
     if (val == NULL) {
         if (iter != 1)
             return RedisModule_ReplyWithError(ctx, E_NOT_FOUND);
@@ -177,7 +193,7 @@ int bgr_cmd_loadchunk(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
     if (bgr_is_rb(val))
         return bgr_rb_load_chunk(ctx, val->filter, iter, data, len);
     /* Neither a header nor a chunk ever touches a filter. */
-    if (val->assembly == NULL)
+    if (bgr_is_compact(val) || val->assembly == NULL)
         return RedisModule_ReplyWithError(ctx, E_BAD_DATA);
     /* A header restarts a load: after a refused chunk (a source that grew a
      * layer between two SCANDUMP calls gives one too big for the first

@@ -46,6 +46,10 @@ void bgr_value_free(void *value)
     bgr_value *v = value;
     if (v == NULL)
         return;
+    if (bgr_is_compact(value)) {
+        bgr_compact_free(value);
+        return;
+    }
     bg_filter_free(v->filter);
     bgr_assembly_free(v->assembly);
     RedisModule_Free(v);
@@ -123,6 +127,12 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
         };
         return bg_filter_new(out, &o);
     }
+    return bgr_filter_make(out, p, n, expansion);
+}
+
+int bgr_filter_make(bg_filter **out, double p, uint64_t n, uint32_t expansion)
+{
+    bool nonscaling = expansion == 0;
     bg_variant layers = bgr_cfg.layer_variant;
     double tightening = 0, first_share = 0; /* the library's defaults */
     uint32_t blocked_from = 0;
@@ -161,7 +171,7 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
 }
 
 int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModuleKey **key,
-             bgr_value **val, int allow_loading)
+             void **val, int allow_loading)
 {
     *key = RedisModule_OpenKey(ctx, name, mode);
     *val = NULL;
@@ -175,7 +185,7 @@ int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModule
         return REDISMODULE_ERR;
     }
     *val = RedisModule_ModuleTypeGetValue(*key);
-    if (!allow_loading && (*val)->filter == NULL) {
+    if (!allow_loading && !bgr_is_compact(*val) && ((bgr_value *)*val)->filter == NULL) {
         RedisModule_ReplyWithError(ctx, BGR_ERR_LOADING);
         return REDISMODULE_ERR;
     }

@@ -5,6 +5,7 @@
  *
  *   module.c    RedisModule_OnLoad: arguments, allocator, type, commands
  *   commands.c  BF.RESERVE, ADD, MADD, EXISTS, MEXISTS, INSERT, INFO, CARD
+ *   compact.c   small one-layer filters in one block (THE VALUE)
  *   type.c      the data type: RDB, AOF rewrite, DUMP/RESTORE, COPY,
  *               MEMORY USAGE, DEBUG DIGEST
  *   dump.c      BF.SCANDUMP and BF.LOADCHUNK
@@ -21,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <bloomgate/bloomgate.h>
 
@@ -59,29 +61,89 @@ extern bgr_config bgr_cfg;
 extern RedisModuleType *bgr_type;    /* "bloomgate" */
 extern RedisModuleType *bgr_rb_type; /* "MBbloom--" */
 
-/* What a key of our type holds: a complete filter, or, between a
- * BF.LOADCHUNK of the header and the one that completes the image, the
- * chunks so far. Exactly one of the two is non-NULL. */
+/* THE VALUE
+ * What a key of our type holds, the value Redis keeps for it (a `void *`
+ * in the type's callbacks and in bgr_open), is one of two things:
+ *   - a compact filter (bgr_compact, compact.c): a filter of one standard
+ *     layer, small, as one block of a 16-byte header and its bits. Most
+ *     keys are such small filters, and this form costs about half of what
+ *     the library's filter and a bgr_value cost together. It is turned into
+ *     the library's filter, with the same bits, when it must grow (an add
+ *     to a full scaling one) and, for the time of a call, for the rare
+ *     operations (BF.SCANDUMP, RDB save, AOF rewrite, DEBUG DIGEST): every
+ *     reply, image and digest is the library filter's.
+ *   - a bgr_value: a complete filter of any shape, or, between a
+ *     BF.LOADCHUNK of the header and the one that completes the image, the
+ *     chunks so far. Exactly one of the two is non-NULL. An MBbloom-- key
+ *     always holds one.
+ * bgr_is_compact tells them apart by the first 8 bytes: a compact header
+ * has bit 0 set there; a bgr_value has its filter pointer, aligned (bit 0
+ * clear), or NULL. */
 typedef struct bgr_value {
     bg_filter *filter;
     bgr_assembly *assembly;
 } bgr_value;
 
-/* A new value owning `f` (NULL on allocation failure, f untouched). */
+typedef struct bgr_compact bgr_compact;
+
+_Static_assert(sizeof(bg_filter *) == sizeof(uint64_t), "bgr_is_compact reads a pointer's 8 bytes");
+
+static inline bool bgr_is_compact(const void *value)
+{
+    uint64_t word;
+    memcpy(&word, value, sizeof word);
+    return (word & 1) != 0;
+}
+
+/* A new value owning `f` (f untouched on failure: never, with Redis's
+ * allocator). */
 bgr_value *bgr_value_wrap(bg_filter *f);
-void bgr_value_free(void *value); /* the type's free callback too */
+/* Frees either form; the type's free callback too. */
+void bgr_value_free(void *value);
 
 /* A filter as BF.RESERVE / BF.INSERT / auto-creation make it: error rate
  * p, capacity n, expansion (0 = NONSCALING), within MAX_BYTES; a scalable
  * bloomgate filter, or under COMPAT redisbloom a RedisBloom chain. Returns
  * the library status (BG_ETOOBIG beyond MAX_BYTES). */
 int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion);
+/* The same, always bloomgate's scalable filter, whatever COMPAT says. */
+int bgr_filter_make(bg_filter **out, double p, uint64_t n, uint32_t expansion);
+
+/* ---- compact filters (compact.c) ---- */
+
+/* A compact copy of f, or NULL: f is not a filter a compact one can be
+ * (THE VALUE; compact.c says which). made_here: f is what
+ * bgr_filter_make(p, n, expansion) just returned, with no item yet; else
+ * (a loaded filter) it is accepted only if the one the copy rebuilds has
+ * f's file image. f is left as it was. */
+bgr_compact *bgr_compact_from(const bg_filter *f, bool made_here);
+/* The library's filter with c's bits and count, as bgr_filter_make makes
+ * it (free with bg_filter_free): BG_OK, or a library status. */
+int bgr_compact_expand(const bgr_compact *c, bg_filter **out);
+bgr_compact *bgr_compact_clone(const bgr_compact *c);
+void bgr_compact_free(bgr_compact *c);
+
+/* The answer of bgr_compact_test_and_add for a key absent from a full
+ * scaling filter: the library's filter must take it (it grows). */
+#define BGR_GROW (-110)
+
+/* 1 added, 0 maybe present, BG_EFULL (a full NONSCALING filter), BGR_GROW. */
+int bgr_compact_test_and_add(bgr_compact *c, const void *key, size_t len);
+int bgr_compact_contains(const bgr_compact *c, const void *key, size_t len);
+bool bgr_compact_nonscaling(const bgr_compact *c);
+uint32_t bgr_compact_expansion(const bgr_compact *c);
+uint64_t bgr_compact_capacity(const bgr_compact *c);
+uint64_t bgr_compact_items(const bgr_compact *c);
+/* The block's bytes as asked of the allocator. */
+size_t bgr_compact_size(const bgr_compact *c);
 
 /* Whether a value is RedisBloom's (an MBbloom-- key), and the type a
  * filter is stored as. */
-static inline bool bgr_is_rb(const bgr_value *v)
+static inline bool bgr_is_rb(const void *value)
 {
-    return v->filter != NULL && bg_filter_variant(v->filter) == BG_VARIANT_REDISBLOOM;
+    const bgr_value *v = value;
+    return !bgr_is_compact(value) && v->filter != NULL &&
+           bg_filter_variant(v->filter) == BG_VARIANT_REDISBLOOM;
 }
 RedisModuleType *bgr_type_of(const bg_filter *f);
 
@@ -94,7 +156,7 @@ RedisModuleType *bgr_type_of(const bg_filter *f);
  * key holds a type of neither bloomgate nor MBbloom--) or "ERR filter is being loaded" (needs a complete
  * filter but chunks are still arriving; allow_loading skips that check). */
 int bgr_open(RedisModuleCtx *ctx, RedisModuleString *name, int mode, RedisModuleKey **key,
-             bgr_value **val, int allow_loading);
+             void **val, int allow_loading);
 
 /* The commands (commands.c, dump.c). */
 int bgr_cmd_reserve(RedisModuleCtx *ctx, RedisModuleString **argv, int argc);
@@ -119,7 +181,7 @@ size_t bgr_mem_usage(const void *value);
  * MEMORY USAGE) or as they were asked for (BF.INFO's Size, which so tells
  * filters of different shapes apart where jemalloc rounds them to one size
  * class). */
-size_t bgr_value_size(const bgr_value *v, bool allocated);
+size_t bgr_value_size(const void *value, bool allocated);
 void *bgr_copy(RedisModuleString *fromkey, RedisModuleString *tokey, const void *value);
 void bgr_digest(RedisModuleDigest *md, void *value);
 

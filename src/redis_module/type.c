@@ -28,7 +28,13 @@
  *
  * Saving a filter reads it twice: once for the header's checksum, once for
  * the pieces, each piece copied into one reusable BGR_CHUNK_MAX buffer, so
- * no second copy of the image is ever in memory. */
+ * no second copy of the image is ever in memory.
+ *
+ * A compact filter (module.h, THE VALUE) is saved, rewritten and digested
+ * as the library's filter it stands for, made for the call: the payload,
+ * the AOF and the digest are that filter's, so nothing here depends on
+ * which form a key is in. A loaded filter becomes compact again when it
+ * can (bgr_compact_from). */
 #include <stdint.h>
 #include <string.h>
 
@@ -83,6 +89,26 @@ static void each_piece(const bgr_value *v, piece_fn fn, void *arg)
     RedisModule_Free(buf);
 }
 
+/* The value to read as a bgr_value: itself, or, for a compact filter, *tmp
+ * holding the library's filter made from it; done_with frees that. */
+static const bgr_value *readable(const void *value, bgr_value *tmp)
+{
+    if (!bgr_is_compact(value))
+        return value;
+    *tmp = (bgr_value){NULL, NULL};
+    int rc = bgr_compact_expand(value, &tmp->filter);
+    /* Cannot fail: a compact header is made only from a filter it rebuilds
+     * (compact.c), and Redis's allocator never returns NULL. */
+    RedisModule_Assert(rc == BG_OK);
+    return tmp;
+}
+
+static void done_with(const bgr_value *v, const void *value)
+{
+    if (v != value)
+        bg_filter_free(v->filter);
+}
+
 static uint64_t value_total(const bgr_value *v)
 {
     if (v->assembly != NULL)
@@ -102,12 +128,14 @@ static void save_piece(void *arg, long long iter, const char *buf, size_t len)
 
 void bgr_rdb_save(RedisModuleIO *rdb, void *value)
 {
-    const bgr_value *v = value;
+    bgr_value tmp;
+    const bgr_value *v = readable(value, &tmp);
     RedisModule_SaveUnsigned(rdb, v->assembly != NULL ? KIND_ASSEMBLY : KIND_FILTER);
     RedisModule_SaveUnsigned(rdb, value_total(v));
     if (v->assembly != NULL)
         RedisModule_SaveUnsigned(rdb, bgr_assembly_have(v->assembly));
     each_piece(v, save_piece, rdb);
+    done_with(v, value);
 }
 
 /* Logs why a load failed and frees what it had; returns NULL for
@@ -198,7 +226,11 @@ void *bgr_rdb_load(RedisModuleIO *rdb, int encver)
         return load_failed(rdb, NULL, "bad image", rc);
     }
     v->filter = f;
-    return v;
+    bgr_compact *c = bgr_compact_from(f, false);
+    if (c == NULL)
+        return v;
+    bgr_value_free(v);
+    return c;
 }
 
 /* ---- AOF rewrite ----------------------------------------------------------- */
@@ -220,7 +252,10 @@ static void emit_piece(void *arg, long long iter, const char *buf, size_t len)
 void bgr_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 {
     aof_arg a = {aof, key};
-    each_piece(value, emit_piece, &a);
+    bgr_value tmp;
+    const bgr_value *v = readable(value, &tmp);
+    each_piece(v, emit_piece, &a);
+    done_with(v, value);
 }
 
 /* ---- MEMORY USAGE, COPY, DEBUG DIGEST ----------------------------------------- */
@@ -234,14 +269,20 @@ void bgr_aof_rewrite(RedisModuleIO *aof, RedisModuleString *key, void *value)
 size_t bgr_mem_usage(const void *value)
 {
     const bgr_value *v = value;
-    bool small = v->filter == NULL || bg_filter_bytes(v->filter) < LARGE_ARRAY;
+    bool small = bgr_is_compact(value) || v->filter == NULL ||
+                 bg_filter_bytes(v->filter) < LARGE_ARRAY;
     return bgr_value_size(v, small) + REDIS_VALUE;
 }
 
 /* bg_filter_memory walks the library's blocks without scanning any bits:
- * O(layers), as MEMORY USAGE and BF.INFO must be. */
-size_t bgr_value_size(const bgr_value *v, bool allocated)
+ * O(layers), as MEMORY USAGE and BF.INFO must be. A compact filter is one
+ * block. */
+size_t bgr_value_size(const void *value, bool allocated)
 {
+    if (bgr_is_compact(value))
+        return allocated ? RedisModule_MallocSize((void *)(uintptr_t)value)
+                         : bgr_compact_size(value);
+    const bgr_value *v = value;
     size_t n = allocated ? RedisModule_MallocSize((void *)(uintptr_t)v) : sizeof *v;
     if (v->filter != NULL)
         n += (size_t)bg_filter_memory(v->filter, allocated ? RedisModule_MallocSize : NULL);
@@ -254,6 +295,8 @@ void *bgr_copy(RedisModuleString *fromkey, RedisModuleString *tokey, const void 
 {
     (void)fromkey;
     (void)tokey;
+    if (bgr_is_compact(value))
+        return bgr_compact_clone(value);
     const bgr_value *v = value;
     if (v->assembly != NULL) {
         bgr_assembly *a = bgr_assembly_clone(v->assembly);
@@ -281,9 +324,11 @@ static void digest_piece(void *arg, long long iter, const char *buf, size_t len)
  * marker, so that it never digests like a filter. */
 void bgr_digest(RedisModuleDigest *md, void *value)
 {
-    const bgr_value *v = value;
+    bgr_value tmp;
+    const bgr_value *v = readable(value, &tmp);
     if (v->assembly != NULL)
         RedisModule_DigestAddLongLong(md, -1);
     each_piece(v, digest_piece, md);
     RedisModule_DigestEndSequence(md);
+    done_with(v, value);
 }

@@ -826,6 +826,99 @@ static void split_schedule(void **state)
     }
 }
 
+/* ---- a layer's array, read and written ------------------------------------ */
+
+/* Whether two filters have the same file image, byte for byte. */
+static bool same_image(const bg_filter *a, const bg_filter *b)
+{
+    uint64_t na, nb;
+    TU_EQ_I(bg_filter_encoded_size(a, &na), BG_OK);
+    TU_EQ_I(bg_filter_encoded_size(b, &nb), BG_OK);
+    if (na != nb)
+        return false;
+    uint8_t *x = malloc(2 * na);
+    TU_TRUE(x != NULL);
+    TU_EQ_I(bg_filter_encode_range(a, 0, x, na), BG_OK);
+    TU_EQ_I(bg_filter_encode_range(b, 0, x + na, na), BG_OK);
+    bool same = memcmp(x, x + na, na) == 0;
+    free(x);
+    return same;
+}
+
+/* bg_filter_layer_read / _write: a fresh filter of the same options given
+ * another's layer 0 and count is that filter (the same image, the same
+ * answers, the same growth); every refusal. */
+static void layer_bits(void **state)
+{
+    (void)state;
+    bg_filter_options o = {.capacity = 200, .error_rate = 0.01, .seed = 3,
+                           .concurrency = BG_SINGLE_WRITER};
+    bg_filter *f = tu_scalable(o), *g = tu_scalable(o);
+    for (uint64_t i = 0; i < 150; i++)
+        (void)tu_add_key(f, SET_ADDED, i);
+    bg_filter_stats st;
+    TU_EQ_I(bg_filter_layer_stats(f, 0, &st), BG_OK);
+    size_t len = (size_t)st.bytes;
+    uint8_t *bits = malloc(len + 8);
+    TU_TRUE(bits != NULL);
+
+    tu_ctx("refusals");
+    TU_EQ_I(bg_filter_layer_read(NULL, 0, bits, len), BG_EINVAL);
+    TU_EQ_I(bg_filter_layer_read(f, 0, NULL, len), BG_EINVAL);
+    TU_EQ_I(bg_filter_layer_read(f, 0, bits, len - 8), BG_EINVAL);
+    TU_EQ_I(bg_filter_layer_read(f, 0, bits, len + 8), BG_EINVAL);
+    TU_EQ_I(bg_filter_layer_read(f, 1, bits, len), BG_EINVAL);
+    TU_EQ_I(bg_filter_layer_write(g, 1, bits, len, 0), BG_EINVAL);
+    TU_EQ_I(bg_filter_layer_write(g, 0, bits, len - 8, 0), BG_EINVAL);
+
+    tu_ctx("copy");
+    TU_EQ_I(bg_filter_layer_read(f, 0, bits, len), BG_OK);
+    TU_EQ_I(bg_filter_layer_write(g, 0, bits, len, bg_filter_items(f)), BG_OK);
+    TU_EQ_U(bg_filter_items(g), bg_filter_items(f));
+    TU_TRUE(same_image(f, g));
+    for (uint64_t i = 0; i < 2000; i++)
+        TU_EQ_I(tu_has_key(g, SET_ABSENT, i), tu_has_key(f, SET_ABSENT, i));
+
+    tu_ctx("both grow alike");
+    for (uint64_t i = 150; i < 1000; i++)
+        TU_EQ_I(tu_add_key(g, SET_ADDED, i), tu_add_key(f, SET_ADDED, i));
+    TU_EQ_U(tu_layers_of(g), tu_layers_of(f));
+    TU_TRUE(same_image(f, g));
+    TU_EQ_I(bg_filter_layer_stats(f, 1, &st), BG_OK);
+    uint8_t *bits1 = malloc((size_t)st.bytes);
+    TU_TRUE(bits1 != NULL);
+    TU_EQ_I(bg_filter_layer_read(f, 1, bits1, (size_t)st.bytes), BG_OK);
+    free(bits1);
+
+    tu_ctx("a cell past m");
+    bg_filter *s = NULL;
+    TU_EQ_I(bg_filter_new(&s, &(bg_filter_options){.variant = BG_VARIANT_STANDARD, .bits = 100,
+                                                   .hashes = 3}),
+            BG_OK);
+    uint8_t w[16] = {0};
+    TU_EQ_I(bg_filter_layer_write(s, 0, w, sizeof w, 0), BG_OK);
+    w[12] = 0x10; /* bit 99: the last one (byte 12, mask 0x80 >> 3) */
+    TU_EQ_I(bg_filter_layer_write(s, 0, w, sizeof w, 1), BG_OK);
+    w[12] = 0x08; /* bit 100 */
+    TU_EQ_I(bg_filter_layer_write(s, 0, w, sizeof w, 1), BG_ECORRUPT);
+    TU_EQ_U(bg_filter_items(s), 1);
+    memset(w, 0, sizeof w);
+    TU_EQ_I(bg_filter_layer_read(s, 0, w, sizeof w), BG_OK);
+    TU_EQ_U(w[12], 0x10);
+
+    tu_ctx("RedisBloom chains");
+    bg_filter *rb = NULL;
+    TU_EQ_I(bg_filter_new(&rb, &(bg_filter_options){.variant = BG_VARIANT_REDISBLOOM,
+                                                    .capacity = 100, .error_rate = 0.01}),
+            BG_OK);
+    TU_EQ_I(bg_filter_layer_read(rb, 0, w, sizeof w), BG_EINVAL);
+    bg_filter_free(rb);
+    bg_filter_free(s);
+    free(bits);
+    bg_filter_free(f);
+    bg_filter_free(g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -839,6 +932,7 @@ int main(void)
         cmocka_unit_test(grows_a_thousandfold),
         cmocka_unit_test(exact_rate_is_exact),
         cmocka_unit_test(rate_below_p_per_filter),
+        cmocka_unit_test(layer_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
