@@ -47,9 +47,11 @@
  * per request, do not use RedisModule_AutoMemory: with it every key handle
  * is queued and the queue (an allocation of its own) emptied after the
  * command, a few percent of a BF.EXISTS. They close their one key handle
- * themselves, right after taking the filter from it: the value stays in
- * the keyspace, unchanged by anything but this command, until the command
- * returns, and they make no other object that needs freeing. */
+ * themselves: the queries right after taking the value from it, the adds
+ * after adding (an add that grows a compact filter replaces the key's
+ * value through the handle). The value stays in the keyspace, unchanged
+ * by anything but this command, until the command returns, and they make
+ * no other object that needs freeing. */
 
 /* Items per batch call: the stack arrays below are a few KiB. */
 #define WINDOW 64
