@@ -54,8 +54,9 @@
  *                    (d < 2^19, e <= 22, where 10^e is a double exactly:
  *                    the quotient is then the double nearest d / 10^e,
  *                    the one strtod gives for the decimal d / 10^e, so
- *                    every rate a client writes with up to 5 significant
- *                    digits is one; others keep the library's filter)
+ *                    every rate down to 1e-18 that a client writes with
+ *                    up to 5 significant digits is one; others keep the
+ *                    library's filter)
  *   capacity (u32), items (u32), then 8 ceil(m / 64) bytes of bits. */
 #include <math.h>
 #include <stdlib.h>

@@ -187,6 +187,43 @@ class SmallKeyGrowth(h.RespTestCase):
             for kind, (key, _) in self.KEYS.items():
                 self.assertEqual(self.state(c, key), after[kind])
 
+    def test_twin_in_the_library_form(self):
+        """A key at a rate the header cannot hold (17 significant digits)
+        keeps the library's form; at that rate and 0.01 the sizing gives
+        the same m and k, so its twin at 0.01 is one block with the same
+        bits: every answer and every BF.INFO field but Size agree, before
+        and after growth and across DEBUG RELOAD."""
+        s = h.start_server(self)
+        c = s.conn()
+        odd = "0.0100000000000001"
+        for kind, (_, args) in self.KEYS.items():
+            with self.subTest(kind):
+                flags = args[2:]
+                a, b = "a:" + kind, "b:" + kind  # one block; the library's form
+                self.assertReply(c.cmd("BF.RESERVE", a, "0.01", "200", *flags), OK)
+                self.assertReply(c.cmd("BF.RESERVE", b, odd, "200", *flags), OK)
+
+                def same(label):
+                    ia, ib = (dict(zip(*[iter(c.cmd("BF.INFO", k))] * 2)) for k in (a, b))
+                    ia.pop(b"Size")
+                    ib.pop(b"Size")
+                    self.assertEqual(ia, ib, label)
+                    self.assertEqual(c.cmd("BF.MEXISTS", a, *ABSENT_ITEMS),
+                                     c.cmd("BF.MEXISTS", b, *ABSENT_ITEMS), label)
+
+                same("empty")
+                for first in (0, 150):
+                    items = ["item%d" % i for i in range(first, first + 150)]
+                    self.assertEqual(c.cmd("BF.MADD", a, *items), c.cmd("BF.MADD", b, *items))
+                    one = "one%d" % first
+                    self.assertEqual(c.cmd("BF.ADD", a, one), c.cmd("BF.ADD", b, one))
+                    same("after %d items" % (first + 150))
+                    if first == 0:
+                        usage = [c.cmd("MEMORY", "USAGE", k, "SAMPLES", "0") for k in (a, b)]
+                        self.assertGreater(usage[1], usage[0] + 150)  # the library's three blocks, one
+                self.assertReply(c.cmd("DEBUG", "RELOAD"), OK)
+                same("reloaded")
+
     def test_loaded_with_other_arguments(self):
         """A filter saved by a server with other module arguments is kept
         as the library's filter (one that the block would rebuild
