@@ -166,6 +166,16 @@ static void round_trip(void **state)
         tu_check_layers(copies[c]);
         TU_EQ_I(bg_filter_read_only(copies[c]), c == 2);
     }
+    /* A mapped filter's layer reads as the decoded one's and is not written. */
+    bg_filter_stats lst;
+    TU_EQ_I(bg_filter_layer_stats(copies[2], 0, &lst), BG_OK);
+    uint8_t *mapped = malloc(2 * lst.bytes);
+    TU_TRUE(mapped != NULL);
+    TU_EQ_I(bg_filter_layer_read(copies[2], 0, mapped, lst.bytes), BG_OK);
+    TU_EQ_I(bg_filter_layer_read(copies[0], 0, mapped + lst.bytes, lst.bytes), BG_OK);
+    assert_memory_equal(mapped, mapped + lst.bytes, lst.bytes);
+    TU_EQ_I(bg_filter_layer_write(copies[2], 0, mapped, lst.bytes, lst.items), BG_EREADONLY);
+    free(mapped);
     /* The file saved is the image encoded. */
     FILE *fp = fopen(d.file, "rb");
     TU_TRUE(fp != NULL);
