@@ -90,10 +90,10 @@ bench-redis:
 install: build
 	cmake --install $(BUILD) $(if $(PREFIX),--prefix $(PREFIX))
 
-# The Debian packages (debian/): libbloomgate3, libbloomgate-dev, bloomgate
-# and bloomgate-redis-module, built by dpkg-buildpackage in a copy of the
-# source tree (the files git knows, committed or not) under DEB_DIR, where the
-# .debs land. Needs debian/control's Build-Depends and the module's
+# The Debian packages (debian/): libbloomgate3, libbloomgate-dev, bloomgate,
+# bloomgate-redis-module and bloomgate-doc, built by dpkg-buildpackage in a
+# copy of the source tree (the files git knows, committed or not) under
+# DEB_DIR, where the .debs land. Needs debian/control's Build-Depends and the module's
 # redismodule.h (make deps, or REDISMODULE_H=PATH).
 DEB_DIR       ?= $(BUILD)-deb
 REDISMODULE_H ?= .deps/redis/redismodule.h

@@ -4,7 +4,9 @@
 # prefix and use it only through what an installed package offers, as a user
 # would.
 #
-#   1. cmake --install BUILD --prefix P
+#   1. cmake --install BUILD --prefix P; with BG_INSTALL_DOCS, the
+#      documentation tree in P/share/doc/bloomgate, every relative link of
+#      its markdown leading to a file there (doc_links.sh)
 #   2. pkg-config: build examples/api_example.c against P with
 #      `pkg-config --cflags --libs bloomgate` and run it (LD_LIBRARY_PATH=P/lib),
 #      then link it fully static with `pkg-config --static` (libbloomgate.a)
@@ -95,6 +97,22 @@ if [ -e "$build/src/redis_module/bloomgate.so" ]; then
         fi
     else
         ok "installed ${module#"$prefix"/} (no redis-server here to load it)"
+    fi
+fi
+# The documentation tree (BG_INSTALL_DOCS, on by default): README.md and
+# docs/ as in the source tree, whose relative links all resolve there.
+docdir=$prefix/share/doc/bloomgate
+if grep -q '^BG_INSTALL_DOCS:BOOL=OFF$' "$build/CMakeCache.txt"; then
+    ok "documentation not installed (BG_INSTALL_DOCS=OFF)"
+else
+    for f in "$docdir/README.md" "$docdir/docs/REMOTE.md" "$docdir/examples/guard_example.c" \
+             "$docdir/include/bloomgate/remote.h"; do
+        [ -e "$f" ] && ok "installed ${f#"$prefix"/}" || fail "not installed: ${f#"$prefix"/}"
+    done
+    if links=$(bash "$src/tests/install/doc_links.sh" "$docdir" 2>&1); then
+        ok "${links#ok: }"
+    else
+        fail "relative links in ${docdir#"$prefix"/} do not resolve:"$'\n'"$links"
     fi
 fi
 abi=$(sed -n 's/^#define BG_ABI_VERSION \([0-9]*\).*/\1/p' "$prefix/include/bloomgate/version.h")

@@ -3,11 +3,12 @@
 # The Debian packages (ctest package.deb, label package), built, checked,
 # installed, used as a user would and purged:
 #
-#   1. make deb builds libbloomgateABI, libbloomgate-dev, bloomgate and
-#      bloomgate-redis-module at version.h's version into WORK/deb, and
-#      leaves the source checkout as it was
-#   2. lintian reports no error (its warnings are printed)
-#   3. dpkg -i installs the four; then
+#   1. make deb builds libbloomgateABI, libbloomgate-dev, bloomgate,
+#      bloomgate-redis-module and bloomgate-doc (Architecture: all) at
+#      version.h's version into WORK/deb, and leaves the source checkout as
+#      it was
+#   2. lintian reports no error and no warning (the rest is printed)
+#   3. dpkg -i installs the five; then
 #      - /usr/bin/bloomgate --version says version.h's version
 #      - man -w bloomgate finds the manual page, which formats without
 #        warnings and names 'bloomgate help'
@@ -18,6 +19,14 @@
 #      - the CMake package's version file says the version
 #      - every package's copyright file says BSD-3-Clause, The bloomgate
 #        authors
+#      - the documentation is bloomgate-doc's, once: /usr/share/doc/bloomgate
+#        holds README.md, every docs/*.md of the source tree, the examples
+#        and the headers, uncompressed, and no other package holds a
+#        markdown file; the tool, the module and the development files
+#        suggest bloomgate-doc
+#      - every relative link of the markdown files in /usr/share/doc/bloomgate
+#        (tests/install/doc_links.sh; not http(s), not a pure #anchor) leads
+#        to a file the packages installed
 #      - redis-server on a loopback port loads
 #        /usr/lib/MULTIARCH/bloomgate/bloomgate.so: BF.ADD and BF.EXISTS
 #        answer, MODULE LIST shows bloomgate at MAJOR*10000+MINOR*100+PATCH
@@ -25,11 +34,11 @@
 #        resolves it to the installed copy (their RUNPATH names the build
 #        tree), so that the other tests, which may run meanwhile, do not
 #        test the packages instead of the build
-#   4. dpkg --purge removes the four, and every file they held
+#   4. dpkg --purge removes the five, and every file they held
 #      (dpkg -L before the purge) is gone
 #
 # Needs root, dpkg-buildpackage, debhelper, lintian, man, redis-server,
-# redis-cli, pkg-config and cc, and none of the four packages installed
+# redis-cli, pkg-config and cc, and none of the five packages installed
 # beforehand (the test would replace and then purge them). When one is
 # missing: exit status 77 (skip) with the reason, or a failure when
 # REQUIRE_ALL is 1/ON (BG_REQUIRE_ALL). The packages are purged whatever
@@ -53,7 +62,7 @@ abi=$(num ABI_VERSION)
 # The shared libraries' package is named after their soname,
 # libbloomgate.so.ABI (Debian Policy 8.1): a new ABI is a new package that
 # can be installed beside the old one.
-packages=("libbloomgate$abi" libbloomgate-dev bloomgate bloomgate-redis-module)
+packages=("libbloomgate$abi" libbloomgate-dev bloomgate bloomgate-redis-module bloomgate-doc)
 failures=0
 installed=0
 redis_pid=""
@@ -160,7 +169,10 @@ after=$(status)
 
 debs=()
 for p in "${packages[@]}"; do
-    deb=$deb_dir/${p}_${version}_$arch.deb
+    # The documentation is the same on every architecture.
+    deb_arch=$arch
+    [ "$p" = bloomgate-doc ] && deb_arch=all
+    deb=$deb_dir/${p}_${version}_$deb_arch.deb
     if [ ! -f "$deb" ]; then
         fail "no $(basename "$deb") (in $deb_dir: $(cd "$deb_dir" && echo *.deb))"
         continue
@@ -170,7 +182,11 @@ for p in "${packages[@]}"; do
     [ "$got" = "$p $version" ] && ok "$(basename "$deb"): $p $version" ||
         fail "$(basename "$deb") says '$got', expected '$p $version'"
 done
-[ "${#debs[@]}" = 4 ] || die "not all four packages were built"
+[ "${#debs[@]}" = "${#packages[@]}" ] || die "not all ${#packages[@]} packages were built"
+doc_deb=$deb_dir/bloomgate-doc_${version}_all.deb
+got="$(dpkg-deb -f "$doc_deb" Architecture) $(dpkg-deb -f "$doc_deb" Multi-Arch) $(dpkg-deb -f "$doc_deb" Section)"
+[ "$got" = "all foreign doc" ] && ok "bloomgate-doc: Architecture: all, Multi-Arch: foreign, Section: doc" ||
+    fail "bloomgate-doc: Architecture, Multi-Arch, Section: '$got', expected 'all foreign doc'"
 deps=$(dpkg-deb -f "$deb_dir/bloomgate-redis-module_${version}_$arch.deb" Depends)
 [[ ", $deps," == *", redis-server,"* ]] && ok "bloomgate-redis-module depends on redis-server" ||
     fail "bloomgate-redis-module: Depends: $deps (no redis-server)"
@@ -182,14 +198,14 @@ else
 fi
 
 step "lintian"
-# Errors fail the test; warnings and the rest are printed for the reader.
-lintian --fail-on error --display-info "$deb_dir/bloomgate_${version}_$arch.changes" >"$work/lintian.txt" 2>&1
+# Errors and warnings fail the test; the rest is printed for the reader.
+lintian --fail-on error,warning --display-info "$deb_dir/bloomgate_${version}_$arch.changes" >"$work/lintian.txt" 2>&1
 lintian_rc=$?
 cat "$work/lintian.txt"
-if [ "$lintian_rc" = 0 ] && ! grep -q '^E: ' "$work/lintian.txt"; then
-    ok "lintian: no error ($(grep -c '^W: ' "$work/lintian.txt") warning(s))"
+if [ "$lintian_rc" = 0 ] && ! grep -q '^[EW]: ' "$work/lintian.txt"; then
+    ok "lintian: no error, no warning"
 else
-    fail "lintian reports errors (status $lintian_rc)"
+    fail "lintian reports errors or warnings (status $lintian_rc)"
 fi
 
 step "dpkg -i"
@@ -203,6 +219,11 @@ for p in "${packages[@]}"; do
     [ "$status" = "installed $version" ] && ok "$p installed" || fail "$p: '$status'"
     dpkg -L "$p" >"$work/$p.list"
 done
+# Every path the packages installed: what the links must lead to, and what
+# the purge must remove.
+lists=()
+for p in "${packages[@]}"; do lists+=("$work/$p.list"); done
+sort -u "${lists[@]}" >"$work/installed.list"
 
 step "the tool and its manual page"
 out=$(/usr/bin/bloomgate --version 2>&1)
@@ -283,6 +304,40 @@ for p in "${packages[@]}"; do
     fi
 done
 
+step "the documentation"
+doc=/usr/share/doc/bloomgate
+for p in "${packages[@]}"; do
+    [ "$p" = bloomgate-doc ] || [ "$p" = "libbloomgate$abi" ] && continue
+    sug=$(dpkg-query -W -f='${Suggests}' "$p")
+    [[ ", $sug," == *", bloomgate-doc,"* ]] && ok "$p suggests bloomgate-doc" ||
+        fail "$p: Suggests: '$sug' (no bloomgate-doc)"
+done
+want=("$doc/README.md" "$doc/CHANGELOG.md" "$doc/SECURITY.md" "$doc/docs/man/bloomgate.1"
+      "$doc/examples/guard_example.c" "$doc/examples/products/README.md" "$doc/include/bloomgate/filter.h")
+for f in "$src"/docs/*.md; do want+=("$doc/docs/$(basename "$f")"); done
+absent=()
+for f in "${want[@]}"; do
+    grep -qxF "$f" "$work/bloomgate-doc.list" || absent+=("$f")
+done
+[ "${#absent[@]}" = 0 ] && ok "bloomgate-doc holds README.md, all $(ls "$src"/docs/*.md | wc -l) docs/*.md, the manual page's source, the examples and the headers in $doc" ||
+    fail "bloomgate-doc does not hold: ${absent[*]}"
+gz=$(grep "^$doc/.*\.gz\$" "$work/bloomgate-doc.list" || true)
+[ -z "$gz" ] && ok "nothing of bloomgate-doc's tree in $doc is compressed" ||
+    fail "bloomgate-doc compresses files that the docs link by name: $(echo $gz)"
+others=()
+for p in "${packages[@]}"; do
+    [ "$p" = bloomgate-doc ] || others+=("$work/$p.list")
+done
+md=$(grep -h '\.md$' "${others[@]}" || true)
+[ -z "$md" ] && ok "no other package holds a markdown file" ||
+    fail "markdown files outside bloomgate-doc: $(echo $md)"
+if bash "$src/tests/install/doc_links.sh" "$doc" "$work/installed.list" >"$work/doc-links.txt"; then
+    ok "$(sed -n 's/^ok: //p' "$work/doc-links.txt") (to files the packages installed)"
+else
+    cat "$work/doc-links.txt"
+    fail "relative links in $doc do not resolve"
+fi
+
 step "redis-server --loadmodule $module"
 rdir=$work/redis
 mkdir -p "$rdir"
@@ -360,8 +415,6 @@ for p in "${packages[@]}"; do
     [ -z "$status" ] || [ "$status" = not-installed ] && ok "$p is gone from dpkg's database" ||
         fail "$p after the purge: '$status'"
 done
-lists=()
-for p in "${packages[@]}"; do lists+=("$work/$p.list"); done
 left=0
 while IFS= read -r path; do
     [ "$path" = /. ] && continue
@@ -374,7 +427,7 @@ while IFS= read -r path; do
         fail "file left behind: $path"
         left=$((left + 1))
     fi
-done < <(sort -u "${lists[@]}")
-[ "$left" = 0 ] && ok "nothing left of the $(sort -u "${lists[@]}" | wc -l) paths the packages installed" ||
+done <"$work/installed.list"
+[ "$left" = 0 ] && ok "nothing left of the $(wc -l <"$work/installed.list") paths the packages installed" ||
     fail "$left path(s) left behind"
 exit 0
