@@ -856,6 +856,17 @@ static int run_chunk(bg_filter *f, const bg_hash *h, size_t count, uint8_t *resu
     const struct bg__scalable *s = state_of(f);
     uint8_t present[CHUNK];
     uint32_t n = count_of(s);
+    if (adding && n == 1 && f->single_writer) {
+        /* One layer with room for every key, and no other writer to take
+         * that room meanwhile: the layer's own batch add, one pass that
+         * tests and sets each key's line, says 0 for a key it had and counts
+         * the new ones, as add_absent would key by key. */
+        bg_filter *top = layer_at(s, 0);
+        if (bg__load(&top->items) + count <= top->capacity) {
+            *hits += top->ops->hashes(top, h, count, results, true);
+            return BG_OK;
+        }
+    }
     find_present(s, n, h, count, present);
     for (size_t i = 0; i < count; i++) {
         int r = present[i];
