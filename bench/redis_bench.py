@@ -23,7 +23,9 @@ means the load is not what it claims and the script exits 1.
 
 Measured, --rounds times (each round printed, then the min-max spread):
 INFO commandstats usec_per_call after CONFIG RESETSTAT for GETBIT at random
-offsets of a bitmap as large as the filter's bits, BF.ADD, BF.EXISTS
+offsets of a bitmap as large as the filter's bits, BF.EXISTS on a key that
+does not exist (the module's own floor: Redis's dispatch to a module
+command, the key's lookup, a reply), BF.ADD, BF.EXISTS
 (present, absent), BF.MADD, BF.MEXISTS (present, absent) and BF.INSERT of
 100 items, and BF.MEXISTS of 100 absent items on a filter reserved for 10^6
 items and on one auto-created by BF.ADD (capacity 100, expansion 2) and
@@ -239,6 +241,10 @@ def cases(a, keyspace, bits):
     batch = ["__rand_int__"] * BATCH
     return [
         ("GETBIT", "getbit", ["GETBIT", "bm", "__rand_int__"], bits, False, 1, None),
+        # The least any module command costs: Redis's dispatch to the module,
+        # the key's lookup and a reply, no filter.
+        ("BF.EXISTS, no such key", "bf.exists", ["BF.EXISTS", "nokey", "miss:__rand_int__"],
+         keyspace, True, 1, None),
         ("BF.ADD", "bf.add", ["BF.ADD", "bfw", "add{}:__rand_int__"], keyspace, True, 1, "bfw"),
         ("BF.EXISTS present", "bf.exists", ["BF.EXISTS", "bf", "item:__rand_int__"], n, True, 1,
          None),
@@ -312,12 +318,15 @@ def throughput_targets(runs, small, stack):
               f"{rb} (>= {ITEM_SPEEDUP}x)")
     per = mean([x[1] for x in runs["BF.INSERT"]])
     print(f"  [{verdict(per <= ITEM_US)}] BF.INSERT x{BATCH}: {per:.4f} us/item (<= {ITEM_US})")
+    nokey = [x[0] for x in runs["BF.EXISTS, no such key"]]
     for label, rb in RB_CALL.items():
         us = [x[0] for x in runs[label]]
         ratio = mean([u / g for u, g in zip(us, getbit)])
         print(f"  [{verdict(mean(us) <= CALL_US and ratio <= CALL_FLOOR)}] {label}: "
               f"{mean(us):.3f} us/call (<= {CALL_US}) = {ratio:.2f}x GETBIT's {mean(getbit):.3f} "
               f"(<= {CALL_FLOOR}x); RedisBloom {rb}")
+    print(f"        the module floor (BF.EXISTS on no key: dispatch, lookup, reply) costs "
+          f"{mean(nokey):.3f} us/call = {mean([u / g for u, g in zip(nokey, getbit)]):.2f}x GETBIT")
     res = mean([x[1] for x in runs[f"BF.MEXISTS absent, reserved {small}"]])
     grown = mean([x[1] for x in runs[f"BF.MEXISTS absent, grown to {small}"]])
     print(f"  [{verdict(grown <= GROWN_RATIO * res)}] absent x{BATCH}, grown to {small}: "
