@@ -848,6 +848,27 @@ BG__AVX2_CLONE static void find_present(const struct bg__scalable *s, uint32_t n
         present[i] = (uint8_t)(found >> i & 1);
 }
 
+/* ONE LAYER
+ * A stack of one layer answers a batch through the layer's own batch call,
+ * whose loop the variant tunes for a single array (SIMD hashing of eight
+ * keys at a time, SIMD probes, deeper prefetching): a query always, an add
+ * when the stack's one writer finds room in the layer for every key of the
+ * batch, since then no key can make it grow. The layer's add says 0 for a
+ * key it has and counts the new ones, as add_absent would key by key. */
+static bg_filter *direct_layer(const bg_filter *f, size_t count, bool adding)
+{
+    const struct bg__scalable *s = state_of(f);
+    if (count_of(s) != 1)
+        return NULL;
+    bg_filter *top = layer_at(s, 0);
+    if (adding) {
+        uint64_t items = bg__load(&top->items);
+        if (!f->single_writer || items > top->capacity || count > top->capacity - items)
+            return NULL;
+    }
+    return top;
+}
+
 /* One chunk of a batch; *hits grows by the 1s. BG_OK or a growth error
  * (results before the failing key are set). */
 static int run_chunk(bg_filter *f, const bg_hash *h, size_t count, uint8_t *results, bool adding,
@@ -855,18 +876,12 @@ static int run_chunk(bg_filter *f, const bg_hash *h, size_t count, uint8_t *resu
 {
     const struct bg__scalable *s = state_of(f);
     uint8_t present[CHUNK];
-    uint32_t n = count_of(s);
-    if (adding && n == 1 && f->single_writer) {
-        /* One layer with room for every key, and no other writer to take
-         * that room meanwhile: the layer's own batch add, one pass that
-         * tests and sets each key's line, says 0 for a key it had and counts
-         * the new ones, as add_absent would key by key. */
-        bg_filter *top = layer_at(s, 0);
-        if (bg__load(&top->items) + count <= top->capacity) {
-            *hits += top->ops->hashes(top, h, count, results, true);
-            return BG_OK;
-        }
+    bg_filter *direct = direct_layer(f, count, adding);
+    if (direct != NULL) {
+        *hits += direct->ops->hashes(direct, h, count, results, adding);
+        return BG_OK;
     }
+    uint32_t n = count_of(s);
     find_present(s, n, h, count, present);
     for (size_t i = 0; i < count; i++) {
         int r = present[i];
@@ -897,6 +912,9 @@ static int64_t scalable_hashes(bg_filter *f, const bg_hash *h, size_t count, uin
 static int64_t scalable_keys(bg_filter *f, const void *const *keys, const size_t *lens,
                              size_t count, uint8_t *results, bool adding)
 {
+    bg_filter *direct = direct_layer(f, count, adding);
+    if (direct != NULL)
+        return direct->ops->keys(direct, keys, lens, count, results, adding);
     bg_hash h[CHUNK];
     int64_t hits = 0;
     for (size_t at = 0; at < count; at += CHUNK) {
