@@ -25,7 +25,9 @@ Measured, --rounds times (each round printed, then the min-max spread):
 INFO commandstats usec_per_call after CONFIG RESETSTAT for GETBIT at random
 offsets of a bitmap as large as the filter's bits, BF.EXISTS on a key that
 does not exist (the module's own floor: Redis's dispatch to a module
-command, the key's lookup, a reply), BF.ADD, BF.EXISTS
+command, the key's lookup, a reply), BF.MEXISTS of 100 items on a key that
+does not exist (the floor of a batch: an argument read and a reply per
+item), BF.ADD, BF.EXISTS
 (present, absent), BF.MADD, BF.MEXISTS (present, absent) and BF.INSERT of
 100 items, and BF.MEXISTS of 100 absent items on a filter reserved for 10^6
 items and on one auto-created by BF.ADD (capacity 100, expansion 2) and
@@ -245,6 +247,10 @@ def cases(a, keyspace, bits):
         # the key's lookup and a reply, no filter.
         ("BF.EXISTS, no such key", "bf.exists", ["BF.EXISTS", "nokey", "miss:__rand_int__"],
          keyspace, True, 1, None),
+        # The least any batch costs per item: Redis's parsing of each argument
+        # (outside the server time), the module's reading it, and its reply.
+        ("BF.MEXISTS, no such key", "bf.mexists",
+         ["BF.MEXISTS", "nokey"] + ["miss:" + b for b in batch], keyspace, True, BATCH, None),
         ("BF.ADD", "bf.add", ["BF.ADD", "bfw", "add{}:__rand_int__"], keyspace, True, 1, "bfw"),
         ("BF.EXISTS present", "bf.exists", ["BF.EXISTS", "bf", "item:__rand_int__"], n, True, 1,
          None),
@@ -318,6 +324,9 @@ def throughput_targets(runs, small, stack):
               f"{rb} (>= {ITEM_SPEEDUP}x)")
     per = mean([x[1] for x in runs["BF.INSERT"]])
     print(f"  [{verdict(per <= ITEM_US)}] BF.INSERT x{BATCH}: {per:.4f} us/item (<= {ITEM_US})")
+    floor = mean([x[1] for x in runs["BF.MEXISTS, no such key"]])
+    print(f"        the batch floor (BF.MEXISTS x{BATCH} on no key: an argument read and a "
+          f"reply per item) costs {floor:.4f} us/item")
     nokey = [x[0] for x in runs["BF.EXISTS, no such key"]]
     for label, rb in RB_CALL.items():
         us = [x[0] for x in runs[label]]

@@ -202,56 +202,74 @@ static const char *add_error(int64_t status)
     return status == BG_EFULL ? E_FULL : E_GROW;
 }
 
-/* BF.MADD / BF.INSERT's reply: one element per item, in order, up to and
- * including the first refused one (its element is the error), for the
- * value v of the open, writable `key`. A compact filter takes items one by
- * one (add_one) until it has to grow; the library's filter takes the rest
- * in batches. Returns whether some item was new, i.e. whether the filter
- * changed. */
-static bool add_items(RedisModuleCtx *ctx, RedisModuleKey *key, void *v,
-                      RedisModuleString **items, size_t count)
+/* Results of this many items live on the stack; a longer BF.MADD or
+ * BF.INSERT takes an allocation of one byte per item. */
+#define STACK_RESULTS 512
+
+/* The adds of BF.MADD / BF.INSERT into the value v of the open, writable
+ * `key`, in order, until one is refused: res[i] is 1 if item i was new,
+ * else 0, for each of the first *done items. Returns 0, or the refusal's
+ * library status (< 0), which belongs to item *done. A compact filter takes
+ * items one by one (add_one) until it has to grow; the library's filter
+ * takes the rest in batches. */
+static int64_t add_all(RedisModuleKey *key, void *v, RedisModuleString **items, size_t count,
+                       uint8_t *res, size_t *done)
 {
     const void *keys[WINDOW];
     size_t lens[WINDOW];
-    uint8_t res[WINDOW];
-    bool changed = false;
-    long replied = 0;
     size_t at = 0;
 
-    RedisModule_ReplyWithArray(ctx, REDISMODULE_POSTPONED_LEN);
+    *done = 0;
     for (; at < count && bgr_is_compact(v); at++) {
         size_t len;
         const char *item = RedisModule_StringPtrLen(items[at], &len);
         int rc = add_one(key, &v, item, len);
-        replied++;
-        if (rc < 0) {
-            RedisModule_ReplyWithError(ctx, add_error(rc));
-            RedisModule_ReplySetArrayLength(ctx, replied);
-            return changed;
-        }
-        reply_bool(ctx, rc);
-        changed = changed || rc != 0;
+        if (rc < 0)
+            return rc;
+        res[at] = (uint8_t)rc;
+        *done = at + 1;
     }
     bg_filter *f = at < count ? ((bgr_value *)v)->filter : NULL;
     for (; at < count; at += WINDOW) {
         size_t n = count - at < WINDOW ? count - at : WINDOW;
         for (size_t i = 0; i < n; i++) {
             keys[i] = RedisModule_StringPtrLen(items[at + i], &lens[i]);
-            res[i] = NOT_REACHED;
+            res[at + i] = NOT_REACHED;
         }
-        int64_t rc = bg_filter_add_many(f, keys, lens, n, res);
-        for (size_t i = 0; i < n && res[i] != NOT_REACHED; i++) {
-            reply_bool(ctx, res[i]);
-            changed = changed || res[i] != 0;
-            replied++;
-        }
-        if (rc < 0) {
-            RedisModule_ReplyWithError(ctx, add_error(rc));
-            replied++;
-            break;
-        }
+        int64_t rc = bg_filter_add_many(f, keys, lens, n, res + at);
+        for (size_t i = 0; i < n && res[at + i] != NOT_REACHED; i++)
+            *done = at + i + 1;
+        if (rc < 0)
+            return rc;
     }
-    RedisModule_ReplySetArrayLength(ctx, replied);
+    return 0;
+}
+
+/* BF.MADD / BF.INSERT's reply: one element per item, in order, up to and
+ * including the first refused one (its element is the error), for the
+ * value v of the open, writable `key`. Every add runs before the reply
+ * starts, so that the array's length is known: a postponed length would
+ * make Redis put the whole reply in a list block of its own (an allocation
+ * and a copy per call) instead of the client's buffer. Returns whether
+ * some item was new, i.e. whether the filter changed. */
+static bool add_items(RedisModuleCtx *ctx, RedisModuleKey *key, void *v,
+                      RedisModuleString **items, size_t count)
+{
+    uint8_t stack_res[STACK_RESULTS];
+    uint8_t *res = count <= STACK_RESULTS ? stack_res : RedisModule_Alloc(count);
+    size_t done;
+    int64_t status = add_all(key, v, items, count, res, &done);
+    bool changed = false;
+
+    RedisModule_ReplyWithArray(ctx, (long)done + (status < 0));
+    for (size_t i = 0; i < done; i++) {
+        reply_bool(ctx, res[i]);
+        changed = changed || res[i] != 0;
+    }
+    if (status < 0)
+        RedisModule_ReplyWithError(ctx, add_error(status));
+    if (res != stack_res)
+        RedisModule_Free(res);
     return changed;
 }
 

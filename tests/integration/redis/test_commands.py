@@ -447,6 +447,34 @@ class Capacity(Base):
         self.assertReply(c3.cmd("BF.MADD", "k", "a", "zz", "b"), [False, FULL])
         self.assertReply(c3.cmd("BF.ADD", "k", "zz"), FULL)
 
+    def test_nonscaling_full_in_long_batch(self):
+        # A filter too large to be held compact, filled in the middle of
+        # batches longer than the module's internal windows: each reply
+        # holds the answers of the items added, then the error, and stops.
+        c = self.c
+        cap = 20000
+        self.assertReply(c.cmd("BF.RESERVE", "big", "0.01", str(cap), "NONSCALING"), OK)
+        added = 0
+        for start in range(0, 3 * cap, 1500):
+            reply = c.cmd("BF.MADD", "big", *[b"n%d" % i for i in range(start, start + 1500)])
+            full = reply[-1] == FULL
+            answers = reply[:-1] if full else reply
+            self.assertTrue(all(x in (0, 1) for x in answers))
+            added += sum(answers)
+            if full:
+                break
+            self.assertEqual(len(reply), 1500)
+        self.assertTrue(full)
+        self.assertEqual(added, cap)
+        self.assertReply(c.cmd("BF.CARD", "big"), cap)
+        self.assertReply(c.cmd("BF.INSERT", "big", "ITEMS", *[b"x%d" % i for i in range(700)]),
+                         [FULL])
+        # A scaling filter answers every item of a long batch.
+        reply = c.cmd("BF.INSERT", "grow", "ITEMS", *[b"g%d" % i for i in range(3000)])
+        self.assertEqual(len(reply), 3000)
+        self.assertReply(c.cmd("BF.CARD", "grow"), sum(reply))
+        self.assertGreater(sum(reply), 2950)
+
     def _fill(self, key, reserve, n):
         c = self.c
         self.assertReply(c.cmd("BF.RESERVE", key, *reserve), OK)
