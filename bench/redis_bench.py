@@ -34,13 +34,13 @@ items and on one auto-created by BF.ADD (capacity 100, expansion 2) and
 grown to 10^6.
 
 REDISBLOOM'S TYPE
-On a second server loaded with LAYERS standard, the same commands on two
-filters of the same bits, each reserved for --items at 0.01 and filled: one
-of RedisBloom's type (MBbloom--, made by BF.LOADCHUNK of the header
-RedisBloom's BF.RESERVE would make) and one of bloomgate's own type with
-standard layers; and MEMORY USAGE of the first against RedisBloom's own
-accounting of it (BF.INFO Size, 32 + sum(64 + link bytes)). Skipped when
-the module has no MBbloom-- type.
+The same commands on two filters of the same bits, each reserved for
+--items at 0.01 and filled, each on a server of its own loaded with LAYERS
+standard and set up by the same calls: one of RedisBloom's type (MBbloom--,
+made by BF.LOADCHUNK of the header RedisBloom's BF.RESERVE would make) and
+one of bloomgate's own type with standard layers; and MEMORY USAGE of the
+first against RedisBloom's own accounting of it (BF.INFO Size, 32 +
+sum(64 + link bytes)). Skipped when the module has no MBbloom-- type.
 
 MEMORY
 MEMORY USAGE per item of filters reserved at (0.01, 10^6), (0.01, 10^7),
@@ -479,57 +479,80 @@ def rb_cases(n, keyspace, kind):
     ]
 
 
-def redisbloom_type(module, loader, a, keyspace):
-    """RedisBloom-type keys against bloomgate's standard layers, and their
-    MEMORY USAGE against RedisBloom's accounting. Returns the verdict rows,
-    or None when the module has no MBbloom-- type."""
-    server = Server(module, ["LAYERS", "standard"] + a.module_args.split())
-    try:
-        r, n = server.r, a.items
-        load = Load(loader, server, a.pipeline)
-        adds = a.rounds * (a.requests + (a.requests // 10) * BATCH)
+def rb_setup(server, loader, a, kind):
+    """Filter `kind` (rb: RedisBloom's type, made by BF.LOADCHUNK of the
+    header RedisBloom's BF.RESERVE would make; std: bloomgate's) reserved
+    for --items at 0.01 and filled, and kind + "w" for the adds, on its own
+    server. Returns the Load, or None when the module has no MBbloom--."""
+    r, n = server.r, a.items
+    load = Load(loader, server, a.pipeline)
+    adds = a.rounds * (a.requests + (a.requests // 10) * BATCH)
+    for key, cap in ((kind, n), (kind + "w", max(n, adds))):
+        if kind == "std":
+            r.execute_command("BF.RESERVE", key, "0.01", cap)
+            continue
         try:
-            for key, cap in (("rb", n), ("rbw", max(n, adds))):
-                r.execute_command("BF.LOADCHUNK", key, 1, rb_header(cap, 0.01))
+            r.execute_command("BF.LOADCHUNK", key, 1, rb_header(cap, 0.01))
         except redis.ResponseError as e:
             print(f"\nRedisBloom's type: skipped (BF.LOADCHUNK of RedisBloom's header: {e})")
             return None
-        if r.type("rb") != b"MBbloom--":
-            print(f"\nRedisBloom's type: skipped (the header made a key of type {r.type('rb')})")
+        if r.type(key) != b"MBbloom--":
+            print(f"\nRedisBloom's type: skipped (the header made a key of type {r.type(key)})")
             return None
-        r.execute_command("BF.RESERVE", "std", "0.01", n)
-        r.execute_command("BF.RESERVE", "stdw", "0.01", max(n, adds))
-        for key in ("rb", "std"):
-            fill(load, key, "item:", n)
-            check_distinct(f"fill {key}", r.execute_command("BF.CARD", key), n, n)
-        rb_bytes, std_bytes = info(r, "rb")["Size"], r.memory_usage("std", samples=0)
-        print(f"\nRedisBloom's type (server with LAYERS standard): rb = MBbloom-- and std = "
+    fill(load, kind, "item:", n)
+    check_distinct(f"fill {kind}", r.execute_command("BF.CARD", kind), n, n)
+    return load
+
+
+def redisbloom_type(module, loader, a, keyspace):
+    """RedisBloom-type keys against bloomgate's standard layers, and their
+    MEMORY USAGE against RedisBloom's accounting. Returns the verdict rows,
+    or None when the module has no MBbloom-- type.
+
+    Each type has a server of its own, set up by the same calls in the same
+    order: two filters made one after the other on one server differ by up
+    to ~15% per single lookup of a present item, the first made or the
+    second depending on the order, whatever their type (where each array
+    lands in memory matters), which would hide the difference of types."""
+    args = ["LAYERS", "standard"] + a.module_args.split()
+    servers = {}
+    try:
+        loads = {}
+        for kind in ("rb", "std"):
+            servers[kind] = Server(module, args)
+            loads[kind] = rb_setup(servers[kind], loader, a, kind)
+            if loads[kind] is None:
+                return None
+        rb, std = servers["rb"].r, servers["std"].r
+        n = a.items
+        rb_bytes, std_bytes = info(rb, "rb")["Size"], std.memory_usage("std", samples=0)
+        print(f"\nRedisBloom's type (two servers with LAYERS standard): rb = MBbloom-- and std = "
               f"bloomgate, both reserved (0.01, {n}) and filled; rb's BF.INFO Size {rb_bytes} B, "
               f"std's MEMORY USAGE {std_bytes} B")
         runs = {}
         for rnd in range(a.rounds):
             # Each case runs on both filters one after the other, in turns
-            # first (a filter just filled or just queried has more of its
-            # lines in the last-level cache).
+            # first (the machine's other work drifts during a run).
             kinds = ("rb", "std") if rnd % 2 == 0 else ("std", "rb")
             for kind_cases in zip(rb_cases(n, keyspace, kinds[0]), rb_cases(n, keyspace, kinds[1])):
                 for kind, case in zip(kinds, kind_cases):
                     named = (f"{case[0]} ({kind})",) + case[1:]  # names the filter in the checks
                     runs.setdefault((case[0], kind), []).append(
-                        run_case(r, load, named, rnd, a.requests))
+                        run_case(servers[kind].r, loads[kind], named, rnd, a.requests))
         print(f"  {'us per call / item, mean (min-max)':<36} {'MBbloom--':>22} {'bloomgate':>22}")
         rows = []
         for label, *_ in rb_cases(n, keyspace, "rb"):
-            rb = [x[1] for x in runs[(label, "rb")]]
-            std = [x[1] for x in runs[(label, "std")]]
-            print(f"  {label:<36} {mean(rb):8.4f} ({min(rb):.4f}-{max(rb):.4f}) "
-                  f"{mean(std):8.4f} ({min(std):.4f}-{max(std):.4f})")
-            rows.append((label, mean(rb), mean(std)))
-        usage = r.memory_usage("rb", samples=0)
+            rbs = [x[1] for x in runs[(label, "rb")]]
+            stds = [x[1] for x in runs[(label, "std")]]
+            print(f"  {label:<36} {mean(rbs):8.4f} ({min(rbs):.4f}-{max(rbs):.4f}) "
+                  f"{mean(stds):8.4f} ({min(stds):.4f}-{max(stds):.4f})")
+            rows.append((label, mean(rbs), mean(stds)))
+        usage = rb.memory_usage("rb", samples=0)
         print(f"  MEMORY USAGE of rb: {usage} B; RedisBloom's accounting (BF.INFO Size) {rb_bytes} B")
         return rows, usage, rb_bytes
     finally:
-        server.stop()
+        for server in servers.values():
+            server.stop()
 
 
 def redisbloom_type_targets(result):
