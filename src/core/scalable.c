@@ -748,15 +748,6 @@ static PROBE_INLINE bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
     return l->ops->variant == BG_VARIANT_BLOCKED ? blocked_has(l, h, km) : standard_has(l, h);
 }
 
-/* Asks for the line where a key's probes start in layer l. */
-static PROBE_INLINE void prefetch_line(const bg_filter *l, bg_hash h)
-{
-    if (l->ops->variant == BG_VARIANT_BLOCKED)
-        bg__prefetch(bg__block_of(l, h.h1));
-    else
-        bg__prefetch(&l->words[bg_layout_reduce(h.h1, l->m) >> 6]);
-}
-
 /* Adds h, which layers [0, checked) did not contain a moment ago: checks the
  * layers that could have gained it since (those above, and the newest when
  * it is no longer the one this add would go to), grows if the newest is full,
@@ -809,6 +800,40 @@ static int scalable_test_and_add(bg_filter *f, bg_hash h)
     return add_absent(f, h, n - 1);
 }
 
+/* One layer's pass of find_present over the keys not found yet, the
+ * variant's probe chosen once per layer: `found` with the keys this layer
+ * has added. A layer out of L1 (`far`) has the line of the key AHEAD
+ * places on asked for before each probe. */
+static PROBE_INLINE uint64_t find_in_blocked(const bg_filter *l, const bg_hash *h, size_t count,
+                                             key_masks *km, uint64_t found, bool far)
+{
+    if (far)
+        for (size_t i = 0; i < count && i < AHEAD; i++)
+            bg__prefetch(bg__block_of(l, h[i].h1));
+    for (size_t i = 0; i < count; i++) {
+        if (far && i + AHEAD < count)
+            bg__prefetch(bg__block_of(l, h[i + AHEAD].h1));
+        if (!(found >> i & 1) && blocked_has(l, h[i], &km[i]))
+            found |= UINT64_C(1) << i;
+    }
+    return found;
+}
+
+static PROBE_INLINE uint64_t find_in_standard(const bg_filter *l, const bg_hash *h, size_t count,
+                                              uint64_t found, bool far)
+{
+    if (far)
+        for (size_t i = 0; i < count && i < AHEAD; i++)
+            bg__prefetch(&l->words[bg_layout_reduce(h[i].h1, l->m) >> 6]);
+    for (size_t i = 0; i < count; i++) {
+        if (far && i + AHEAD < count)
+            bg__prefetch(&l->words[bg_layout_reduce(h[i + AHEAD].h1, l->m) >> 6]);
+        if (!(found >> i & 1) && standard_has(l, h[i]))
+            found |= UINT64_C(1) << i;
+    }
+    return found;
+}
+
 /* present[i] = whether any of layers [0, n) has h[i] (count <= CHUNK): layer
  * by layer, newest first (QUERIES); a single layer through its own batch
  * call. An AVX2 copy tests a block in two vector halves. */
@@ -829,20 +854,11 @@ BG__AVX2_CLONE static void find_present(const struct bg__scalable *s, uint32_t n
     uint64_t found = 0;
     for (uint32_t j = n; j-- > 0;) {
         const bg_filter *l = layer_at(s, j); /* contains only: no write */
-        if (l->nwords * 8 > PREFETCH_MIN_BYTES) {
-            for (size_t i = 0; i < count && i < AHEAD; i++)
-                prefetch_line(l, h[i]);
-            for (size_t i = 0; i < count; i++) {
-                if (i + AHEAD < count)
-                    prefetch_line(l, h[i + AHEAD]);
-                if (!(found >> i & 1) && layer_has(l, h[i], &km[i]))
-                    found |= UINT64_C(1) << i;
-            }
-        } else {
-            for (size_t i = 0; i < count; i++)
-                if (!(found >> i & 1) && layer_has(l, h[i], &km[i]))
-                    found |= UINT64_C(1) << i;
-        }
+        bool far = l->nwords * 8 > PREFETCH_MIN_BYTES;
+        if (l->ops->variant == BG_VARIANT_BLOCKED)
+            found = find_in_blocked(l, h, count, km, found, far);
+        else
+            found = find_in_standard(l, h, count, found, far);
     }
     for (size_t i = 0; i < count; i++)
         present[i] = (uint8_t)(found >> i & 1);
