@@ -800,35 +800,29 @@ static int scalable_test_and_add(bg_filter *f, bg_hash h)
     return add_absent(f, h, n - 1);
 }
 
-/* One layer's pass of find_present over the keys not found yet, the
- * variant's probe chosen once per layer: `found` with the keys this layer
- * has added. A layer out of L1 (`far`) has the line of the key AHEAD
- * places on asked for before each probe. */
-static PROBE_INLINE uint64_t find_in_blocked(const bg_filter *l, const bg_hash *h, size_t count,
-                                             key_masks *km, uint64_t found, bool far)
+/* The line where a key's probes start in layer l, blocked or standard. */
+static PROBE_INLINE const void *first_line(const bg_filter *l, bg_hash h, bool blocked)
 {
-    if (far)
-        for (size_t i = 0; i < count && i < AHEAD; i++)
-            bg__prefetch(bg__block_of(l, h[i].h1));
-    for (size_t i = 0; i < count; i++) {
-        if (far && i + AHEAD < count)
-            bg__prefetch(bg__block_of(l, h[i + AHEAD].h1));
-        if (!(found >> i & 1) && blocked_has(l, h[i], &km[i]))
-            found |= UINT64_C(1) << i;
-    }
-    return found;
+    return blocked ? (const void *)bg__block_of(l, h.h1)
+                   : (const void *)&l->words[bg_layout_reduce(h.h1, l->m) >> 6];
 }
 
-static PROBE_INLINE uint64_t find_in_standard(const bg_filter *l, const bg_hash *h, size_t count,
-                                              uint64_t found, bool far)
+/* One layer's pass of find_present over the keys not found yet: `found`
+ * with the keys this layer has added. `blocked` is a constant at each call,
+ * so that each call compiles to one variant's probe, chosen once per layer
+ * instead of once per key. A layer out of L1 (`far`) has the line of the
+ * key AHEAD places on asked for before each probe. */
+static PROBE_INLINE uint64_t find_in_layer(const bg_filter *l, const bg_hash *h, size_t count,
+                                           key_masks *km, uint64_t found, bool far, bool blocked)
 {
     if (far)
         for (size_t i = 0; i < count && i < AHEAD; i++)
-            bg__prefetch(&l->words[bg_layout_reduce(h[i].h1, l->m) >> 6]);
+            bg__prefetch(first_line(l, h[i], blocked));
     for (size_t i = 0; i < count; i++) {
         if (far && i + AHEAD < count)
-            bg__prefetch(&l->words[bg_layout_reduce(h[i + AHEAD].h1, l->m) >> 6]);
-        if (!(found >> i & 1) && standard_has(l, h[i]))
+            bg__prefetch(first_line(l, h[i + AHEAD], blocked));
+        if (!(found >> i & 1) &&
+            (blocked ? blocked_has(l, h[i], &km[i]) : standard_has(l, h[i])))
             found |= UINT64_C(1) << i;
     }
     return found;
@@ -856,9 +850,9 @@ BG__AVX2_CLONE static void find_present(const struct bg__scalable *s, uint32_t n
         const bg_filter *l = layer_at(s, j); /* contains only: no write */
         bool far = l->nwords * 8 > PREFETCH_MIN_BYTES;
         if (l->ops->variant == BG_VARIANT_BLOCKED)
-            found = find_in_blocked(l, h, count, km, found, far);
+            found = find_in_layer(l, h, count, km, found, far, true);
         else
-            found = find_in_standard(l, h, count, found, far);
+            found = find_in_layer(l, h, count, km, found, far, false);
     }
     for (size_t i = 0; i < count; i++)
         present[i] = (uint8_t)(found >> i & 1);
