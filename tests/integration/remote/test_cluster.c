@@ -5,7 +5,8 @@
  * holding a shard resharded from one master to another (the two masters
  * redirecting to each other for 150 ms on the way) while a forked
  * client adds and checks keys (it must see no error and no false negative).
- * With bloomgate.so loaded in every master ($BLOOMGATE_MODULE), the module
+ * The caller's own commands (bg_remote_command) go to the master of their
+ * key. With bloomgate.so loaded in every master ($BLOOMGATE_MODULE), the module
  * backend's staged creation, rebuild, publish and fetch over the cluster.
  * Last, a master dies and its replica takes over: meanwhile the client
  * holds the dead master down instead of connecting on every call, and then
@@ -57,6 +58,54 @@ static void slot_known(void **state)
         TU_EQ_I(ts_int(c, "CLUSTER KEYSLOT %s", keys[i]),
                 bg__key_slot(keys[i], strlen(keys[i])));
     redisFree(c);
+}
+
+/* The caller's own commands on a cluster connection go to the master of
+ * the key in argv[1]: 60 keys spread over every master, each written
+ * through the connection is on the master that owns its slot (a raw
+ * connection to any other one is told MOVED), and read back through it. */
+static void own_commands_routed(void **state)
+{
+    (void)state;
+    tu_ctx("bg_remote_command routed by argv[1]");
+    bg_remote *r = cconn();
+    redisContext *raw[CL_N];
+    int per_master[CL_N] = {0};
+    for (int j = 0; j < CL_N; j++)
+        raw[j] = ts_raw(&cl[j]);
+    for (int i = 0; i < 60; i++) {
+        char key[32], value[32];
+        snprintf(key, sizeof key, "own:%d", i);
+        snprintf(value, sizeof value, "v%d", i);
+        const char *set[] = {"SET", key, value};
+        size_t set_lens[] = {3, strlen(key), strlen(value)};
+        redisReply *rep;
+        TU_EQ_I(bg_remote_command(r, 3, set, set_lens, &rep), BG_OK);
+        freeReplyObject(rep);
+        int holders = 0;
+        for (int j = 0; j < CL_N; j++) {
+            redisReply *e = redisCommand(raw[j], "EXISTS %s", key);
+            assert_non_null(e);
+            if (e->type == REDIS_REPLY_INTEGER && e->integer == 1) {
+                holders++;
+                per_master[j]++;
+            } else {
+                TU_TRUE(e->type == REDIS_REPLY_ERROR && strncmp(e->str, "MOVED ", 6) == 0);
+            }
+            freeReplyObject(e);
+        }
+        TU_EQ_I(holders, 1);
+        const char *get[] = {"GET", key};
+        size_t get_lens[] = {3, strlen(key)};
+        TU_EQ_I(bg_remote_command(r, 2, get, get_lens, &rep), BG_OK);
+        TU_TRUE(rep->type == REDIS_REPLY_STRING && strcmp(rep->str, value) == 0);
+        freeReplyObject(rep);
+    }
+    for (int j = 0; j < CL_N; j++) {
+        TU_TRUE(per_master[j] > 0);
+        redisFree(raw[j]);
+    }
+    bg_remote_close(r);
 }
 
 /* How many of the masters hold a shard of the sharded filter `name`, by
@@ -373,6 +422,7 @@ int main(void)
     signal(SIGPIPE, SIG_DFL);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(slot_known),
+        cmocka_unit_test(own_commands_routed),
         cmocka_unit_test(sharded_cross_process),
         cmocka_unit_test(published_shards),
         cmocka_unit_test(shard_places),

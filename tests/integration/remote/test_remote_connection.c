@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Connections (remote_fixture.h): connect errors, and a server frozen or
- * killed in the middle of batches, plain and sharded. */
+/* Connections (remote_fixture.h): connect errors, the caller's own
+ * commands (bg_remote_command), and a server frozen or killed in the middle
+ * of batches, plain and sharded. */
 #include "remote_fixture.h"
 
 #include <bloomgate/remote.h>
@@ -29,6 +30,75 @@ static void connect_errors(void **state)
     TU_TRUE(strstr(bg_remote_errstr(r), "AUTH") != NULL || strstr(bg_remote_errstr(r), "auth"));
     bg_remote_close(r);
     TU_TRUE(strcmp(bg_remote_errstr(NULL), "") == 0);
+}
+
+/* The caller's own commands: bytes in and out as given (a NUL inside), an
+ * error reply as BG_EREMOTE with the server's message and no reply, bad
+ * arguments refused, and a connection the server dropped: that call fails
+ * (BG_ECONN, not retried), the next one reconnects first. */
+static void own_commands(void **state)
+{
+    (void)state;
+    bg_remote *r = conn(&srv, 2000);
+    redisReply *rep = NULL;
+
+    tu_ctx("binary round trip");
+    const char value[] = {'a', '\0', 'b', '\n', 'c'};
+    const char *set[] = {"SET", "own:bin", value};
+    size_t set_lens[] = {3, 7, sizeof value};
+    TU_EQ_I(bg_remote_command(r, 3, set, set_lens, &rep), BG_OK);
+    TU_TRUE(rep->type == REDIS_REPLY_STATUS && strcmp(rep->str, "OK") == 0);
+    freeReplyObject(rep);
+    const char *get[] = {"GET", "own:bin"};
+    size_t get_lens[] = {3, 7};
+    TU_EQ_I(bg_remote_command(r, 2, get, get_lens, &rep), BG_OK);
+    TU_EQ_I(rep->type, REDIS_REPLY_STRING);
+    TU_EQ_U(rep->len, sizeof value);
+    TU_TRUE(memcmp(rep->str, value, sizeof value) == 0);
+    freeReplyObject(rep);
+    TU_TRUE(strcmp(bg_remote_errstr(r), "") == 0);
+
+    tu_ctx("error reply");
+    const char *incr[] = {"INCR", "own:bin"};
+    size_t incr_lens[] = {4, 7};
+    rep = (redisReply *)&rep; /* not NULL: the call must clear it */
+    TU_EQ_I(bg_remote_command(r, 2, incr, incr_lens, &rep), BG_EREMOTE);
+    TU_TRUE(rep == NULL);
+    TU_TRUE(strstr(bg_remote_errstr(r), "not an integer") != NULL);
+    /* The connection is still good. */
+    TU_EQ_I(bg_remote_command(r, 2, get, get_lens, &rep), BG_OK);
+    freeReplyObject(rep);
+
+    tu_ctx("bad arguments");
+    const char *holed[] = {"GET", NULL};
+    TU_EQ_I(bg_remote_command(NULL, 2, get, get_lens, &rep), BG_EINVAL);
+    TU_TRUE(rep == NULL);
+    TU_EQ_I(bg_remote_command(r, 0, get, get_lens, &rep), BG_EINVAL);
+    TU_EQ_I(bg_remote_command(r, 2, NULL, get_lens, &rep), BG_EINVAL);
+    TU_EQ_I(bg_remote_command(r, 2, get, NULL, &rep), BG_EINVAL);
+    TU_EQ_I(bg_remote_command(r, 2, holed, get_lens, &rep), BG_EINVAL);
+    TU_EQ_I(bg_remote_command(r, 2, get, get_lens, NULL), BG_EINVAL);
+
+    tu_ctx("connection dropped by the server");
+    const char *id[] = {"CLIENT", "ID"};
+    size_t id_lens[] = {6, 2};
+    TU_EQ_I(bg_remote_command(r, 2, id, id_lens, &rep), BG_OK);
+    TU_EQ_I(rep->type, REDIS_REPLY_INTEGER);
+    long long mine = rep->integer;
+    freeReplyObject(rep);
+    redisContext *c = ts_raw(&srv);
+    TU_EQ_I(ts_int(c, "CLIENT KILL ID %lld", mine), 1);
+    redisFree(c);
+    TU_EQ_I(bg_remote_command(r, 2, get, get_lens, &rep), BG_ECONN);
+    TU_TRUE(rep == NULL);
+    TU_TRUE(strlen(bg_remote_errstr(r)) > 0);
+    TU_EQ_I(bg_remote_command(r, 2, id, id_lens, &rep), BG_OK);
+    TU_TRUE(rep->type == REDIS_REPLY_INTEGER && rep->integer != mine);
+    freeReplyObject(rep);
+    TU_EQ_I(bg_remote_command(r, 2, get, get_lens, &rep), BG_OK);
+    TU_EQ_U(rep->len, sizeof value);
+    freeReplyObject(rep);
+    bg_remote_close(r);
 }
 
 /* Keys [0, n) of b added (or counted present) in calls of 1000, each well
@@ -133,6 +203,7 @@ int main(void)
     signal(SIGPIPE, SIG_DFL); /* the library must cope without SIG_IGN */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(connect_errors),
+        cmocka_unit_test(own_commands),
         cmocka_unit_test(server_dies_mid_batch),
         cmocka_unit_test(server_dies_mid_sharded_batch),
     };
