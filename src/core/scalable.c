@@ -743,9 +743,20 @@ static PROBE_INLINE bool standard_has(const bg_filter *l, bg_hash h)
     }
 }
 
+/* Whether layer l is blocked. A layer is standard or blocked, and every
+ * standard filter has the one table bg__standard_ops (blocked ones have a
+ * table per instruction set), so comparing the pointer, which the call
+ * through the layer loaded anyway, tells them apart without reading the
+ * table: a key's lookup in a filter not used for a while then waits for one
+ * cache miss fewer. */
+static PROBE_INLINE bool is_blocked(const bg_filter *l)
+{
+    return l->ops != &bg__standard_ops;
+}
+
 static PROBE_INLINE bool layer_has(const bg_filter *l, bg_hash h, key_masks *km)
 {
-    return l->ops->variant == BG_VARIANT_BLOCKED ? blocked_has(l, h, km) : standard_has(l, h);
+    return is_blocked(l) ? blocked_has(l, h, km) : standard_has(l, h);
 }
 
 /* Adds h, which layers [0, checked) did not contain a moment ago: checks the
@@ -849,7 +860,7 @@ BG__AVX2_CLONE static void find_present(const struct bg__scalable *s, uint32_t n
     for (uint32_t j = n; j-- > 0;) {
         const bg_filter *l = layer_at(s, j); /* contains only: no write */
         bool far = l->nwords * 8 > PREFETCH_MIN_BYTES;
-        if (l->ops->variant == BG_VARIANT_BLOCKED)
+        if (is_blocked(l))
             found = find_in_layer(l, h, count, km, found, far, true);
         else
             found = find_in_layer(l, h, count, km, found, far, false);
