@@ -220,8 +220,11 @@ static int compat_parse(const char *s)
     return -1;
 }
 
-/* NAME VALUE pairs, names case-insensitive. On error, logs why and the
- * module refuses to load. */
+_Static_assert(BG_MAX_EXPANSION == 32768u, "parse_args names EXPANSION's bound");
+
+/* NAME VALUE pairs, names case-insensitive. On error, logs why, with what
+ * the argument accepts (the line is all an operator whose server would not
+ * start has to go by), and the module refuses to load. */
 static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
 {
     if (argc % 2 != 0) {
@@ -233,29 +236,36 @@ static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
         const char *value = RedisModule_StringPtrLen(argv[i + 1], NULL);
         uint64_t u;
         int bad = 0;
+        const char *accepted = "";
         if (strcasecmp(name, "ERROR_RATE") == 0) {
+            accepted = "a number in (0, 1)";
             double d;
             bad = RedisModule_StringToDouble(argv[i + 1], &d) != REDISMODULE_OK || !(d > 0 && d < 1);
             if (!bad)
                 bgr_cfg.error_rate = d;
         } else if (strcasecmp(name, "INITIAL_SIZE") == 0) {
+            accepted = "an integer, 1 to 9223372036854775807, digits only";
             bad = parse_u64(value, 1, INT64_MAX, &u) != 0;
             if (!bad)
                 bgr_cfg.initial_size = u;
         } else if (strcasecmp(name, "EXPANSION") == 0) {
+            accepted = "an integer, 1 to 32768";
             bad = parse_u64(value, 1, BG_MAX_EXPANSION, &u) != 0;
             if (!bad)
                 bgr_cfg.expansion = (uint32_t)u;
         } else if (strcasecmp(name, "MAX_BYTES") == 0) {
+            accepted = "an integer, 64 to 9223372036854775807, digits only";
             bad = parse_u64(value, 64, INT64_MAX, &u) != 0;
             if (!bad)
                 bgr_cfg.max_bytes = u;
         } else if (strcasecmp(name, "COMPAT") == 0) {
+            accepted = "bloomgate or redisbloom";
             int c = compat_parse(value);
             bad = c < 0;
             if (!bad)
                 bgr_cfg.compat = c;
         } else if (strcasecmp(name, "LAYERS") == 0) {
+            accepted = "auto, standard or blocked";
             bgr_cfg.layers_auto = false;
             if (strcasecmp(value, "auto") == 0)
                 bgr_cfg.layers_auto = true;
@@ -273,7 +283,8 @@ static int parse_args(RedisModuleCtx *ctx, RedisModuleString **argv, int argc)
             return REDISMODULE_ERR;
         }
         if (bad) {
-            RedisModule_Log(ctx, "warning", "bloomgate: bad value '%s' for %s", value, name);
+            RedisModule_Log(ctx, "warning", "bloomgate: bad value '%s' for %s (accepted: %s)", value,
+                            name, accepted);
             return REDISMODULE_ERR;
         }
     }

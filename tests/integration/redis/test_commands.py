@@ -727,6 +727,11 @@ class ModuleArgs(h.RespTestCase):
             log = s.log()
             self.assertIn("bloomgate:", log, "%r: log has no bloomgate line:\n%s" % (args, log[-1500:]))
             self.assertIn("Module", log)
+            # A refused value's line says what the argument accepts.
+            if len(args) == 2 and args[0] != "CF_MAX_EXPANSIONS":
+                self.assertIn("bad value '%s' for %s (accepted: " % (args[1], args[0]), log, repr(args))
+            if args == ("MAX_BYTES", "10"):
+                self.assertIn("(accepted: an integer, 64 to 9223372036854775807, digits only)", log)
 
     def test_arguments_apply(self):
         s = self._server("ERROR_RATE", "0.001", "INITIAL_SIZE", "1000", "EXPANSION", "4", "LAYERS", "blocked")
