@@ -85,13 +85,15 @@ static void add_error(const bg_filter *f, const char *path, int rc, uint64_t key
         cli_fmt_bytes(cap, sizeof cap, sc.max_bytes);
         if (sc.layer_variant == BG_VARIANT_REDISBLOOM)
             cli_error("%s: cannot add%s: the filter cannot grow: its next link would take its "
-                      "%u links past their cap of %llu bytes (%s, --max-bytes), or cannot be "
+                      "%u link%s past %s cap of %llu bytes (%s, --max-bytes), or cannot be "
                       "made at all (RedisBloom: \"ERR problem inserting into filter\")",
-                      path, at, sc.layers, (unsigned long long)sc.max_bytes, cap);
+                      path, at, sc.layers, sc.layers == 1 ? "" : "s",
+                      sc.layers == 1 ? "its" : "their", (unsigned long long)sc.max_bytes, cap);
         else
             cli_error("%s: cannot add%s: the filter cannot grow: a new layer would take its %u "
-                      "layers past their cap of %llu bytes (%s, --max-bytes)",
-                      path, at, sc.layers, (unsigned long long)sc.max_bytes, cap);
+                      "layer%s past %s cap of %llu bytes (%s, --max-bytes)",
+                      path, at, sc.layers, sc.layers == 1 ? "" : "s",
+                      sc.layers == 1 ? "its" : "their", (unsigned long long)sc.max_bytes, cap);
         break;
     default:
         cli_error("%s: cannot add%s: %s", path, at, bg_strerror(rc));

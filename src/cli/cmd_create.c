@@ -185,7 +185,11 @@ static const char *options_error(bg_variant v, const bg_sizing *given, const sca
     }
     if (v != BG_VARIANT_SCALABLE) {
         if (so->first) {
-            snprintf(buf, size, "%s applies to --variant scalable only", so->first);
+            /* --expansion, --nonscaling and --max-bytes are redisbloom's too. */
+            bool rb = strcmp(so->first, "--expansion") == 0 ||
+                      strcmp(so->first, "--nonscaling") == 0 || strcmp(so->first, "--max-bytes") == 0;
+            snprintf(buf, size, "%s applies to --variant scalable%s only", so->first,
+                     rb ? " or redisbloom" : "");
             return buf;
         }
         return cli_sizing_given_error(given);

@@ -123,11 +123,13 @@ case_counting() {
 case_scalable() {
     # scalable options are usage errors with other variants, and -m/-k with it
     run 2 "$BG" create x.bgf -n 1000 -p 0.01 --expansion 4
-    has err "--expansion applies to --variant scalable only"
+    has err "--expansion applies to --variant scalable or redisbloom only"
     run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant counting --nonscaling
-    has err "--nonscaling applies to --variant scalable only"
+    has err "--nonscaling applies to --variant scalable or redisbloom only"
     run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant blocked --max-layers 3
     has err "--max-layers applies to --variant scalable only"
+    run 2 "$BG" create x.bgf -n 1000 -p 0.01 --variant standard --max-bytes 1e6
+    has err "--max-bytes applies to --variant scalable or redisbloom only"
     run 2 "$BG" create x.bgf -m 10000 -k 3 --variant scalable
     has err "--variant scalable is sized by -n and -p"
     run 2 "$BG" create x.bgf -n 1000 --variant scalable
@@ -275,6 +277,9 @@ case_scalable() {
     has err "bloomgate: m.bgf: cannot add (key "
     has err "past their cap of 8000 bytes"
     same m.bgf before.bgf
+    run 0 "$BG" create one.bgf -n 1000 -p 0.01 --variant scalable --max-bytes 2000 -q
+    run 2 "$BG" add one.bgf <in.txt
+    has err "a new layer would take its 1 layer past its cap of 2000 bytes"
     run 2 "$BG" create big.bgf -n 1e6 -p 0.01 --variant scalable --max-bytes 1000
     has err "big.bgf: cannot create a scalable filter: its first layer would need more than 1000 bytes (--max-bytes)"
     [ ! -e big.bgf ] || fail "refused create left big.bgf"
@@ -580,7 +585,7 @@ case_redisbloom() {
     has err "in 1 link (capacity 100)"
     cp small.bgf small.before
     seq 0 299 | sed 's/^/k/' | run 2 "$BG" add small.bgf
-    has err "its next link would take its 1 links past their cap of 400 bytes"
+    has err "its next link would take its 1 link past its cap of 400 bytes"
     cmp -s small.bgf small.before || fail "a refused add changed the file"
 
     # Links of different sizes: no union or intersection.
