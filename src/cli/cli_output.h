@@ -5,6 +5,7 @@
 #ifndef BG_CLI_OUTPUT_H
 #define BG_CLI_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +24,13 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * for BG_EIO, whose cause alone ("No such file or directory") does not say
  * which step failed. */
 void cli_file_error(const char *path, const char *what, int status, int err);
+
+/* For a target that exists and that the caller will not replace without
+ * --force: if it is a directory, FIFO, socket or device (not a link to one),
+ * prints that it is never saved over, even with --force, and returns true;
+ * otherwise prints nothing and returns false, and the caller says "use
+ * --force". */
+bool cli_target_never_replaced(const char *path);
 /* ---- output ----------------------------------------------------------- */
 
 /* A write buffer over a file descriptor: one write(2) per CLI_READ_BUFFER

@@ -114,8 +114,10 @@ int cli_save_new(const bg_filter *f, const char *path, bool force)
     cli_release_signals(&old);
     if (moved != 0) {
         free(tmp);
-        if (err == EEXIST)
-            cli_error("%s: already exists (use --force to replace it)", path);
+        if (err == EEXIST) {
+            if (!cli_target_never_replaced(path))
+                cli_error("%s: already exists (use --force to replace it)", path);
+        }
         else
             cli_error("%s: cannot create: %s", path, strerror(err));
         return -1;
@@ -381,7 +383,8 @@ static int run(int argc, char **argv)
      * may be gigabytes; cli_save_new makes the refusal race-free. */
     struct stat st;
     if (!force && lstat(path, &st) == 0) {
-        cli_error("%s: already exists (use --force to replace it)", path);
+        if (!cli_target_never_replaced(path))
+            cli_error("%s: already exists (use --force to replace it)", path);
         return CLI_EXIT_ERROR;
     }
 

@@ -99,9 +99,10 @@ static int combine(const cli_command *cmd, bool intersect, int argc, char **argv
      * otherwise silently replace a.bgf with b | c. */
     struct stat st;
     if (!force && stat(out, &st) == 0 && !is_input(&st, inputs, n)) {
-        cli_error("%s: %s: already exists and is not one of the inputs (use --force to "
-                  "replace it)",
-                  cmd->name, out);
+        if (!cli_target_never_replaced(out))
+            cli_error("%s: %s: already exists and is not one of the inputs (use --force to "
+                      "replace it)",
+                      cmd->name, out);
         return CLI_EXIT_ERROR;
     }
 

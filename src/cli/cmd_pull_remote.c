@@ -124,7 +124,8 @@ int cli_remote_pull(const char *url, const char *path, bool force, bool quiet, b
      * makes the refusal race-free. */
     struct stat st;
     if (!force && lstat(path, &st) == 0) {
-        cli_error("%s: already exists (use --force to replace it)", path);
+        if (!cli_target_never_replaced(path))
+            cli_error("%s: already exists (use --force to replace it)", path);
         return CLI_EXIT_ERROR;
     }
     cli_remote *rf;

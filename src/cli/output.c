@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* ---- messages --------------------------------------------------------- */
@@ -34,6 +35,18 @@ void cli_file_error(const char *path, const char *what, int status, int err)
     } else {
         cli_error("%s: %s", path, bg_strerror(status));
     }
+}
+
+bool cli_target_never_replaced(const char *path)
+{
+    /* lstat: a symbolic link, whatever it leads to, is replaced by the
+     * saved file (--force), so only the thing itself is never replaced. */
+    struct stat st;
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+        return false;
+    cli_error("%s: %s: it is never replaced, not even with --force", path,
+              S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+    return true;
 }
 
 int cli_stdout_close(void)

@@ -487,6 +487,13 @@ case_targets() {
     [ -p fifo ] || fail "create --force replaced a FIFO"
     run 2 "$BG" merge -f fifo a.bgf a.bgf
     [ -p fifo ] || fail "merge -f replaced a FIFO"
+    # ... and without --force the refusal says so, instead of suggesting it
+    run 2 "$BG" create fifo -n 1000 -p 0.01
+    has err "fifo: not a regular file: it is never replaced, not even with --force"
+    hasnt err "use --force"
+    run 2 "$BG" merge fifo a.bgf a.bgf
+    has err "fifo: not a regular file: it is never replaced, not even with --force"
+    hasnt err "use --force"
     run 2 "$BG" check fifo key
     has err "fifo: cannot open: not a regular file"
     if mknod dev c 1 3 2>/dev/null; then # /dev/null's numbers; needs root
@@ -497,6 +504,17 @@ case_targets() {
     run 2 "$BG" create dir.bgf -n 1000 -p 0.01 --force
     has err "dir.bgf: cannot save: Is a directory"
     [ -d dir.bgf ] || fail "create --force replaced a directory"
+    run 2 "$BG" create dir.bgf -n 1000 -p 0.01
+    has err "dir.bgf: is a directory: it is never replaced, not even with --force"
+    hasnt err "use --force"
+    # a symbolic link, even to a directory, is replaced with --force (as a
+    # link to a file is): without it, the message says to use it
+    ln -s dir.bgf link.bgf
+    run 2 "$BG" create link.bgf -n 1000 -p 0.01
+    has err "link.bgf: already exists (use --force to replace it)"
+    run 0 "$BG" create link.bgf -n 1000 -p 0.01 -q --force
+    [ -f link.bgf ] && [ ! -L link.bgf ] || fail "create --force kept the link"
+    [ -d dir.bgf ] || fail "create --force through a link replaced a directory"
     # 3. a replaced file keeps its owner, group and mode (owner: as root)
     chmod 640 a.bgf
     if [ "$(id -u)" -eq 0 ]; then chown 65534:65534 a.bgf; fi

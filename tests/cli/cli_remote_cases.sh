@@ -552,6 +552,11 @@ case_pushpull() {
     run 2 "$BG" pull "$U" pulled.bgf
     has err "already exists (use --force"
     run 0 "$BG" pull -f -q "$U" pulled.bgf
+    # ... and never replaces a directory: the message does not suggest --force
+    mkdir pulled.dir
+    run 2 "$BG" pull "$U" pulled.dir
+    has err "pulled.dir: is a directory: it is never replaced, not even with --force"
+    [ -d pulled.dir ] || fail "pull replaced a directory"
     # a second push swaps in a new generation; readers see only the new keys
     run 0 "$BG" create other.bgf -n 10000 -p 0.01 --variant standard --seed 3 -q
     run 0 "$BG" add -q other.bgf only-in-other
