@@ -23,6 +23,8 @@
 #include "cli_remote_impl.h"
 #include "cli_output.h"
 
+#include <hiredis/hiredis.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -133,6 +135,47 @@ void cli_remote_close(cli_remote *rf)
     free(rf);
 }
 
+/* A reply to `argv` on rf's connection that is a status or string equal to
+ * `want`, or an integer > 0 when want is NULL. Errors count as no. */
+static bool reply_is(cli_remote *rf, const char *cmd, const char *key, const char *want)
+{
+    const char *argv[2] = {cmd, key};
+    size_t lens[2] = {strlen(cmd), strlen(key)};
+    redisReply *rep;
+    if (bg_remote_command(rf->r, 2, argv, lens, &rep) != BG_OK)
+        return false;
+    bool yes = want ? (rep->type == REDIS_REPLY_STATUS || rep->type == REDIS_REPLY_STRING) &&
+                          strcmp(rep->str, want) == 0
+                    : rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+    freeReplyObject(rep);
+    return yes;
+}
+
+/* After "no such filter": whether the name holds a filter of the other
+ * backend, the URL's likeliest mistake, and if so what to write. A module
+ * filter is the key NAME of the module's type; a bitmap filter is the keys
+ * {NAME}:meta (one array) or {NAME}:shards (sharded). Costs a round trip or
+ * two on the error path only. */
+static void hint_other_backend(cli_remote *rf)
+{
+    const char *name = rf->url.name, *display = rf->url.display;
+    if (rf->url.backend == CLI_URL_MODULE) {
+        size_t n = strlen(name) + sizeof "{}:shards";
+        char *meta = malloc(n), *shards = malloc(n);
+        if (meta && shards) {
+            snprintf(meta, n, "{%s}:meta", name);
+            snprintf(shards, n, "{%s}:shards", name);
+            if (reply_is(rf, "EXISTS", meta, NULL) || reply_is(rf, "EXISTS", shards, NULL))
+                cli_error("%s: a bitmap filter has that name: leave out ?backend=module",
+                          display);
+        }
+        free(meta);
+        free(shards);
+    } else if (reply_is(rf, "TYPE", name, "bloomgate") || reply_is(rf, "TYPE", name, "MBbloom--")) {
+        cli_error("%s: the key is a module filter: add ?backend=module to the URL", display);
+    }
+}
+
 int cli_remote_open(const char *url, cli_remote **out)
 {
     cli_remote *rf;
@@ -142,6 +185,8 @@ int cli_remote_open(const char *url, cli_remote **out)
                                    (bg_remote_backend)rf->url.backend);
     if (rc != BG_OK) {
         cli_remote_error(rf->url.display, "cannot open", rc, rf->r);
+        if (rc == BG_ENOTFOUND)
+            hint_other_backend(rf);
         cli_remote_close(rf);
         return -1;
     }

@@ -502,6 +502,22 @@ case_module() {
     eq "$(jget out items)" 3000 "items"
     run 0 "$BG" create "$U" -n 100 -p 0.01 --force -q
     run 1 "$BG" check -q "$U" key-1
+    # the other backend's filter under that name: said, with what to write
+    run 2 "$BG" info "redis://127.0.0.1:$PORT/mod"
+    has err "mod: the key is a module filter: add ?backend=module to the URL"
+    run 0 redis-cli -p "$PORT" BF.ADD rbkey x
+    run 2 "$BG" check "redis://127.0.0.1:$PORT/rbkey" x
+    has err "the key is a module filter"
+    run 0 "$BG" create -q "redis://127.0.0.1:$PORT/plain" -n 100 -p 0.01
+    run 2 "$BG" info "redis://127.0.0.1:$PORT/plain?backend=module"
+    has err "plain?backend=module: a bitmap filter has that name: leave out ?backend=module"
+    run 0 "$BG" create -q "redis://127.0.0.1:$PORT/split?shards=2" -n 100 -p 0.01
+    run 2 "$BG" add "redis://127.0.0.1:$PORT/split?backend=module" a
+    has err "a bitmap filter has that name"
+    run 2 "$BG" info "redis://127.0.0.1:$PORT/none?backend=module"
+    hasnt err "has that name"
+    run 2 "$BG" info "redis://127.0.0.1:$PORT/none"
+    hasnt err "module filter"
     # a non-scaling filter that fills up mid-batch: the server's own error,
     # and the keys before it were added
     local NS="redis://127.0.0.1:$PORT/ns?backend=module"
