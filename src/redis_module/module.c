@@ -130,6 +130,15 @@ int bgr_filter_new(bg_filter **out, double p, uint64_t n, uint32_t expansion)
     return bgr_filter_make(out, p, n, expansion);
 }
 
+/* Whether a rate computed in floating point reaches `bound`. The products
+ * below land a rounding error short of the exact value they stand for
+ * (0.002 x 0.5 x 0.1 = 9.999999999999999e-05), and the rules are meant, and
+ * documented, for the exact product: at p = 0.002, layer 1's rate is 1e-4. */
+static bool reaches(double rate, double bound)
+{
+    return rate >= bound * (1 - 1e-12);
+}
+
 int bgr_filter_make(bg_filter **out, double p, uint64_t n, uint32_t expansion)
 {
     bool nonscaling = expansion == 0;
@@ -138,7 +147,7 @@ int bgr_filter_make(bg_filter **out, double p, uint64_t n, uint32_t expansion)
     uint32_t blocked_from = 0;
     if (bgr_cfg.layers_auto) {
         double first = nonscaling ? p : p * (1 - AUTO_BLOCKED_TIGHTENING);
-        bool blocked = n >= AUTO_BLOCKED_ITEMS && first >= AUTO_BLOCKED_RATE && expansion != 1;
+        bool blocked = n >= AUTO_BLOCKED_ITEMS && reaches(first, AUTO_BLOCKED_RATE) && expansion != 1;
         layers = blocked ? BG_VARIANT_BLOCKED : BG_VARIANT_STANDARD;
         if (blocked && !nonscaling) {
             tightening = AUTO_BLOCKED_TIGHTENING;
@@ -147,7 +156,7 @@ int bgr_filter_make(bg_filter **out, double p, uint64_t n, uint32_t expansion)
             first_share = AUTO_FIRST_SHARE;
             /* Layer 1's rate, the largest of the deeper layers'. */
             double deep = p * (1 - AUTO_FIRST_SHARE) * (1 - AUTO_GROWN_TIGHTENING);
-            if (deep >= AUTO_GROWN_BLOCKED_RATE)
+            if (reaches(deep, AUTO_GROWN_BLOCKED_RATE))
                 blocked_from = AUTO_GROWN_BLOCKED_FROM;
         }
     }

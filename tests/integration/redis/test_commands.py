@@ -770,6 +770,15 @@ class ModuleArgs(h.RespTestCase):
         self.assertEqual(mexists_all(ca, "full", its, batch=5000), [1] * len(its))
         probes = items("absent", 20000)
         self.assertLessEqual(sum(mexists_all(ca, "full", probes, batch=5000)) / len(probes), 0.01)
+        # A grown filter's deeper layers are blocked from an error rate of
+        # 0.002 on (layer 1 at 1e-4), exactly 0.002 included: once grown to
+        # two layers its size is that of 0.0020001's, not 0.0019999's.
+        for p in ("0.0019999", "0.002", "0.0020001"):
+            self.assertReply(ca.cmd("BF.RESERVE", "g" + p, p, "100"), OK)
+            madd_all(ca, "g" + p, items("g", 300))
+            self.assertReply(ca.cmd("BF.INFO", "g" + p, "FILTERS"), [2])
+        self.assertEqual(size(ca, "g0.002"), size(ca, "g0.0020001"))
+        self.assertLess(size(ca, "g0.0019999"), size(ca, "g0.002"))
 
     def test_max_bytes(self):
         s = self._server("MAX_BYTES", "1048576")
