@@ -278,13 +278,13 @@ static void print_table(const bench_args *a, const measured *r, size_t count)
     printf("n = %llu keys, p = %g: nanoseconds per key, one call per key and batched "
            "(\"b\")\n",
            (unsigned long long)a->n, a->p);
-    printf("%-9s %8s %2s %10s %7s %7s %7s %7s %7s %7s  %s\n", "variant", "bits/key", "k", "size",
+    printf("%-10s %8s %2s %10s %7s %7s %7s %7s %7s %7s  %s\n", "variant", "bits/key", "k", "size",
            "add", "add b", "present", "pres. b", "absent", "abs. b", "false positives (rate)");
     for (size_t i = 0; i < count; i++) {
         const measured *x = &r[i];
         char size[32];
         cli_fmt_bytes(size, sizeof size, x->bytes);
-        printf("%-9s %8.3f %2u %10s", bg_variant_name(x->variant),
+        printf("%-10s %8.3f %2u %10s", bg_variant_name(x->variant),
                (double)x->bytes * 8 / (double)a->n, x->k, size);
         for (int j = 0; j < NPASSES; j++)
             printf(" %7.1f", x->ns[j]);
