@@ -122,6 +122,17 @@ int cli_remote_create(const char *url, const cli_remote_create_args *a)
             return CLI_EXIT_ERROR;
         }
         rc = bg_remote_filter_create(&rf->f, rf->r, rf->url.name, &fo);
+        if (rc == BG_EEXIST) {
+            /* The drop found nothing it recognises as a filter, yet
+             * something under the name blocks the create: not ours to
+             * delete (bg_remote_filter_delete). */
+            cli_error("%s: cannot create: keys under this name exist but are not recognisably "
+                      "a filter's, so --force leaves them alone: delete them by hand if they "
+                      "are a damaged filter's (their names: docs/PROTOCOL.md, Keys)",
+                      rf->url.display);
+            cli_remote_close(rf);
+            return CLI_EXIT_ERROR;
+        }
     }
     if (rc != BG_OK) {
         if (rc == BG_ETOOBIG)

@@ -145,6 +145,13 @@ case_roundtrip() {
     has err "created $U: standard (bitmap backend), m = 958506 bits"
     run 2 "$BG" create "$U" -n 100000 -p 0.01
     has err "already exists (use --force"
+    # a key under the name that is not recognisably a filter's: --force
+    # leaves it alone and says so, instead of suggesting --force again
+    run 0 redis-cli -p "$PORT" hset '{foreign}:meta' owner someone-else
+    run 2 "$BG" create "redis://127.0.0.1:$PORT/foreign" -n 100 -p 0.01 --force
+    has err "keys under this name exist but are not recognisably a filter's"
+    hasnt err "use --force"
+    eq "$(redis-cli -p "$PORT" hget '{foreign}:meta' owner)" someone-else "the foreign hash"
     run 0 "$BG" create "$U" -n 100000 -p 0.01 --seed 7 --force --json
     json_ok out
     eq "$(jget out backend)" bitmap "backend"
