@@ -209,8 +209,9 @@ static int run(int argc, char **argv)
     }
     if (!quiet) {
         if (!json) {
-            fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items", path,
-                    (unsigned long long)read, (long long)added, (unsigned long long)items);
+            fprintf(stderr, "bloomgate: %s: %llu key%s read, %lld new; %llu item%s", path,
+                    (unsigned long long)read, read == 1 ? "" : "s", (long long)added,
+                    (unsigned long long)items, items == 1 ? "" : "s");
             if (scalable)
                 fprintf(stderr, " in %u %s%s (capacity %llu)", sc.layers,
                         sc.layer_variant == BG_VARIANT_REDISBLOOM ? "link" : "layer",

@@ -94,8 +94,9 @@ int cli_remote_add(const char *url, char **args, size_t nargs, char sep, bool qu
                (unsigned long long)read, (long long)a.added, (unsigned long long)items,
                (unsigned long long)capacity);
     } else if (!quiet) {
-        fprintf(stderr, "bloomgate: %s: %llu keys read, %lld new; %llu items\n", disp,
-                (unsigned long long)read, (long long)a.added, (unsigned long long)items);
+        fprintf(stderr, "bloomgate: %s: %llu key%s read, %lld new; %llu item%s\n", disp,
+                (unsigned long long)read, read == 1 ? "" : "s", (long long)a.added,
+                (unsigned long long)items, items == 1 ? "" : "s");
     }
     if (!quiet && capacity > 0 && items > capacity)
         fprintf(stderr, "bloomgate: %s: warning: %llu items exceed the capacity %llu\n", disp,

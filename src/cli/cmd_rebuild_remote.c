@@ -162,8 +162,9 @@ static void print_rebuilt(const cli_remote *rf, const bg_remote_filter_stats *s,
             printf(",\"generation\":%llu", (unsigned long long)s->generation);
         printf("}\n");
     } else if (!a->quiet) {
-        fprintf(stderr, "bloomgate: rebuilt %s: %lld keys read; now %llu items", disp,
-                (long long)read, (unsigned long long)s->items);
+        fprintf(stderr, "bloomgate: rebuilt %s: %lld key%s read; now %llu item%s", disp,
+                (long long)read, read == 1 ? "" : "s", (unsigned long long)s->items,
+                s->items == 1 ? "" : "s");
         if (!module)
             fprintf(stderr, ", m = %llu bits, k = %u", (unsigned long long)s->bits, s->hashes);
         if (s->generation)

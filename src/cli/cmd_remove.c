@@ -154,10 +154,11 @@ static int run(int argc, char **argv)
         if (cli_stdout_close() != 0)
             return CLI_EXIT_ERROR;
     } else if (!quiet) {
-        fprintf(stderr, "bloomgate: %s: %llu keys read, %llu removed, %llu definitely absent "
-                        "(nothing to remove); %llu items\n",
-                path, (unsigned long long)r.keys, (unsigned long long)r.removed,
-                (unsigned long long)absent, (unsigned long long)items);
+        fprintf(stderr, "bloomgate: %s: %llu key%s read, %llu removed, %llu definitely absent "
+                        "(nothing to remove); %llu item%s\n",
+                path, (unsigned long long)r.keys, r.keys == 1 ? "" : "s",
+                (unsigned long long)r.removed, (unsigned long long)absent,
+                (unsigned long long)items, items == 1 ? "" : "s");
     }
     return CLI_EXIT_OK;
 }

@@ -50,6 +50,10 @@ case_counting() {
     run 0 "$BG" remove c.bgf k-501 never-added
     has err "c.bgf: 2 keys read, 1 removed, 1 definitely absent"
     run 1 "$BG" check -q c.bgf k-501
+    # one key, one item: in the singular
+    run 0 "$BG" create -q one.bgf -n 100 -p 0.01
+    run 0 "$BG" add one.bgf only-key
+    has err "one.bgf: 1 key read, 1 new; 1 item"
     # --strict: all or nothing, status 1, file unchanged
     cp c.bgf before.bgf
     run 1 "$BG" remove --strict c.bgf k-502 never-added k-503
