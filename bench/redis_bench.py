@@ -367,7 +367,8 @@ def stack_floor(binary, items):
     out = subprocess.run([binary, "--items", str(items)], capture_output=True, text=True,
                          check=True).stdout
     print("\n" + out.rstrip())
-    return float(out.rsplit("=", 1)[1].strip().rstrip("x"))
+    bound = next(line for line in out.splitlines() if "bound (grown floor" in line)
+    return float(bound.rsplit("=", 1)[1].strip().rstrip("x"))
 
 
 # ---- memory ----------------------------------------------------------------------
