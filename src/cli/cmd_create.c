@@ -114,12 +114,10 @@ int cli_save_new(const bg_filter *f, const char *path, bool force)
     cli_release_signals(&old);
     if (moved != 0) {
         free(tmp);
-        if (err == EEXIST) {
-            if (!cli_target_never_replaced(path))
-                cli_error("%s: already exists (use --force to replace it)", path);
-        }
-        else
+        if (err != EEXIST)
             cli_error("%s: cannot create: %s", path, strerror(err));
+        else if (!cli_target_never_replaced(path))
+            cli_error("%s: already exists (use --force to replace it)", path);
         return -1;
     }
     free(tmp);
